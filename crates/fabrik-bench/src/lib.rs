@@ -1,0 +1,1 @@
+//! Benchmarks: TCP point-to-point bandwidth and latency with multi-NIC striping

@@ -1,0 +1,1 @@
+//! Ranks, rendezvous, collectives, all-pairs scheduling and reports

@@ -1,0 +1,1 @@
+//! fabrik's rule catalog: nodes and planned NCCL environments to explained findings

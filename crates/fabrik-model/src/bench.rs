@@ -1,0 +1,186 @@
+//! Benchmark results: what `fabrik bench` measures and what `fabrik parse` reads from perftest
+//! and nccl-tests output, in one set of types so that runs of either can stand side by side.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which tool produced a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultSource {
+    Fabrik,
+    Perftest,
+    NcclTests,
+    RcclTests,
+    Other(String),
+}
+
+/// One bandwidth row, as perftest's `ib_write_bw` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BwRow {
+    pub bytes: u64,
+    pub iterations: u64,
+    pub bw_peak_gbps: f64,
+    pub bw_avg_gbps: f64,
+    pub msg_rate_mpps: f64,
+}
+
+/// One latency row, as perftest's `ib_send_lat` prints it (microseconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LatRow {
+    pub bytes: u64,
+    pub iterations: u64,
+    pub t_min_us: f64,
+    pub t_typical_us: f64,
+    pub t_avg_us: f64,
+    pub t_max_us: f64,
+    pub t_stdev_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum P2pTest {
+    Bw,
+    Lat,
+}
+
+/// Rows of a point-to-point run: all bandwidth or all latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum P2pRows {
+    Bw(Vec<BwRow>),
+    Lat(Vec<LatRow>),
+}
+
+/// A point-to-point run (fabrik's own, or a parsed perftest report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct P2pReport {
+    pub schema_version: u32,
+    pub source: ResultSource,
+    pub test: P2pTest,
+    /// `tcp`, `rdma`; for perftest the transport type it printed (`IB`).
+    pub transport: String,
+    /// RDMA operation: `write`, `read`, `send`; `None` for TCP streams.
+    pub op: Option<String>,
+    pub streams: u32,
+    /// Local interfaces or RDMA devices used.
+    pub interfaces: Vec<String>,
+    pub device: Option<String>,
+    /// `IB` or `Ethernet` where reported.
+    pub link_type: Option<String>,
+    pub mtu: Option<u32>,
+    pub gid_index: Option<u32>,
+    pub results: P2pRows,
+    /// Per-stream or per-interface breakdown when striping.
+    pub per_stream: Vec<StreamResult>,
+    /// Free-form facts worth keeping (perftest header lines, memory type, access flags).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamResult {
+    pub stream: u32,
+    pub interface: Option<String>,
+    pub local_addr: Option<String>,
+    pub bytes: u64,
+    pub bw_avg_gbps: f64,
+}
+
+/// Timing of one collective at one size, in one placement (out-of-place or in-place).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollTiming {
+    pub time_us: f64,
+    /// GB/s (1e9 bytes per second), as nccl-tests prints it.
+    pub algbw: f64,
+    pub busbw: f64,
+    /// `#wrong`; `None` when the check was off (`N/A`).
+    pub wrong: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectiveRow {
+    /// Bytes.
+    pub size: u64,
+    /// Elements.
+    pub count: u64,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    /// `sum`, `prod`, `max`, `min`, `avg`, or `none` for data movement ops.
+    pub redop: Option<String>,
+    /// Root rank (`-1` in nccl-tests for rootless ops).
+    pub root: Option<i64>,
+    pub out_of_place: Option<CollTiming>,
+    pub in_place: Option<CollTiming>,
+}
+
+/// A device line of the nccl-tests header:
+/// `#  Rank  0 Group  0 Pid  12345 on node1 device  0 [0x07] NVIDIA A100-SXM4-80GB`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RankDevice {
+    pub rank: u32,
+    pub group: Option<u32>,
+    pub pid: Option<u64>,
+    pub host: String,
+    pub device: Option<u32>,
+    pub bus_id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// A collective sweep (fabrik's own, or a parsed nccl-tests run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectiveReport {
+    pub schema_version: u32,
+    pub source: ResultSource,
+    /// `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `reduce`, `alltoall`,
+    /// `sendrecv`, `gather`, `scatter`, `hypercube`.
+    pub op: String,
+    /// `tcp`, `rdma`, `nccl`; `None` for parsed runs.
+    pub backend: Option<String>,
+    pub ranks: Option<u32>,
+    pub hosts: Vec<String>,
+    pub devices: Vec<RankDevice>,
+    pub rows: Vec<CollectiveRow>,
+    /// `# Avg bus bandwidth` line (GB/s).
+    pub avg_busbw: Option<f64>,
+    pub notes: Vec<String>,
+}
+
+/// The bus-bandwidth factor nccl-tests applies to algbw for an operation on `ranks` ranks.
+pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
+    let n = f64::from(ranks.max(1));
+    match op {
+        "all_reduce" => Some(2.0 * (n - 1.0) / n),
+        "all_gather" | "reduce_scatter" | "alltoall" => Some((n - 1.0) / n),
+        "broadcast" | "reduce" | "sendrecv" => Some(1.0),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busbw_factors_follow_nccl_tests() {
+        assert_eq!(busbw_factor("all_reduce", 8), Some(1.75));
+        assert_eq!(busbw_factor("all_gather", 4), Some(0.75));
+        assert_eq!(busbw_factor("broadcast", 16), Some(1.0));
+        assert_eq!(busbw_factor("bogus", 2), None);
+    }
+
+    #[test]
+    fn p2p_rows_round_trip_untagged() {
+        let bw = P2pRows::Bw(vec![BwRow {
+            bytes: 65536,
+            iterations: 5000,
+            bw_peak_gbps: 97.1,
+            bw_avg_gbps: 96.8,
+            msg_rate_mpps: 0.18,
+        }]);
+        let text = serde_json::to_string(&bw).unwrap_or_default();
+        let back: P2pRows = serde_json::from_str(&text).unwrap_or(P2pRows::Lat(vec![]));
+        assert_eq!(back, bw);
+    }
+}

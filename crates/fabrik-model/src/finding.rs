@@ -1,0 +1,74 @@
+//! Findings: the doctor's (and every analyser's) unit of output.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How bad a finding is. Ordered so that sorting descending puts errors first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One fact a finding rests on: where it was read and what it said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    /// A path under the probed root (`/sys/class/infiniband/mlx5_0/ports/1/state`), a command
+    /// capture (`fabrik/cmd/mlnx_qos-eth2.txt`), an env variable (`env:NCCL_IB_HCA`) or a log line.
+    pub path: String,
+    pub value: String,
+}
+
+impl Evidence {
+    pub fn new(path: impl Into<String>, value: impl Into<String>) -> Self {
+        Evidence {
+            path: path.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// A problem (or a notable fact) with its explanation and fix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// Stable rule id, `FAB-...`.
+    pub rule: String,
+    pub severity: Severity,
+    /// What the finding is about: a device/port (`mlx5_0:1`), an interface, a GPU, a node or a rank.
+    pub subject: String,
+    pub message: String,
+    pub evidence: Vec<Evidence>,
+    pub fix: String,
+}
+
+/// Sorts findings the way every renderer shows them: errors first, then by rule and subject, so
+/// that output never depends on the order files were read.
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.rule.cmp(&b.rule))
+            .then_with(|| a.subject.cmp(&b.subject))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+}

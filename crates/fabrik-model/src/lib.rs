@@ -1,0 +1,16 @@
+//! fabrik's data contracts.
+//!
+//! Every type here is plain data: produced by probing, parsing or benchmarking, consumed by the
+//! doctor, the generators and the renderers. JSON field names are stable snake_case; documents
+//! that stand on their own carry [`SCHEMA_VERSION`] so readers can refuse what they do not know.
+
+pub mod bench;
+pub mod finding;
+pub mod node;
+
+pub use bench::*;
+pub use finding::*;
+pub use node::*;
+
+/// Version of every top-level JSON document fabrik writes. Bump on an incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;

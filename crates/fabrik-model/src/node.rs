@@ -1,0 +1,541 @@
+//! A node's fabric as probing found it.
+//!
+//! Every fact that may be missing is an `Option`: `None` means "not found or not readable", and
+//! the reason is in [`Node::warnings`]. Raw kernel texts are kept beside parsed values so that a
+//! value fabrik does not know is reported as such rather than guessed.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Everything fabrik knows about one node's GPU networking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Node {
+    pub schema_version: u32,
+    /// The root directory this was read from (`/` for the live machine).
+    pub root: String,
+    pub hostname: Option<String>,
+    pub os: OsInfo,
+    pub rdma_devices: Vec<RdmaDevice>,
+    pub net_interfaces: Vec<NetInterface>,
+    pub gpus: Vec<Gpu>,
+    /// GPU↔NIC distance for every pair of a GPU and an RDMA device (or, on nodes without RDMA, a
+    /// PCI network interface).
+    pub gpu_nic_paths: Vec<GpuNicPath>,
+    /// PCIe bridges and switch ports between GPUs and NICs, with ACS state where `lspci -vvv` was
+    /// captured.
+    pub pci_bridges: Vec<PciBridge>,
+    /// Kernel modules that matter to GPU networking, as listed in `/proc/modules`.
+    pub modules: Vec<KernelModule>,
+    /// Names under `/dev/infiniband` (`uverbs0`, `rdma_cm`, `umad0`...).
+    pub dev_infiniband: Option<Vec<String>>,
+    pub memlock: Option<MemlockLimit>,
+    pub iommu: IommuInfo,
+    pub versions: Versions,
+    /// Names of the command captures found under `ROOT/fabrik/cmd/` (`ibstat`, `mlnx_qos-eth2`...).
+    pub command_captures: Vec<String>,
+    /// Why a fact is unknown: unreadable or malformed files, never fatal.
+    pub warnings: Vec<ProbeWarning>,
+}
+
+impl Node {
+    pub fn rdma_device(&self, name: &str) -> Option<&RdmaDevice> {
+        self.rdma_devices.iter().find(|d| d.name == name)
+    }
+
+    pub fn net_interface(&self, name: &str) -> Option<&NetInterface> {
+        self.net_interfaces.iter().find(|i| i.name == name)
+    }
+
+    pub fn has_module(&self, name: &str) -> bool {
+        self.modules.iter().any(|m| m.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OsInfo {
+    /// `/proc/sys/kernel/osrelease`, e.g. `6.1.0-26-amd64`.
+    pub kernel: Option<String>,
+    /// `/proc/cmdline` as written.
+    pub kernel_cmdline: Option<String>,
+    /// `PRETTY_NAME` from `/etc/os-release`.
+    pub distro: Option<String>,
+    /// Whether the node looks like a virtual machine (DMI vendor, hypervisor CPU flag).
+    pub virtualized: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Versions {
+    /// From `/proc/driver/nvidia/version` or `/sys/module/nvidia/version`.
+    pub nvidia_driver: Option<String>,
+    /// `ofed_info -s` (`MLNX_OFED_LINUX-5.8-3.0.7.0:`) or `/sys/module/mlx5_core/version`.
+    pub ofed: Option<String>,
+    /// rdma-core / libibverbs package version where found.
+    pub rdma_core: Option<String>,
+    /// mlx5_core (or other NIC driver) module version.
+    pub nic_driver: Option<String>,
+    /// NCCL library version where a `libnccl.so.X.Y.Z` was found.
+    pub nccl: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProbeWarning {
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelModule {
+    pub name: String,
+    /// Reference count (third column of `/proc/modules`).
+    pub refcount: Option<u32>,
+    /// Version from `/sys/module/NAME/version` where the module exposes one.
+    pub version: Option<String>,
+}
+
+/// `Max locked memory` from `/proc/self/limits` (or the captured limits of a snapshot).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MemlockLimit {
+    /// `None` means unlimited.
+    pub soft_bytes: Option<u64>,
+    pub hard_bytes: Option<u64>,
+}
+
+impl MemlockLimit {
+    pub fn is_unlimited(&self) -> bool {
+        self.soft_bytes.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IommuInfo {
+    /// `intel_iommu=on`, `amd_iommu=on`, `iommu=pt`, `iommu.passthrough=1`... as on the cmdline.
+    pub cmdline_flags: Vec<String>,
+    /// Whether `/sys/kernel/iommu_groups` has groups (an IOMMU is active).
+    pub groups_present: Option<bool>,
+    /// Derived: an IOMMU is on (cmdline or groups).
+    pub enabled: Option<bool>,
+    /// Derived: passthrough mode (`iommu=pt`, `iommu.passthrough=1`).
+    pub passthrough: Option<bool>,
+}
+
+/// A PCI function and where it sits in the PCIe tree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PciFunction {
+    /// `0000:17:00.0`
+    pub address: String,
+    /// `0x15b3`
+    pub vendor: Option<String>,
+    pub device: Option<String>,
+    /// `0x020700`
+    pub class: Option<String>,
+    /// `None` when the kernel reports -1 (no NUMA information).
+    pub numa_node: Option<i32>,
+    pub driver: Option<String>,
+    pub link: PciLink,
+    /// The physical function's address when this is an SR-IOV virtual function.
+    pub physfn: Option<String>,
+    /// PCI addresses from the root port down to this function (this one last), as the
+    /// `/sys/devices/pci…` path shows them.
+    pub path: Vec<String>,
+}
+
+impl PciFunction {
+    pub fn is_virtual_function(&self) -> bool {
+        self.physfn.is_some()
+    }
+}
+
+/// PCIe link state from `current_link_speed`/`width` and `max_link_speed`/`width`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PciLink {
+    /// As the kernel writes it: `16.0 GT/s PCIe`, `8 GT/s`, `Unknown`.
+    pub current_speed: Option<String>,
+    pub current_speed_gts: Option<f64>,
+    pub current_width: Option<u32>,
+    pub max_speed: Option<String>,
+    pub max_speed_gts: Option<f64>,
+    pub max_width: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RdmaDevice {
+    /// `mlx5_0`, `rxe0`, `efa_0`.
+    pub name: String,
+    /// `/sys/class/infiniband/X/node_type`: `1: CA`.
+    pub node_type: Option<String>,
+    pub node_guid: Option<String>,
+    pub sys_image_guid: Option<String>,
+    pub fw_ver: Option<String>,
+    pub hca_type: Option<String>,
+    pub board_id: Option<String>,
+    /// Kernel driver of the device (`mlx5_core`, `rdma_rxe` has none: software device).
+    pub pci: Option<PciFunction>,
+    pub ports: Vec<Port>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Port {
+    pub number: u32,
+    pub state: Option<StateValue>,
+    pub phys_state: Option<StateValue>,
+    pub rate: Option<LinkRate>,
+    pub link_layer: Option<LinkLayer>,
+    /// IB only: `0x12`.
+    pub lid: Option<String>,
+    pub sm_lid: Option<String>,
+    /// Active MTU in bytes where exposed (sysfs does not; `ibv_devinfo -v` captures do).
+    pub active_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
+    /// The netdev behind this port (from `gid_attrs/ndevs` or the device's `net/` directory).
+    pub netdev: Option<String>,
+    /// Non-empty GID table entries.
+    pub gids: Vec<Gid>,
+    /// `ports/N/counters/*`, raw values (`port_xmit_data` counts 4-byte words).
+    pub counters: BTreeMap<String, u64>,
+    /// `ports/N/hw_counters/*`.
+    pub hw_counters: BTreeMap<String, u64>,
+}
+
+/// A numbered state as sysfs writes it: `4: ACTIVE`, `5: LinkUp`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateValue {
+    pub code: Option<u32>,
+    pub name: String,
+}
+
+impl StateValue {
+    /// Parses `4: ACTIVE`; a text without a number keeps it whole as the name.
+    pub fn parse(raw: &str) -> Self {
+        let raw = raw.trim();
+        match raw.split_once(':') {
+            Some((num, name)) => match num.trim().parse() {
+                Ok(code) => StateValue {
+                    code: Some(code),
+                    name: name.trim().to_string(),
+                },
+                Err(_) => StateValue {
+                    code: None,
+                    name: raw.to_string(),
+                },
+            },
+            None => StateValue {
+                code: None,
+                name: raw.to_string(),
+            },
+        }
+    }
+
+    pub fn port_state(&self) -> PortState {
+        PortState::from_state(self)
+    }
+
+    pub fn phys_state(&self) -> PhysState {
+        PhysState::from_state(self)
+    }
+}
+
+/// Logical port state (IB spec; sysfs `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PortState {
+    Nop,
+    Down,
+    Init,
+    Armed,
+    Active,
+    ActiveDefer,
+    Unknown,
+}
+
+impl PortState {
+    fn from_state(s: &StateValue) -> Self {
+        match s.code {
+            Some(0) => PortState::Nop,
+            Some(1) => PortState::Down,
+            Some(2) => PortState::Init,
+            Some(3) => PortState::Armed,
+            Some(4) => PortState::Active,
+            Some(5) => PortState::ActiveDefer,
+            _ => match s.name.to_ascii_uppercase().as_str() {
+                "DOWN" => PortState::Down,
+                "INIT" => PortState::Init,
+                "ARMED" => PortState::Armed,
+                "ACTIVE" => PortState::Active,
+                "ACTIVE_DEFER" => PortState::ActiveDefer,
+                _ => PortState::Unknown,
+            },
+        }
+    }
+}
+
+/// Physical port state (sysfs `phys_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhysState {
+    Sleep,
+    Polling,
+    Disabled,
+    PortConfigurationTraining,
+    LinkUp,
+    LinkErrorRecovery,
+    PhyTest,
+    Unknown,
+}
+
+impl PhysState {
+    fn from_state(s: &StateValue) -> Self {
+        match s.code {
+            Some(1) => PhysState::Sleep,
+            Some(2) => PhysState::Polling,
+            Some(3) => PhysState::Disabled,
+            Some(4) => PhysState::PortConfigurationTraining,
+            Some(5) => PhysState::LinkUp,
+            Some(6) => PhysState::LinkErrorRecovery,
+            Some(7) => PhysState::PhyTest,
+            _ => match s.name.as_str() {
+                "Sleep" => PhysState::Sleep,
+                "Polling" => PhysState::Polling,
+                "Disabled" => PhysState::Disabled,
+                "PortConfigurationTraining" => PhysState::PortConfigurationTraining,
+                "LinkUp" => PhysState::LinkUp,
+                "LinkErrorRecovery" => PhysState::LinkErrorRecovery,
+                "Phy Test" | "PhyTest" => PhysState::PhyTest,
+                _ => PhysState::Unknown,
+            },
+        }
+    }
+}
+
+/// `ports/N/rate`: `400 Gb/sec (4X NDR)`, `100 Gb/sec (2X HDR)`, `10 Gb/sec (1X QDR)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LinkRate {
+    /// The kernel's text, kept whole.
+    pub text: String,
+    /// `None` when the number could not be read (the text is still reported).
+    pub gbps: Option<f64>,
+    /// Lane count from `4X`.
+    pub width: Option<u32>,
+    /// Lane speed name: `SDR`, `DDR`, `QDR`, `FDR10`, `FDR`, `EDR`, `HDR`, `NDR`, `XDR`.
+    pub speed: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkLayer {
+    Infiniband,
+    Ethernet,
+    /// A value this version of fabrik does not know, kept as written.
+    Other(String),
+}
+
+impl LinkLayer {
+    pub fn parse(raw: &str) -> Self {
+        match raw.trim() {
+            "InfiniBand" => LinkLayer::Infiniband,
+            "Ethernet" => LinkLayer::Ethernet,
+            other => LinkLayer::Other(other.to_string()),
+        }
+    }
+}
+
+/// One non-empty GID table slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Gid {
+    pub index: u32,
+    /// As sysfs writes it: `fe80:0000:0000:0000:0000:5eff:fe00:0001`.
+    pub gid: String,
+    /// `gid_attrs/types/N`.
+    pub gid_type: Option<GidType>,
+    /// `gid_attrs/ndevs/N`.
+    pub netdev: Option<String>,
+    /// The IPv4 address encoded in an IPv4-mapped GID (`::ffff:a.b.c.d`), if any.
+    pub ipv4: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GidType {
+    /// `IB/RoCE v1`
+    IbRoceV1,
+    /// `RoCE v2`
+    RoceV2,
+    Other(String),
+}
+
+impl GidType {
+    pub fn parse(raw: &str) -> Self {
+        match raw.trim() {
+            "IB/RoCE v1" => GidType::IbRoceV1,
+            "RoCE v2" => GidType::RoceV2,
+            other => GidType::Other(other.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NetKind {
+    Ethernet,
+    Ipoib,
+    Loopback,
+    Bridge,
+    /// veth, bond, macvlan, tun, docker0-like software devices.
+    Virtual,
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NetInterface {
+    pub name: String,
+    pub kind: NetKind,
+    pub mtu: Option<u32>,
+    /// `up`, `down`, `unknown`, `lowerlayerdown`... as the kernel writes it.
+    pub operstate: Option<String>,
+    /// Mb/s; `None` when the kernel reports -1 or nothing.
+    pub speed_mbps: Option<u64>,
+    pub mac: Option<String>,
+    /// CIDR notation, `10.0.0.5/24`.
+    pub ipv4: Vec<String>,
+    pub ipv6: Vec<String>,
+    pub driver: Option<String>,
+    pub pci: Option<PciFunction>,
+    /// The RDMA device whose port uses this netdev (RoCE, IPoIB).
+    pub rdma_device: Option<String>,
+    /// Whether the default route leaves through this interface.
+    pub default_route: bool,
+    pub ecn: Option<RoceEcn>,
+    pub pfc: Option<Pfc>,
+    /// `statistics/*`.
+    pub statistics: BTreeMap<String, u64>,
+}
+
+/// mlx5 RoCE ECN switches: `ecn/roce_np/enable/P` and `ecn/roce_rp/enable/P` for priority P.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RoceEcn {
+    pub np_enabled: BTreeMap<u8, bool>,
+    pub rp_enabled: BTreeMap<u8, bool>,
+}
+
+/// Priority flow control as `mlnx_qos -i IF` prints it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Pfc {
+    /// Priorities 0..=7 with PFC enabled.
+    pub enabled_priorities: Vec<u8>,
+    /// `pcp` or `dscp`.
+    pub trust: Option<String>,
+    /// Where this was read.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Gpu {
+    pub pci: PciFunction,
+    /// `NVIDIA H100 80GB HBM3`, from `/proc/driver/nvidia/gpus/ADDR/information` or NVML.
+    pub model: Option<String>,
+    pub uuid: Option<String>,
+    /// `/dev/nvidiaN`.
+    pub minor: Option<u32>,
+}
+
+/// `nvidia-smi topo -m` connection types, nearest first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum PathType {
+    /// Same PCIe switch port (at most one bridge).
+    PIX,
+    /// Several PCIe bridges, without crossing the host bridge.
+    PXB,
+    /// Through a PCIe host bridge (same root complex).
+    PHB,
+    /// Across host bridges within one NUMA node.
+    NODE,
+    /// Across NUMA nodes (SMP interconnect).
+    SYS,
+}
+
+impl PathType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathType::PIX => "PIX",
+            PathType::PXB => "PXB",
+            PathType::PHB => "PHB",
+            PathType::NODE => "NODE",
+            PathType::SYS => "SYS",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GpuNicPath {
+    /// GPU PCI address.
+    pub gpu: String,
+    /// RDMA device name, or the netdev name on nodes without RDMA.
+    pub nic: String,
+    pub nic_pci: String,
+    /// `None` when the PCI paths were not readable.
+    pub path_type: Option<PathType>,
+    pub same_numa: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PciBridge {
+    pub address: String,
+    /// ACS control bits reported enabled (`SrcValid`, `ReqRedir`, `CmpltRedir`...) from `lspci -vvv`.
+    pub acs_ctl_enabled: Option<Vec<String>>,
+}
+
+impl PciBridge {
+    /// ACS request or completion redirect forces peer-to-peer traffic up to the root complex.
+    pub fn acs_redirects(&self) -> Option<bool> {
+        self.acs_ctl_enabled.as_ref().map(|bits| {
+            bits.iter()
+                .any(|b| b == "ReqRedir" || b == "CmpltRedir" || b == "UpstreamFwd")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_values_parse_as_sysfs_writes_them() {
+        let s = StateValue::parse("4: ACTIVE\n");
+        assert_eq!(s.code, Some(4));
+        assert_eq!(s.port_state(), PortState::Active);
+        let p = StateValue::parse("2: Polling");
+        assert_eq!(p.phys_state(), PhysState::Polling);
+        let odd = StateValue::parse("9: SOMETHING_NEW");
+        assert_eq!(odd.port_state(), PortState::Unknown);
+        assert_eq!(odd.name, "SOMETHING_NEW");
+        let bare = StateValue::parse("garbage");
+        assert_eq!(bare.code, None);
+        assert_eq!(bare.port_state(), PortState::Unknown);
+    }
+
+    #[test]
+    fn gid_types_and_link_layers_keep_unknown_values() {
+        assert_eq!(GidType::parse("RoCE v2\n"), GidType::RoceV2);
+        assert_eq!(GidType::parse("IB/RoCE v1"), GidType::IbRoceV1);
+        assert_eq!(GidType::parse("RoCE v3"), GidType::Other("RoCE v3".into()));
+        assert_eq!(LinkLayer::parse("InfiniBand"), LinkLayer::Infiniband);
+        assert_eq!(LinkLayer::parse("OPA"), LinkLayer::Other("OPA".into()));
+    }
+
+    #[test]
+    fn acs_redirect_detection() {
+        let b = PciBridge {
+            address: "0000:00:01.0".into(),
+            acs_ctl_enabled: Some(vec!["SrcValid".into(), "ReqRedir".into()]),
+        };
+        assert_eq!(b.acs_redirects(), Some(true));
+        let quiet = PciBridge {
+            address: "0000:00:01.0".into(),
+            acs_ctl_enabled: Some(vec![]),
+        };
+        assert_eq!(quiet.acs_redirects(), Some(false));
+    }
+}

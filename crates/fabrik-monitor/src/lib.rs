@@ -1,0 +1,1 @@
+//! Port and netdev counters over time: rates, top, Prometheus exporter, counter findings

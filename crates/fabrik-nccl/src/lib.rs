@@ -1,0 +1,1 @@
+//! NCCL knowledge: environment generation and platform profiles

@@ -1,0 +1,1 @@
+//! Parsers for NCCL_DEBUG logs, nccl-tests tables and perftest reports

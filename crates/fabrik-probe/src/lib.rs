@@ -1,0 +1,1 @@
+//! Reads a node's fabric from a root directory (live / or a snapshot) and captures snapshots

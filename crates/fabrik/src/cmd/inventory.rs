@@ -1,0 +1,10 @@
+//! `fabrik inventory` (being built).
+
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`fabrik inventory` is not built yet")
+}

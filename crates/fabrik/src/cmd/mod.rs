@@ -1,0 +1,5 @@
+//! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
+
+pub mod doctor;
+pub mod inventory;
+pub mod snapshot;
