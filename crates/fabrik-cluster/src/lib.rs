@@ -1,1 +1,12 @@
-//! Ranks, rendezvous, collectives, all-pairs scheduling and reports
+//! Ranks, rendezvous, collectives, all-pairs scheduling and reports.
+//!
+//! A cluster run is one `fabrik` process per rank, started by whatever launcher the user has
+//! (torchrun, mpirun, srun, Kubernetes, or `--local N`). [`ranks`] reads who we are from the
+//! environment, [`rendezvous`] joins the ranks through rank 0 over fabrik's authenticated control
+//! channel, and the collectives and the pair matrix run over data connections between ranks.
+
+mod error;
+pub mod hostlist;
+pub mod ranks;
+
+pub use error::ClusterError;
