@@ -15,12 +15,12 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, ClusterError> {
         why: why.to_string(),
     };
     let mut out = Vec::new();
-    for item in split_top_level(list).map_err(|w| bad(w))? {
+    for item in split_top_level(list).map_err(&bad)? {
         let item = item.trim();
         if item.is_empty() {
             continue;
         }
-        let names = expand_item(item).map_err(|w| bad(w))?;
+        let names = expand_item(item).map_err(&bad)?;
         if out.len() + names.len() > MAX_HOSTS {
             return Err(bad("expands to too many hosts"));
         }
