@@ -8,5 +8,6 @@
 mod error;
 pub mod hostlist;
 pub mod ranks;
+pub mod rendezvous;
 
 pub use error::ClusterError;
