@@ -5,7 +5,10 @@
 //! environment, [`rendezvous`] joins the ranks through rank 0 over fabrik's authenticated control
 //! channel, and the collectives and the pair matrix run over data connections between ranks.
 
+pub mod collective;
+pub mod dtype;
 mod error;
+pub mod format;
 pub mod hostlist;
 pub mod ranks;
 pub mod rendezvous;

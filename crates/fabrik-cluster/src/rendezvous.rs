@@ -549,6 +549,17 @@ impl Group {
         }
     }
 
+    /// What opening data connections needs, detached so a thread can connect while this one
+    /// accepts.
+    pub fn connector(&self) -> Connector {
+        Connector {
+            rank: self.rank,
+            peers: self.peers.clone(),
+            token: self.token.clone(),
+            timeout: self.timeout,
+        }
+    }
+
     /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
     /// the peer's data addresses (NICs) to use.
     pub fn connect_data(
@@ -557,22 +568,7 @@ impl Group {
         tag: u32,
         index: usize,
     ) -> Result<TcpStream, ClusterError> {
-        let info = self
-            .peers
-            .get(peer as usize)
-            .ok_or_else(|| ClusterError::Invalid(format!("no rank {peer}")))?;
-        let addrs = &info.data_addrs;
-        let addr = addrs.get(index % addrs.len().max(1)).ok_or_else(|| {
-            ClusterError::Invalid(format!("{} has no data address", info.label()))
-        })?;
-        let mut ch = Channel::connect(addr.as_str(), &self.token, self.timeout)
-            .map_err(|e| peer_err(info, e))?;
-        ch.set_peer_name(info.label());
-        ch.send(&DataHello {
-            rank: self.rank,
-            tag,
-        })?;
-        data_stream(&ch, self.timeout).map_err(|e| peer_err(info, e))
+        self.connector().connect_data(peer, tag, index)
     }
 
     /// Waits for `peer`'s data connection labelled `tag`; connections for other (peer, tag)
@@ -636,6 +632,43 @@ impl Group {
         } else {
             self.accept_data(peer, tag)
         }
+    }
+}
+
+/// Opens data connections on behalf of a [`Group`], from another thread.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    rank: u32,
+    peers: Vec<PeerInfo>,
+    token: Token,
+    timeout: Duration,
+}
+
+impl Connector {
+    /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
+    /// the peer's data addresses (NICs) to use.
+    pub fn connect_data(
+        &self,
+        peer: u32,
+        tag: u32,
+        index: usize,
+    ) -> Result<TcpStream, ClusterError> {
+        let info = self
+            .peers
+            .get(peer as usize)
+            .ok_or_else(|| ClusterError::Invalid(format!("no rank {peer}")))?;
+        let addrs = &info.data_addrs;
+        let addr = addrs.get(index % addrs.len().max(1)).ok_or_else(|| {
+            ClusterError::Invalid(format!("{} has no data address", info.label()))
+        })?;
+        let mut ch = Channel::connect(addr.as_str(), &self.token, self.timeout)
+            .map_err(|e| peer_err(info, e))?;
+        ch.set_peer_name(info.label());
+        ch.send(&DataHello {
+            rank: self.rank,
+            tag,
+        })?;
+        data_stream(&ch, self.timeout).map_err(|e| peer_err(info, e))
     }
 }
 
