@@ -323,7 +323,7 @@ impl Comm {
     }
 
     /// Runs `f` for every lane on its own thread (the first on this one).
-    fn per_lane<'a, P: Send, F>(&self, parts: Vec<P>, f: F) -> Result<(), ClusterError>
+    fn per_lane<P: Send, F>(&self, parts: Vec<P>, f: F) -> Result<(), ClusterError>
     where
         F: Fn(&Lane, P) -> Result<(), ClusterError> + Sync,
     {

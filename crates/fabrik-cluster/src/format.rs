@@ -74,17 +74,30 @@ pub fn float_str(v: f64, width: usize) -> String {
     format!("{s:>width$}")
 }
 
+/// The run parameters nccl-tests prints in its first lines.
+#[derive(Debug, Clone)]
+pub struct RunParams<'a> {
+    pub op: &'a str,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// `2(factor)` or `1048576(bytes)`.
+    pub step: String,
+    pub warmup: u32,
+    pub iters: u32,
+    pub check: bool,
+}
+
 /// The lines before the table: run parameters and one line per rank.
-pub fn header(
-    op: &str,
-    min_bytes: u64,
-    max_bytes: u64,
-    step: &str,
-    warmup: u32,
-    iters: u32,
-    check: bool,
-    devices: &[RankDevice],
-) -> String {
+pub fn header(p: &RunParams<'_>, devices: &[RankDevice]) -> String {
+    let RunParams {
+        op,
+        min_bytes,
+        max_bytes,
+        ref step,
+        warmup,
+        iters,
+        check,
+    } = *p;
     let mut s = String::new();
     s.push_str(&format!("# Collective test starting: {op} (fabrik)\n"));
     s.push_str(&format!(
@@ -218,7 +231,18 @@ mod tests {
 
     #[test]
     fn header_and_footer_have_the_marker_lines() {
-        let h = header("all_reduce", 8, 1024, "2(factor)", 5, 20, true, &[]);
+        let h = header(
+            &RunParams {
+                op: "all_reduce",
+                min_bytes: 8,
+                max_bytes: 1024,
+                step: "2(factor)".into(),
+                warmup: 5,
+                iters: 20,
+                check: true,
+            },
+            &[],
+        );
         assert!(h.contains("out-of-place                       in-place"));
         assert!(h.contains("#wrong"));
         assert!(h.contains("minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20"));

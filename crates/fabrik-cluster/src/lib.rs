@@ -12,5 +12,6 @@ pub mod format;
 pub mod hostlist;
 pub mod ranks;
 pub mod rendezvous;
+pub mod sweep;
 
 pub use error::ClusterError;
