@@ -10,6 +10,7 @@ pub mod dtype;
 mod error;
 pub mod format;
 pub mod hostlist;
+pub mod launch;
 pub mod ranks;
 pub mod rendezvous;
 pub mod sweep;
