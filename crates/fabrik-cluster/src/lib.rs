@@ -11,6 +11,7 @@ mod error;
 pub mod format;
 pub mod hostlist;
 pub mod launch;
+pub mod pairs;
 pub mod ranks;
 pub mod rendezvous;
 pub mod sweep;
