@@ -6,11 +6,13 @@
 //! channel, and the collectives and the pair matrix run over data connections between ranks.
 
 pub mod collective;
+pub mod doctor;
 pub mod dtype;
 mod error;
 pub mod format;
 pub mod hostlist;
 pub mod launch;
+pub mod matrix;
 pub mod pairs;
 pub mod ranks;
 pub mod rendezvous;

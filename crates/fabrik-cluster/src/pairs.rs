@@ -78,7 +78,7 @@ fn low_threshold(values: &[f64]) -> (f64, f64, f64) {
     let med = median(values);
     let m = mad(values, med);
     let drop = (OUTLIER_Z * MAD_TO_SIGMA * m).max(MIN_DROP * med);
-    (med, m, med - drop)
+    (med, m, (med - drop).max(0.0))
 }
 
 fn robust_z(x: f64, med: f64, mad: f64) -> f64 {

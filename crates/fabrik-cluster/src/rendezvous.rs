@@ -421,6 +421,18 @@ impl Group {
             .unwrap_or_else(|| format!("rank {rank}"))
     }
 
+    /// Raises (or lowers) the largest control message accepted from now on, e.g. to gather
+    /// whole node inventories.
+    pub fn set_max_frame(&mut self, max: u32) {
+        match &mut self.ctrl {
+            Ctrl::Member(ch) => ch.set_max_frame(max),
+            Ctrl::Root(chans) => chans
+                .iter_mut()
+                .flatten()
+                .for_each(|c| c.set_max_frame(max)),
+        }
+    }
+
     /// Distinct host names in rank order.
     pub fn hosts(&self) -> Vec<String> {
         let mut hosts: Vec<String> = Vec::new();

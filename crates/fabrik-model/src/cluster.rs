@@ -75,3 +75,22 @@ pub struct PairMatrix {
     pub links: Vec<LinkMeasurement>,
     pub analysis: MatrixAnalysis,
 }
+
+/// One rank's node inventory in a cluster-wide doctor run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RankNode {
+    pub rank: u32,
+    pub host: String,
+    pub node: crate::Node,
+}
+
+/// `fabrik cluster doctor`: every rank's inventory and the findings over all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterDoctorReport {
+    pub schema_version: u32,
+    pub ranks: u32,
+    pub nodes: Vec<RankNode>,
+    pub findings: Vec<crate::Finding>,
+    /// What could not be checked, and why.
+    pub notes: Vec<String>,
+}

@@ -26,6 +26,8 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// Runs across the ranks of a job: the all-pairs matrix, the cluster-wide doctor.
+    Cluster(cmd::cluster::Args),
     /// Run a collective (all_reduce, all_gather, ...) across ranks, as nccl-tests does, over TCP.
     #[command(name = "bench-collective", hide = true)]
     BenchCollective(Box<cmd::collective::Args>),
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Cluster(args) => cmd::cluster::run(args),
         Command::BenchCollective(args) => cmd::collective::run(*args),
     };
     match result {
