@@ -81,15 +81,10 @@ fn low_threshold(values: &[f64]) -> (f64, f64, f64) {
     (med, m, (med - drop).max(0.0))
 }
 
-fn robust_z(x: f64, med: f64, mad: f64) -> f64 {
+fn robust_z(x: f64, med: f64, mad: f64) -> Option<f64> {
     let sigma = MAD_TO_SIGMA * mad;
-    if sigma > 0.0 {
-        (med - x) / sigma
-    } else if x < med {
-        f64::INFINITY
-    } else {
-        0.0
-    }
+    let z = (med - x) / sigma;
+    (sigma > 0.0 && z.is_finite()).then_some(z)
 }
 
 /// Finds the links and nodes well below the rest. `hosts[r]` names rank `r`.

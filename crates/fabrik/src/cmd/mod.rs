@@ -4,4 +4,5 @@ pub mod cluster;
 pub mod collective;
 pub mod doctor;
 pub mod inventory;
+pub mod report;
 pub mod snapshot;
