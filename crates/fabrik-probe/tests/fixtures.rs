@@ -29,7 +29,10 @@ fn ib_ndr_8gpu() {
         assert_eq!(d.ports.len(), 1);
         let p = &d.ports[0];
         assert_eq!(p.state.as_ref().unwrap().port_state(), PortState::Active);
-        assert_eq!(p.phys_state.as_ref().unwrap().phys_state(), PhysState::LinkUp);
+        assert_eq!(
+            p.phys_state.as_ref().unwrap().phys_state(),
+            PhysState::LinkUp
+        );
         let rate = p.rate.as_ref().unwrap();
         assert_eq!(rate.gbps, Some(400.0));
         assert_eq!(rate.width, Some(4));
@@ -50,7 +53,10 @@ fn ib_ndr_8gpu() {
     assert_eq!(m0.pci.as_ref().unwrap().numa_node, Some(0));
     // GPU i shares a switch with mlx5_i; the neighbour pair is PXB; other socket SYS.
     for (i, g) in n.gpus.iter().enumerate() {
-        assert_eq!(path(&n, &g.pci.address, &format!("mlx5_{i}")), Some(PathType::PIX));
+        assert_eq!(
+            path(&n, &g.pci.address, &format!("mlx5_{i}")),
+            Some(PathType::PIX)
+        );
         assert_eq!(g.model.as_deref(), Some("NVIDIA H100 80GB HBM3"));
         assert_eq!(g.minor, Some(i as u32));
     }
@@ -71,7 +77,11 @@ fn ib_ndr_8gpu() {
     assert!(n.has_module("mlx5_ib"));
     assert!(!n.has_module("xt_conntrack"));
     assert_eq!(
-        n.modules.iter().find(|m| m.name == "ib_uverbs").unwrap().refcount,
+        n.modules
+            .iter()
+            .find(|m| m.name == "ib_uverbs")
+            .unwrap()
+            .refcount,
         Some(3)
     );
     assert!(n.memlock.as_ref().unwrap().is_unlimited());
@@ -136,10 +146,16 @@ fn roce_dualport() {
     assert_eq!(pci.physfn.as_deref(), Some("0000:3b:00.0"));
     assert_eq!(pci.numa_node, None);
     assert_eq!(vf.ports[0].phys_state, None);
-    assert_eq!(vf.ports[0].state.as_ref().unwrap().port_state(), PortState::Down);
+    assert_eq!(
+        vf.ports[0].state.as_ref().unwrap().port_state(),
+        PortState::Down
+    );
     assert!(vf.ports[0].gids.is_empty());
     assert_eq!(n.warnings.len(), 2, "{:?}", n.warnings);
-    assert!(n.warnings.iter().any(|w| w.path.ends_with("0000:3b:00.2/numa_node")));
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path.ends_with("0000:3b:00.2/numa_node")));
     assert!(n
         .warnings
         .iter()
@@ -182,7 +198,15 @@ fn gcp_a3() {
     assert_eq!(n.net_interface("eth1").unwrap().speed_mbps, Some(200000));
     assert_eq!(n.net_interface("eth0").unwrap().ipv4, vec!["10.128.0.5/32"]);
     // Without RDMA, distances are to the PCI netdevs; eth0 has no NUMA node (-1).
-    assert_eq!(n.net_interface("eth0").unwrap().pci.as_ref().unwrap().numa_node, None);
+    assert_eq!(
+        n.net_interface("eth0")
+            .unwrap()
+            .pci
+            .as_ref()
+            .unwrap()
+            .numa_node,
+        None
+    );
     assert_eq!(path(&n, "0000:07:00.0", "eth1"), Some(PathType::PIX));
     assert_eq!(path(&n, "0000:08:00.0", "eth1"), Some(PathType::PIX));
     assert_eq!(path(&n, "0000:07:00.0", "eth2"), Some(PathType::PHB));
