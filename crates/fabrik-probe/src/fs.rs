@@ -233,7 +233,10 @@ impl RootFs {
                 let host = self.host(&r);
                 let ok = host.exists();
                 if ok && host.is_dir() {
-                    self.note(r, Recorded::Dir(Vec::new()));
+                    // Keep a listing already recorded for this directory.
+                    if let Some(rec) = self.record.as_mut() {
+                        rec.entry(r).or_insert(Recorded::Dir(Vec::new()));
+                    }
                 }
                 ok
             }

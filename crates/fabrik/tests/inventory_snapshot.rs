@@ -98,3 +98,74 @@ fn snapshot_tarball_reads_back_like_the_live_machine() {
         .unwrap();
     assert_eq!(again.status.code(), Some(2));
 }
+
+/// With helper commands, the snapshot may know more addresses than `/proc/net` tells (an
+/// `ip -o addr` capture names the interface of a /32), never fewer; all else is equal.
+#[test]
+fn snapshot_with_commands_reads_back_like_the_live_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap");
+    fabrik()
+        .args(["snapshot", "--timeout", "10", "-o"])
+        .arg(&snap)
+        .assert()
+        .success();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = fabrik().args(args).output().unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let mut a = json(&[
+        "inventory",
+        "--format",
+        "json",
+        "--root",
+        snap.to_str().unwrap(),
+    ]);
+    let mut b = json(&["inventory", "--format", "json"]);
+    let addrs = |v: &serde_json::Value| -> Vec<String> {
+        let mut out = Vec::new();
+        for nif in v["net_interfaces"].as_array().unwrap() {
+            for fam in ["ipv4", "ipv6"] {
+                for a in nif[fam].as_array().unwrap() {
+                    out.push(format!("{} {}", nif["name"], a));
+                }
+            }
+        }
+        out
+    };
+    let (snap_addrs, live_addrs) = (addrs(&a), addrs(&b));
+    for a in &live_addrs {
+        assert!(snap_addrs.contains(a), "{a} missing from the snapshot");
+    }
+    for v in [&mut a, &mut b] {
+        v["root"] = serde_json::Value::Null;
+        v["command_captures"] = serde_json::Value::Null;
+        for nif in v["net_interfaces"].as_array_mut().unwrap() {
+            for k in ["statistics", "ipv4", "ipv6"] {
+                nif[k] = serde_json::Value::Null;
+            }
+        }
+        for d in v["rdma_devices"].as_array_mut().unwrap() {
+            for p in d["ports"].as_array_mut().unwrap() {
+                p["counters"] = serde_json::Value::Null;
+                p["hw_counters"] = serde_json::Value::Null;
+            }
+        }
+    }
+    // Captures may add facts sysfs lacks (MTU, PFC, ACS, OFED); compare the rest.
+    for v in [&mut a, &mut b] {
+        v["versions"]["ofed"] = serde_json::Value::Null;
+        v["pci_bridges"] = serde_json::Value::Null;
+        for nif in v["net_interfaces"].as_array_mut().unwrap() {
+            nif["pfc"] = serde_json::Value::Null;
+        }
+        for d in v["rdma_devices"].as_array_mut().unwrap() {
+            for p in d["ports"].as_array_mut().unwrap() {
+                p["active_mtu"] = serde_json::Value::Null;
+                p["max_mtu"] = serde_json::Value::Null;
+            }
+        }
+    }
+    assert_eq!(a, b);
+}
