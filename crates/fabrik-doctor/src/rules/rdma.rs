@@ -35,12 +35,12 @@ pub fn no_rdma(node: &Node) -> Vec<Finding> {
     } else if gpus >= 2 {
         (
             Severity::Warning,
-            format!("{} but no RDMA device present (/sys/class/infiniband is empty){socket_note}: multi-node training will be limited by TCP", plural(gpus, "GPU", "GPUs")),
+            format!("{} but no RDMA device present (nothing under /sys/class/infiniband){socket_note}: multi-node training will be limited by TCP", plural(gpus, "GPU", "GPUs")),
         )
     } else {
         (
             Severity::Info,
-            format!("no RDMA device present (/sys/class/infiniband is empty){socket_note}"),
+            format!("no RDMA device present (nothing under /sys/class/infiniband){socket_note}"),
         )
     };
     vec![finding(
