@@ -56,8 +56,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = diagnose(&name_nodes(nodes), env.as_ref());
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", render::table(&report)),
-        Format::Markdown => print!("{}", render::markdown(&report)),
+        Format::Table => emit(&render::table(&report))?,
+        Format::Markdown => emit(&render::markdown(&report))?,
     }
     Ok(ExitCode::from(report.exit_code(args.strict)))
+}
+
+/// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.
+pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
 }

@@ -13,7 +13,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match catalog::rule(&args.id) {
         Some(rule) => {
-            print!("{}", catalog::page(rule));
+            crate::cmd::doctor::emit(&catalog::page(rule))?;
             Ok(ExitCode::SUCCESS)
         }
         None => anyhow::bail!(

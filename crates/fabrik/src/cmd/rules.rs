@@ -30,9 +30,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             rules: catalog::rules(),
         })?,
         Format::Table => {
+            let mut text = String::new();
             for r in catalog::rules() {
-                println!("{:<14} {:<8} {}", r.id, r.severity.as_str(), r.title);
+                text.push_str(&format!(
+                    "{:<14} {:<8} {}\n",
+                    r.id,
+                    r.severity.as_str(),
+                    r.title
+                ));
             }
+            crate::cmd::doctor::emit(&text)?;
         }
     }
     Ok(ExitCode::SUCCESS)
