@@ -26,6 +26,10 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// List the doctor's rules: id, severity, title.
+    Rules(cmd::rules::Args),
+    /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
+    Explain(cmd::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Rules(args) => cmd::rules::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
     };
     match result {
         Ok(code) => code,
