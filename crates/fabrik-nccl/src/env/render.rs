@@ -15,14 +15,25 @@ pub enum RenderError {
     Serialize(String),
 }
 
-/// Quotes `s` for POSIX shells. Only a NUL byte cannot be quoted.
+/// Quotes `s` for POSIX shells: bare when every character is plain, else in single quotes
+/// (`'` written as `'\''`). Hand-written because shlex also quotes `=` and `,`, which would
+/// turn `--nnodes=2` and `eth1,eth2` into noise; this quoter is only used for words after the
+/// command name, where `=` has no special meaning. Only a NUL byte cannot be quoted.
 pub fn shell_quote(s: &str) -> Result<String, String> {
+    if s.contains('\0') {
+        return Err("contains a NUL byte".into());
+    }
     if s.is_empty() {
         return Ok("''".into());
     }
-    shlex::try_quote(s)
-        .map(|c| c.into_owned())
-        .map_err(|e| e.to_string())
+    let plain = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        Ok(s.to_string())
+    } else {
+        Ok(format!("'{}'", s.replace('\'', "'\\''")))
+    }
 }
 
 fn quoted(name: &str, value: &str) -> Result<String, RenderError> {
