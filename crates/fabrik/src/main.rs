@@ -26,6 +26,10 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// The NCCL environment for this fabric or a platform profile, each variable with its reason.
+    Env(cmd::env::Args),
+    /// Render a runnable job (torchrun, docker, k8s, slurm, hostfile) with that environment.
+    Launch(cmd::launch::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Env(args) => cmd::env::run(args),
+        Command::Launch(args) => cmd::launch::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,7 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
 pub mod doctor;
+pub mod env;
 pub mod inventory;
+pub mod launch;
 pub mod snapshot;
