@@ -369,10 +369,10 @@ fn socket(b: &mut Builder, node: Option<&Node>, explicit: bool) -> Transport {
                 sources::NCCL_ENV,
             );
             let via = iface
-                .map(|i| format!("over {i}"))
-                .unwrap_or_else(|| "over an interface NCCL picks itself".into());
+                .map(|i| format!("on {i}"))
+                .unwrap_or_else(|| "on an interface NCCL picks itself".into());
             b.note(Note::warning(format!(
-                "only sockets are available: {why}; NCCL will run over TCP {via}"
+                "only sockets are available: {why}; NCCL will use TCP sockets {via}"
             )));
         } else if explicit {
             b.set(

@@ -59,10 +59,7 @@ fn read_node_json(path: &Path) -> anyhow::Result<Node> {
 }
 
 pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
-    anyhow::bail!(
-        "probing {} is not wired yet in this build; pass --node FILE (fabrik inventory --format json)",
-        root.display()
-    )
+    fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
 }
 
 /// Builds the environment the way both `env` and `launch` do.
