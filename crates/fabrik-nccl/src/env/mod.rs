@@ -272,14 +272,40 @@ fn roce(b: &mut Builder, node: Option<&Node>) -> Transport {
     unusable_notes(b, &inv);
     let boot = socket_ifname(b, Some(n), false);
     let mut ports = inv.roce.clone();
-    if ports.len() > 1 {
-        if let Some(boot) = &boot {
-            let before = ports.len();
-            ports.retain(|p| p.netdev.as_deref() != Some(boot.as_str()));
-            if ports.len() < before {
+    // A RoCE port that also carries the default route may be a front-end NIC or a fabric port
+    // on a host without a separate management NIC. When its PFC setting differs from that of
+    // the other RoCE ports it is the front end and is left out; otherwise sysfs cannot tell,
+    // so it stays in and the user is told.
+    if let (Some(boot), true) = (&boot, ports.len() > 1) {
+        let pfc_of = |p: &fabric::UsablePort| {
+            p.netdev
+                .as_deref()
+                .and_then(|d| n.net_interface(d))
+                .and_then(|i| i.pfc.as_ref())
+                .map(|f| (f.enabled_priorities.clone(), f.trust.clone()))
+        };
+        if let Some(front) = ports
+            .iter()
+            .find(|p| p.netdev.as_deref() == Some(boot.as_str()))
+            .cloned()
+        {
+            let others: Vec<_> = ports
+                .iter()
+                .filter(|p| p.hca() != front.hca())
+                .map(pfc_of)
+                .collect();
+            let fabric_pfc = others.first().cloned().flatten();
+            let others_agree = others.iter().all(|o| *o == fabric_pfc);
+            if fabric_pfc.is_some() && others_agree && pfc_of(&front) != fabric_pfc {
+                ports.retain(|p| p.hca() != front.hca());
                 b.note(Note::info(format!(
-                    "the RoCE port on {boot} carries the default route and is left to front-end traffic; the other {} RoCE ports carry NCCL",
-                    ports.len()
+                    "{} ({boot}) carries the default route and lacks the PFC setting of the other RoCE ports: it is the front-end NIC and is left out of NCCL_IB_HCA",
+                    front.hca()
+                )));
+            } else {
+                b.note(Note::warning(format!(
+                    "{} ({boot}) also carries the default route: front-end traffic shares it with NCCL; if it is a front-end NIC rather than a fabric port, drop it from NCCL_IB_HCA",
+                    front.hca()
                 )));
             }
         }

@@ -592,3 +592,27 @@ mod props {
         }
     }
 }
+
+#[test]
+fn default_route_roce_port_with_fabric_pfc_stays_and_is_flagged() {
+    // A dual-port NIC whose first port also carries the default route, PFC alike on both.
+    let mut node = roce_node();
+    node.rdma_devices.retain(|d| d.name != "mlx5_2");
+    node.net_interfaces.retain(|i| i.name != "eth0");
+    node.net_interfaces[0].default_route = true;
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_1:1"));
+    assert_eq!(val(&env, "NCCL_SOCKET_IFNAME"), Some("=ens1f0np0"));
+    assert_eq!(val(&env, "NCCL_IB_TC"), Some("106"));
+    assert!(env.warnings().any(|n| n
+        .message
+        .contains("mlx5_0:1 (ens1f0np0) also carries the default route")));
+}
+
+#[test]
+fn front_end_roce_port_without_pfc_is_left_out() {
+    let env = gen(Profile::Auto, Some(&roce_node()));
+    assert!(env.notes.iter().any(|n| n
+        .message
+        .contains("mlx5_2:1 (eth0) carries the default route and lacks the PFC")));
+}
