@@ -30,6 +30,10 @@ enum Command {
     Rules(cmd::rules::Args),
     /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
     Explain(cmd::explain::Args),
+    /// The NCCL environment for this fabric or a platform profile, each variable with its reason.
+    Env(cmd::env::Args),
+    /// Render a runnable job (torchrun, docker, k8s, slurm, hostfile) with that environment.
+    Launch(cmd::launch::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,8 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Rules(args) => cmd::rules::run(args),
         Command::Explain(args) => cmd::explain::run(args),
+        Command::Env(args) => cmd::env::run(args),
+        Command::Launch(args) => cmd::launch::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,9 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
 pub mod doctor;
+pub mod env;
 pub mod explain;
 pub mod inventory;
+pub mod launch;
 pub mod rules;
 pub mod snapshot;
