@@ -69,7 +69,8 @@ pub fn lat_row(size: u64, one_way_ns: &[u64]) -> Option<LatRow> {
 /// `ceil(p/100 * n)`).
 fn percentile(v: &[f64], p: f64) -> f64 {
     let n = v.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    // The epsilon keeps 0.99 * 1000 = 990.0000000000001 from rounding up to rank 991.
+    let rank = ((p / 100.0) * n as f64 - 1e-9).ceil() as usize;
     v[rank.clamp(1, n) - 1]
 }
 
