@@ -54,10 +54,11 @@ fn a_panicking_test_still_tears_down() {
         return;
     }
     let mut name = String::new();
+    let mut child = None;
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let tb = Testbed::builder().hosts(2).build().unwrap();
         name = tb.netns(0);
-        let _child = tb.spawn(1, &["sleep", "30"]).unwrap();
+        child = Some(tb.spawn(1, &["sleep", "30"]).unwrap());
         panic!("test failure inside the testbed");
     }));
     assert!(caught.is_err());
@@ -65,6 +66,9 @@ fn a_panicking_test_still_tears_down() {
         !name.is_empty() && !netns_exists(&name),
         "{name} was left behind"
     );
+    // The process started inside the testbed was killed with it, not left running.
+    let status = child.unwrap().wait().unwrap();
+    assert!(!status.success(), "{status:?}");
 }
 
 #[test]
