@@ -463,10 +463,16 @@ fn bw_result(
         .iter()
         .map(|p| {
             let (bytes, gbps) = by_stream.get(&p.stream).copied().unwrap_or((0, 0.0));
+            // The source address the server saw proves which path the stream took.
+            let seen = remote
+                .streams
+                .iter()
+                .find(|s| s.stream == p.stream)
+                .and_then(|s| s.from.clone());
             StreamResult {
                 stream: p.stream,
                 interface: p.iface.clone(),
-                local_addr: p.local.map(|ip| ip.to_string()),
+                local_addr: seen.or_else(|| p.local.map(|ip| ip.to_string())),
                 bytes,
                 bw_avg_gbps: gbps,
             }

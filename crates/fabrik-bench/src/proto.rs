@@ -63,6 +63,9 @@ pub struct RoundSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamRecv {
     pub stream: u32,
+    /// The address the stream arrived from, as the receiving server saw it.
+    #[serde(default)]
+    pub from: Option<String>,
     pub bytes: u64,
     pub messages: u64,
     /// Nanoseconds from the round's start to the first and the last byte.

@@ -230,10 +230,21 @@ fn accept_streams(
 }
 
 fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, opts: &SockOpts) -> RoundResult {
-    match spec.test {
+    let from: Vec<(u32, Option<String>)> = socks
+        .iter()
+        .map(|(s, sock)| (*s, sock.peer_addr().ok().map(|a| a.ip().to_string())))
+        .collect();
+    let mut r = match spec.test {
         P2pTest::Lat => lat_round(socks, spec),
         P2pTest::Bw => bw_round(socks, spec, opts),
+    };
+    for s in &mut r.streams {
+        s.from = from
+            .iter()
+            .find(|(n, _)| *n == s.stream)
+            .and_then(|(_, f)| f.clone());
     }
+    r
 }
 
 fn lat_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
