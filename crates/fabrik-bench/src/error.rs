@@ -7,12 +7,10 @@ use fabrik_wire::WireError;
 pub enum BenchError {
     #[error(transparent)]
     Wire(#[from] WireError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        #[source]
-        source: io::Error,
-    },
+    // The cause is part of the message rather than a `source`, so that a caller printing the
+    // chain does not print it twice.
+    #[error("{what}: {err}")]
+    Io { what: String, err: io::Error },
     #[error("data stream {stream} with {peer}: {detail}")]
     Stream {
         stream: u32,
@@ -38,7 +36,7 @@ impl BenchError {
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
         BenchError::Io {
             what: what.into(),
-            source,
+            err: source,
         }
     }
 }
