@@ -126,7 +126,7 @@ pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
         detail: "a malformed session id".into(),
     })?;
     let local_table = paths::local_addrs().unwrap_or_default();
-    let plan = paths::plan(
+    let mut plan = paths::plan(
         cfg.streams,
         &cfg.paths,
         &local_table,
@@ -179,6 +179,16 @@ pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
                 .write_to(&mut s)
                 .map_err(|e| stream_err(p, &peer, e))?;
             socks.push(s);
+        }
+        // Name the interface the kernel chose for unbound streams, for the report.
+        for (p, s) in plan.iter_mut().zip(&socks) {
+            if p.iface.is_none() {
+                let ip = s.local_addr().ok().map(|a| a.ip());
+                p.iface = local_table
+                    .iter()
+                    .find(|a| Some(a.ip) == ip)
+                    .map(|a| a.iface.clone());
+            }
         }
         match cfg.test {
             P2pTest::Lat => {
