@@ -34,6 +34,8 @@ enum Command {
     Env(cmd::env::Args),
     /// Render a runnable job (torchrun, docker, k8s, slurm, hostfile) with that environment.
     Launch(cmd::launch::Args),
+    /// Measure the network between hosts: point-to-point bandwidth and latency.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd::explain::run(args),
         Command::Env(args) => cmd::env::run(args),
         Command::Launch(args) => cmd::launch::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
+pub mod bench;
 pub mod doctor;
 pub mod env;
 pub mod explain;
