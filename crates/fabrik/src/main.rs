@@ -26,6 +26,10 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// Read NCCL_DEBUG=INFO logs: transport, GDR, socket fallback, NICs, errors with their fix.
+    Logs(cmd::logs::Args),
+    /// Read nccl-tests or perftest output into fabrik's result types.
+    Parse(cmd::parse::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Logs(args) => cmd::logs::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,4 +2,6 @@
 
 pub mod doctor;
 pub mod inventory;
+pub mod logs;
+pub mod parse;
 pub mod snapshot;
