@@ -36,6 +36,10 @@ enum Command {
     Launch(cmd::launch::Args),
     /// Measure the network between hosts: point-to-point bandwidth and latency.
     Bench(cmd::bench::Args),
+    /// Read NCCL_DEBUG=INFO logs: transport, GDR, socket fallback, NICs, errors with their fix.
+    Logs(cmd::logs::Args),
+    /// Read nccl-tests or perftest output into fabrik's result types.
+    Parse(cmd::parse::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
         Command::Env(args) => cmd::env::run(args),
         Command::Launch(args) => cmd::launch::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Logs(args) => cmd::logs::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
     };
     match result {
         Ok(code) => code,

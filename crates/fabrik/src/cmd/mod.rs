@@ -6,5 +6,7 @@ pub mod env;
 pub mod explain;
 pub mod inventory;
 pub mod launch;
+pub mod logs;
+pub mod parse;
 pub mod rules;
 pub mod snapshot;
