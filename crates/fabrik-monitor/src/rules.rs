@@ -336,7 +336,7 @@ fn grow_rule(
         rule: rule.id.into(),
         severity: rule.severity,
         subject: subject.into(),
-        message: format!("{subject}: {} ({})", rule.what, summary.join(", ")),
+        message: format!("{} ({})", rule.what, summary.join(", ")),
         evidence: grown
             .iter()
             .map(|c| evidence(&path_of(c), c, interval))
@@ -362,7 +362,7 @@ fn meta_findings(
             severity: Severity::Info,
             subject: subject.into(),
             message: format!(
-                "{subject}: {} counter(s) went down, so they were reset between the samples \
+                "{} counter(s) went down, so they were reset between the samples \
                  (driver reload, `perfquery -R`, device re-created); no rate is computed for them: {}",
                 resets.len(),
                 names(&resets)
@@ -380,7 +380,7 @@ fn meta_findings(
             severity: Severity::Warning,
             subject: subject.into(),
             message: format!(
-                "{subject}: {} counter(s) are saturated (stuck at their maximum, as IB PMA \
+                "{} counter(s) are saturated (stuck at their maximum, as IB PMA \
                  counters stop rather than wrap), so further errors are invisible: {}",
                 sat.len(),
                 names(&sat)
@@ -402,7 +402,7 @@ fn meta_findings(
             severity: Severity::Info,
             subject: subject.into(),
             message: format!(
-                "{subject}: {} counter(s) could not be read as numbers: {}",
+                "{} counter(s) could not be read as numbers: {}",
                 bad.len(),
                 names(&bad)
             ),

@@ -26,6 +26,12 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// Live rates and moving error/congestion counters of every RDMA port and netdev.
+    Top(cmd::top::Args),
+    /// Serve this node's port and netdev counters as Prometheus metrics.
+    Exporter(cmd::exporter::Args),
+    /// Counter rates and counter findings between two snapshots.
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,9 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Top(args) => cmd::top::run(args),
+        Command::Exporter(args) => cmd::exporter::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     match result {
         Ok(code) => code,
