@@ -87,7 +87,15 @@ fn diff_unknown_interval_and_bad_root() {
 fn top_once_json_is_one_object() {
     let out = Command::cargo_bin("fabrik")
         .unwrap()
-        .args(["top", "--once", "--interval", "50ms", "--format", "json", "--root"])
+        .args([
+            "top",
+            "--once",
+            "--interval",
+            "50ms",
+            "--format",
+            "json",
+            "--root",
+        ])
         .arg(fx("rxe/after"))
         .output()
         .unwrap();
