@@ -40,6 +40,12 @@ enum Command {
     Logs(cmd::logs::Args),
     /// Read nccl-tests or perftest output into fabrik's result types.
     Parse(cmd::parse::Args),
+    /// Live rates and moving error/congestion counters of every RDMA port and netdev.
+    Top(cmd::top::Args),
+    /// Serve this node's port and netdev counters as Prometheus metrics.
+    Exporter(cmd::exporter::Args),
+    /// Counter rates and counter findings between two snapshots.
+    Diff(cmd::diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +62,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Logs(args) => cmd::logs::run(args),
         Command::Parse(args) => cmd::parse::run(args),
+        Command::Top(args) => cmd::top::run(args),
+        Command::Exporter(args) => cmd::exporter::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     };
     match result {
         Ok(code) => code,
