@@ -46,6 +46,11 @@ enum Command {
     Exporter(cmd::exporter::Args),
     /// Counter rates and counter findings between two snapshots.
     Diff(cmd::diff::Args),
+    /// Runs across the ranks of a job: the all-pairs matrix, the cluster-wide doctor.
+    Cluster(cmd::cluster::Args),
+    /// Run a collective (all_reduce, all_gather, ...) across ranks, as nccl-tests does, over TCP.
+    #[command(name = "bench-collective", hide = true)]
+    BenchCollective(Box<cmd::collective::Args>),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +70,8 @@ fn main() -> ExitCode {
         Command::Top(args) => cmd::top::run(args),
         Command::Exporter(args) => cmd::exporter::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Cluster(args) => cmd::cluster::run(args),
+        Command::BenchCollective(args) => cmd::collective::run(*args),
     };
     match result {
         Ok(code) => code,

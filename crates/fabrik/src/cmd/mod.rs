@@ -1,6 +1,8 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
 pub mod bench;
+pub mod cluster;
+pub mod collective;
 pub mod diff;
 pub mod doctor;
 pub mod env;
