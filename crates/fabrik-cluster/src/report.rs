@@ -129,6 +129,8 @@ pub fn busbw_plot(op: &str, runs: &[(String, &CollectiveReport)]) -> Result<Stri
         (xmin, xmax)
     };
     let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    // Sizes are powers of two in nearly every sweep: a log2 axis gives ticks at 1K, 4K, 1M...
+    let (xmin, xmax) = (xmin.log2().floor(), xmax.log2().ceil());
     {
         let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
@@ -137,13 +139,14 @@ pub fn busbw_plot(op: &str, runs: &[(String, &CollectiveReport)]) -> Result<Stri
             .margin(12)
             .x_label_area_size(48)
             .y_label_area_size(64)
-            .build_cartesian_2d((xmin..xmax).log_scale(), 0f64..ymax)
+            .build_cartesian_2d(xmin..xmax, 0f64..ymax)
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_desc("size (bytes)")
             .y_desc("busbw (GB/s)")
-            .x_label_formatter(&|v| human_bytes(*v))
+            .x_labels(((xmax - xmin) as usize + 1).min(24))
+            .x_label_formatter(&|v| human_bytes(v.exp2()))
             .draw()
             .map_err(plot_err)?;
         for (i, (name, r)) in runs.iter().enumerate() {
@@ -157,12 +160,14 @@ pub fn busbw_plot(op: &str, runs: &[(String, &CollectiveReport)]) -> Result<Stri
                         .map(|t| (row.size as f64, t.busbw))
                 })
                 .filter(|(s, _)| *s > 0.0)
+                .map(|(s, b)| (s.log2(), b))
                 .collect();
             let ip: Vec<(f64, f64)> = r
                 .rows
                 .iter()
                 .filter_map(|row| row.in_place.as_ref().map(|t| (row.size as f64, t.busbw)))
                 .filter(|(s, _)| *s > 0.0)
+                .map(|(s, b)| (s.log2(), b))
                 .collect();
             chart
                 .draw_series(LineSeries::new(oop.clone(), color.stroke_width(2)))
