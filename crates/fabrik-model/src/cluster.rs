@@ -27,8 +27,8 @@ pub struct SlowLink {
     pub gbps: f64,
     /// This link's bandwidth over the median link's.
     pub ratio_to_median: f64,
-    /// How many robust standard deviations (1.4826 × MAD) below the median; `None` when the
-    /// MAD is zero (all other links identical).
+    /// How many robust standard deviations (1.4826 × MAD of the natural log of Gb/s) below
+    /// the median; `None` when the MAD is zero (all other links identical).
     pub robust_z: Option<f64>,
 }
 
