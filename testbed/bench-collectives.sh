@@ -16,6 +16,8 @@ SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
+# Debian's python3-torch lives in the system interpreter, not in a pyenv one.
+PYTHON=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
 WORK=$(mktemp -d)
 NAME=fabbc$$
 trap 'testbed/netns.sh down $NAME >/dev/null 2>&1 || true; rm -rf $WORK' EXIT
@@ -77,7 +79,7 @@ for b in sys.argv[3:]:
 dist.destroy_process_group()
 PY
 HAVE_GLOO=0
-python3 -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
+"$PYTHON" -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
 
 busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3f", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
 
@@ -110,7 +112,7 @@ for r in d['rows']: print(r['size'], r['out_of_place']['time_us'])" > "$WORK/fab
   if [ $HAVE_GLOO = 1 ]; then
     for h in $(seq 0 $((N - 1))); do
       ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_PORT=$((PORT + 100)) GLOO_SOCKET_IFNAME=eth0 \
-        python3 "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
+        "$PYTHON" "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
     done
     wait || true
     cp "$WORK/gloo0.txt" "$WORK/gloo.txt"
