@@ -368,6 +368,25 @@ pub fn parse_ip_o_addr(raw: &str) -> Vec<(String, String, String)> {
     out
 }
 
+/// `fabrik/addresses.txt`, which a snapshot of a live machine holds: `IFNAME inet|inet6 ADDR/LEN`.
+pub fn parse_addresses_file(raw: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = raw
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [name, fam @ ("inet" | "inet6"), cidr] if cidr.contains('/') => {
+                    Some((name.to_string(), fam.to_string(), cidr.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A `KEY=value` file (`/etc/os-release`), quotes removed.
 pub fn parse_os_release(raw: &str, key: &str) -> Option<String> {
     raw.lines().find_map(|line| {
@@ -599,6 +618,9 @@ mod tests {
         let ip = parse_ip_o_addr("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n3: eth0@if7    inet6 fd00::2/64 scope global \\       valid_lft forever\n");
         assert_eq!(ip[0], ("eth0".into(), "inet6".into(), "fd00::2/64".into()));
         assert_eq!(ip[1], ("lo".into(), "inet".into(), "127.0.0.1/8".into()));
+        let f = parse_addresses_file("eth0 inet 10.128.0.5/32\nbad line\nlo inet6 ::1/128\n");
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0], ("eth0".into(), "inet".into(), "10.128.0.5/32".into()));
     }
 
     #[test]
@@ -652,6 +674,7 @@ mod tests {
             let _ = parse_proc_route(&s);
             let _ = parse_if_inet6(&s);
             let _ = parse_ip_o_addr(&s);
+            let _ = parse_addresses_file(&s);
             let _ = parse_os_release(&s, "PRETTY_NAME");
             let _ = parse_ibv_devinfo_mtu(&s);
             let _ = parse_ofed_info(&s);

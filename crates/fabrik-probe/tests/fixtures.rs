@@ -272,3 +272,35 @@ fn every_fixture_reads_back_through_a_snapshot() {
         assert_eq!(a, b, "{name}");
     }
 }
+
+#[test]
+fn a_snapshot_address_list_wins_over_proc_net() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let dev = root.join("sys/devices/virtual/net/eth9");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("type"), "1\n").unwrap();
+    std::fs::write(dev.join("mtu"), "1460\n").unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/net/eth9",
+        root.join("sys/class/net/eth9"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("fabrik/cmd")).unwrap();
+    std::fs::write(
+        root.join("fabrik/addresses.txt"),
+        "eth9 inet 10.128.0.5/32\neth9 inet6 fe80::1/64\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("fabrik/cmd/ip-o-addr.txt"),
+        "2: eth9    inet 10.9.9.9/24 scope global eth9\\       valid_lft forever\n",
+    )
+    .unwrap();
+    let n = fabrik_probe::probe(root).unwrap();
+    let eth9 = n.net_interface("eth9").unwrap();
+    assert_eq!(eth9.ipv4, vec!["10.128.0.5/32"]);
+    assert_eq!(eth9.ipv6, vec!["fe80::1/64"]);
+    assert_eq!(eth9.kind, NetKind::Virtual);
+}
