@@ -94,7 +94,57 @@ pub fn bridges(
         .collect()
 }
 
+fn path_type_named(s: &str) -> Option<PathType> {
+    Some(match s {
+        "PIX" => PathType::PIX,
+        "PXB" => PathType::PXB,
+        "PHB" => PathType::PHB,
+        "NODE" => PathType::NODE,
+        "SYS" => PathType::SYS,
+        _ => None?,
+    })
+}
+
+/// Compares the PCI walk with a captured `nvidia-smi topo -m` (GPU N is the Nth GPU in PCI
+/// order, as nvidia-smi numbers them). Where the walk could not tell, nvidia-smi's answer is
+/// taken; where they disagree, the walk's answer stays and a warning says so.
+pub fn cross_check(
+    paths: &mut [GpuNicPath],
+    gpus: &[Gpu],
+    smi: &BTreeMap<(usize, String), String>,
+    fs: &mut crate::fs::RootFs,
+) {
+    for ((index, nic), cell) in smi {
+        let Some(theirs) = path_type_named(cell) else {
+            continue;
+        };
+        let Some(gpu) = gpus.get(*index) else {
+            continue;
+        };
+        let Some(p) = paths
+            .iter_mut()
+            .find(|p| p.gpu == gpu.pci.address && &p.nic == nic)
+        else {
+            continue;
+        };
+        match p.path_type {
+            None => p.path_type = Some(theirs),
+            Some(ours) if ours != theirs => fs.warn(
+                "/fabrik/cmd/nvidia-smi-topo-m.txt",
+                format!(
+                    "nvidia-smi says {} for GPU{index} ({}) and {nic}; the PCI walk says {}",
+                    theirs.as_str(),
+                    gpu.pci.address,
+                    ours.as_str()
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -162,6 +212,53 @@ mod tests {
         );
         assert_eq!(classify(&gpu, &two_functions), Some(PathType::PIX));
         assert_eq!(classify(&gpu, &f(&[], Some(0))), None);
+    }
+
+    #[test]
+    fn nvidia_smi_fills_gaps_and_disagreements_warn() {
+        let gpu = Gpu {
+            pci: f(
+                &[
+                    "0000:00:01.0",
+                    "0000:01:00.0",
+                    "0000:02:00.0",
+                    "0000:03:00.0",
+                ],
+                Some(0),
+            ),
+            model: None,
+            uuid: None,
+            minor: None,
+        };
+        let near = (
+            "mlx5_0".to_string(),
+            f(
+                &[
+                    "0000:00:01.0",
+                    "0000:01:00.0",
+                    "0000:02:01.0",
+                    "0000:04:00.0",
+                ],
+                Some(0),
+            ),
+        );
+        let lost = (
+            "mlx5_1".to_string(),
+            f(&["0000:80:01.0", "0000:81:00.0"], None),
+        );
+        let mut paths = gpu_nic_paths(std::slice::from_ref(&gpu), &[near, lost]);
+        assert_eq!(paths[1].path_type, None);
+        let mut smi = BTreeMap::new();
+        smi.insert((0, "mlx5_0".to_string()), "PXB".to_string());
+        smi.insert((0, "mlx5_1".to_string()), "SYS".to_string());
+        smi.insert((5, "mlx5_1".to_string()), "PIX".to_string());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut fs = crate::fs::RootFs::new(dir.path());
+        cross_check(&mut paths, &[gpu], &smi, &mut fs);
+        assert_eq!(paths[0].path_type, Some(PathType::PIX));
+        assert_eq!(paths[1].path_type, Some(PathType::SYS));
+        assert_eq!(fs.warnings.len(), 1);
+        assert!(fs.warnings[0].message.contains("nvidia-smi says PXB"));
     }
 
     #[test]
