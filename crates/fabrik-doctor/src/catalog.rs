@@ -1,7 +1,7 @@
 //! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
-//! `docs/rules/` is generated from this table (`fabrik explain --all`); a test keeps them in
+//! `docs/rules/` is generated from this table (tests/rule_pages.rs); the same test keeps them in
 //! sync.
 
 use fabrik_model::Severity;
@@ -649,7 +649,7 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` (`fabrik explain --all docs/rules`); a test keeps these pages in sync.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
     for r in RULES {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",

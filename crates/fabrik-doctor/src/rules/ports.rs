@@ -247,7 +247,8 @@ pub fn unknown_values(node: &Node) -> Vec<Finding> {
                     "Check the rate with `ibstat`; report the text to fabrik if the kernel writes a new format."));
             }
         }
-        if let Some(LinkLayer::Other(v)) = &port.link_layer {
+        // EFA ports have no IB or Ethernet link layer: the kernel writes `Unknown` for them.
+        if let Some(LinkLayer::Other(v)) = port.link_layer.as_ref().filter(|_| !is_efa(dev)) {
             out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
                 format!("link layer `{v}` is neither InfiniBand nor Ethernet; IB and RoCE rules were not applied to this port"),
                 vec![ev(port_path(dev, port, "link_layer"), v.clone())],
