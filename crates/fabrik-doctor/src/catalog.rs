@@ -262,6 +262,17 @@ pub static RULES: &[Rule] = &[
         sources: &[KERNEL_IB_ABI],
     },
     Rule {
+        id: "FAB-DATA-002",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "Files fabrik could not read",
+        checks: "Every file probing reported missing, unreadable or malformed (the node's warnings), listed with the reason.",
+        why: "A fact that could not be read is unknown, not absent: rules that need it stay silent or say they cannot tell (for example no /proc/modules means peer-memory modules are unverified), so the reader must know what was not seen.",
+        evidence: "The paths and reasons probing recorded.",
+        fix: "Run as root, or snapshot on the node itself; report malformed values to fabrik.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
         id: "FAB-PCI-001",
         severity: Severity::Warning,
         scope: Scope::Node,

@@ -28,7 +28,7 @@ pub use env::PlannedEnv;
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 22] = [
+    let plain: [fn(&Node) -> Vec<Finding>; 23] = [
         rdma::no_rdma,
         rdma::no_uverbs,
         rdma::memlock,
@@ -38,6 +38,7 @@ pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
         ports::below_capable,
         ports::mixed_rates,
         ports::unknown_values,
+        ports::unreadable,
         pci::pcie_link,
         pci::acs_redirect,
         pci::iommu_translated,

@@ -159,6 +159,12 @@ pub(crate) fn kernel_major_minor(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Whether probing reported `path` as missing or unreadable: the facts from it are unknown, not
+/// absent.
+pub(crate) fn unread(node: &Node, path: &str) -> bool {
+    node.warnings.iter().any(|w| w.path == path)
+}
+
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("{n} {one}")

@@ -11,6 +11,28 @@ pub const PHYS_STATE: &str = "FAB-PORT-002";
 pub const BELOW_CAPABLE: &str = "FAB-PORT-003";
 pub const MIXED_RATES: &str = "FAB-PORT-004";
 pub const UNKNOWN_VALUE: &str = "FAB-DATA-001";
+pub const UNREADABLE: &str = "FAB-DATA-002";
+
+/// Files probing could not read or understand: the facts they hold are unknown, and rules that
+/// need them stay silent rather than guess.
+pub fn unreadable(node: &Node) -> Vec<Finding> {
+    if node.warnings.is_empty() {
+        return vec![];
+    }
+    let mut warnings: Vec<_> = node.warnings.iter().collect();
+    warnings.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.message.cmp(&b.message)));
+    vec![finding(
+        UNREADABLE,
+        Severity::Info,
+        "node",
+        format!(
+            "{} could not be read or understood; the facts in them are unknown to the rules",
+            plural(warnings.len(), "file", "files")
+        ),
+        warnings.iter().map(|w| ev(w.path.clone(), w.message.clone())).collect(),
+        "Run fabrik as root for a complete view, or take the snapshot on the node itself (`fabrik snapshot`); a malformed value is worth reporting to fabrik.",
+    )]
+}
 
 pub fn port_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
@@ -347,6 +369,24 @@ mod tests {
         let m = mixed_rates(&n);
         assert_eq!(m.len(), 1);
         assert!(m[0].message.contains("mlx5_5:1 at 25 Gb/s"));
+    }
+
+    #[test]
+    fn probe_warnings_become_one_info() {
+        let mut n = healthy_ib_node("a");
+        assert!(unreadable(&n).is_empty());
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/self/limits".into(),
+            message: "permission denied".into(),
+        });
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/modules".into(),
+            message: "missing".into(),
+        });
+        let f = unreadable(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert_eq!(f[0].evidence[0].path, "/proc/modules");
     }
 
     #[test]
