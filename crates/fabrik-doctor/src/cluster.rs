@@ -324,6 +324,13 @@ mod tests {
         assert!(f[0].message.contains("no majority"));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn network_parsing_never_panics(s in ".{0,40}") {
+            let _ = ipv4_network(&s);
+        }
+    }
+
     #[test]
     fn networks_are_computed() {
         assert_eq!(

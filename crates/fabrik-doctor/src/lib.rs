@@ -240,6 +240,34 @@ mod tests {
         assert_eq!(diagnose(&name_nodes(vec![n]), None).exit_code(false), 1);
     }
 
+    proptest::proptest! {
+        /// Whatever text sysfs holds, the rules neither panic nor name a rule outside the catalog.
+        #[test]
+        fn arbitrary_sysfs_values_never_panic(
+            state_text in ".{0,20}",
+            phys_text in ".{0,20}",
+            rate_text in ".{0,30}",
+            layer in ".{0,12}",
+            gid_type in ".{0,12}",
+            kernel in ".{0,20}",
+            env_text in ".{0,80}",
+        ) {
+            let mut n = healthy_roce_node("p", 1);
+            let p = &mut n.rdma_devices[0].ports[0];
+            p.state = Some(fabrik_model::StateValue::parse(&state_text));
+            p.phys_state = Some(fabrik_model::StateValue::parse(&phys_text));
+            p.rate = rate(&rate_text);
+            p.link_layer = Some(fabrik_model::LinkLayer::parse(&layer));
+            p.gids[3].gid_type = Some(fabrik_model::GidType::parse(&gid_type));
+            n.os.kernel = Some(kernel);
+            let env = PlannedEnv::parse("p", &env_text);
+            let r = diagnose(&name_nodes(vec![n, healthy_roce_node("q", 2)]), Some(&env));
+            for f in &r.findings {
+                proptest::prop_assert!(catalog::rule(&f.rule).is_some());
+            }
+        }
+    }
+
     #[test]
     fn several_nodes_prefix_subjects_and_name_by_hostname() {
         let mut b = healthy_ib_node("gpu2");

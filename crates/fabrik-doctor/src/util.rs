@@ -189,6 +189,13 @@ mod tests {
         assert_eq!(kernel_major_minor(""), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn kernel_parsing_never_panics(s in ".{0,40}") {
+            let _ = kernel_major_minor(&s);
+        }
+    }
+
     #[test]
     fn lane_speeds_are_ordered() {
         assert!(lane_speed_rank("EDR") < lane_speed_rank("HDR"));
