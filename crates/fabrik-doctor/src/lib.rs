@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn every_finding_names_a_catalog_rule() {
         let mut n = healthy_roce_node("r", 1);
-        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.rdma_devices[0].ports[0].state = state("2: INIT");
         n.dev_infiniband = None;
         let env = PlannedEnv::parse(
             "t",
@@ -210,7 +210,7 @@ mod tests {
     #[test]
     fn output_does_not_depend_on_read_order() {
         let mut a = healthy_ib_node("a");
-        a.rdma_devices[1].ports[0].state = state("1: DOWN");
+        a.rdma_devices[1].ports[0].state = state("2: INIT");
         a.rdma_devices[3].ports[0].rate = rate("25 Gb/sec (1X EDR)");
         a.memlock = Some(fabrik_model::MemlockLimit {
             soft_bytes: Some(65536),
@@ -236,7 +236,7 @@ mod tests {
         let r = diagnose(&name_nodes(vec![n.clone()]), None);
         assert_eq!(r.exit_code(false), 0);
         assert_eq!(r.exit_code(true), 1);
-        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.rdma_devices[0].ports[0].state = state("2: INIT");
         assert_eq!(diagnose(&name_nodes(vec![n]), None).exit_code(false), 1);
     }
 
@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn several_nodes_prefix_subjects_and_name_by_hostname() {
         let mut b = healthy_ib_node("gpu2");
-        b.rdma_devices[0].ports[0].state = state("1: DOWN");
+        b.rdma_devices[0].ports[0].state = state("2: INIT");
         let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1"), b]), None);
         assert_eq!(r.nodes, vec!["gpu1", "gpu2"]);
         assert!(r.findings.iter().any(|f| f.subject == "gpu2/mlx5_0:1"));

@@ -34,6 +34,24 @@ pub fn unreadable(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// A port without link is an error when it leaves the node with no active hardware port, and a
+/// warning otherwise: NCCL skips it (an unused second port of a dual-port NIC is common), but a
+/// rail is missing if it was meant to carry traffic.
+fn no_link_severity(
+    node: &Node,
+    dev: &fabrik_model::RdmaDevice,
+    port: &fabrik_model::Port,
+) -> Severity {
+    let others_active = all_ports(node).any(|(d, p)| {
+        !is_software_device(d) && is_active(p) && !(d.name == dev.name && p.number == port.number)
+    });
+    if others_active {
+        Severity::Warning
+    } else {
+        Severity::Error
+    }
+}
+
 pub fn port_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -57,7 +75,7 @@ pub fn port_state(node: &Node) -> Vec<Finding> {
                 "Check the subnet manager log (`/var/log/opensm.log`) and `ibstat`; a port stuck in ARMED usually clears after an SM sweep (`opensm` restart or `ibportstate` reset).".to_string(),
             ),
             PortState::Down => (
-                Severity::Error,
+                no_link_severity(node, dev, port),
                 "port is DOWN: no link".to_string(),
                 format!("Check the cable and the switch port (`ibstat {} {}`, `mlxlink -d {} -p {}`); reseat or replace the cable.", dev.name, port.number, dev.name, port.number),
             ),
@@ -91,28 +109,32 @@ pub fn phys_state(node: &Node) -> Vec<Finding> {
             state.code.map(|c| format!("{c}: ")).unwrap_or_default(),
             state.name
         );
-        let (message, fix) = match state.phys_state() {
+        let (severity, message, fix) = match state.phys_state() {
             PhysState::LinkUp | PhysState::Unknown => continue,
             PhysState::Polling => (
+                no_link_severity(node, dev, port),
                 "physical link is Polling: the port sees no partner (cable unplugged or bad, or the peer port is down)".to_string(),
                 "Check the cable (`mlxlink` shows the module and the error counters) and that the switch or peer port is enabled.".to_string(),
             ),
             PhysState::Disabled => (
+                no_link_severity(node, dev, port),
                 "physical link is Disabled: the port was administratively disabled".to_string(),
                 format!("Enable it (`ibportstate -D 0 {} enable` for IB, `ip link set <netdev> up` for RoCE) and check why it was disabled.", port.number),
             ),
             PhysState::LinkErrorRecovery => (
+                Severity::Error,
                 "physical link is in LinkErrorRecovery: the link is retraining after errors".to_string(),
                 "Check the error counters and the cable; a link that keeps recovering needs a new cable or transceiver.".to_string(),
             ),
             other => (
+                no_link_severity(node, dev, port),
                 format!("physical link is {other:?}, not LinkUp"),
                 "Check the cable and the peer port.".to_string(),
             ),
         };
         out.push(finding(
             PHYS_STATE,
-            Severity::Error,
+            severity,
             port_subject(dev, port),
             message,
             vec![ev(path, raw)],
@@ -336,7 +358,13 @@ mod tests {
         n.rdma_devices[0].ports[0].state = state("1: DOWN");
         n.rdma_devices[0].ports[0].phys_state = state("2: Polling");
         assert_eq!(port_state(&n)[0].message, "port is DOWN: no link");
+        assert_eq!(port_state(&n)[0].severity, Severity::Warning);
         assert!(phys_state(&n)[0].message.contains("Polling"));
+        assert_eq!(phys_state(&n)[0].severity, Severity::Warning);
+        for d in &mut n.rdma_devices {
+            d.ports[0].state = state("1: DOWN");
+        }
+        assert!(port_state(&n).iter().all(|f| f.severity == Severity::Error));
     }
 
     #[test]
