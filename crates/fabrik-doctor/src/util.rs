@@ -129,13 +129,20 @@ pub(crate) fn has_healthy_verbs_port(node: &Node) -> bool {
     })
 }
 
-/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared.
+/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared. The
+/// board id is part of it because one chip ships on different boards for different jobs (a
+/// DGX's compute and storage ConnectX-7 share `MT4129` but not the board).
 pub(crate) fn model_key(dev: &RdmaDevice) -> String {
-    dev.hca_type
+    let chip = dev
+        .hca_type
         .clone()
-        .or_else(|| dev.board_id.clone())
-        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()))
-        .unwrap_or_else(|| "unknown model".to_string())
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()));
+    match (chip, &dev.board_id) {
+        (Some(c), Some(b)) => format!("{c} ({b})"),
+        (Some(c), None) => c,
+        (None, Some(b)) => b.clone(),
+        (None, None) => "unknown model".to_string(),
+    }
 }
 
 /// IB lane speeds in increasing order; an unknown name ranks as `None`.

@@ -205,7 +205,8 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
             format!("link rate `{}` {}", rate.text, problems.join("; ")),
             vec![
                 ev(port_path(dev, port, "rate"), rate.text.clone()),
-                ev(dev_path(dev, "hca_type"), model_key(dev)),
+                ev(dev_path(dev, "hca_type"), dev.hca_type.clone().unwrap_or_default()),
+                ev(dev_path(dev, "board_id"), dev.board_id.clone().unwrap_or_default()),
             ],
             format!("Reseat or replace the cable/transceiver of {}:{} and check the switch port (`mlxlink -d {} -p {}` shows the lanes and errors); the port should train at the full width and speed.", dev.name, port.number, dev.name, port.number),
         ));
@@ -392,7 +393,7 @@ mod tests {
         assert_eq!(f[0].subject, "mlx5_5:1");
         assert!(f[0]
             .message
-            .contains("runs 1X where another MT4129 port on this node runs 4X"));
+            .contains("runs 1X where another MT4129 (MT_0000000838) port on this node runs 4X"));
         assert!(f[0].message.contains("lane speed EDR"));
         let m = mixed_rates(&n);
         assert_eq!(m.len(), 1);
@@ -415,6 +416,14 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Info);
         assert_eq!(f[0].evidence[0].path, "/proc/modules");
+    }
+
+    #[test]
+    fn ports_of_other_boards_are_not_compared() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[7].board_id = Some("MT_0000000970".into());
+        n.rdma_devices[7].ports[0].rate = rate("200 Gb/sec (4X HDR)");
+        assert!(below_capable(&n).is_empty());
     }
 
     #[test]
