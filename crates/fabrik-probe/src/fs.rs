@@ -24,12 +24,29 @@ pub enum Recorded {
     Dir(Vec<String>),
     /// A symlink and its target as written.
     Link(String),
+    /// A file that exists but refused to be read, with the OS error number (sysfs answers
+    /// EINVAL or EIO for some attributes), so a snapshot can answer the same.
+    Failed(i32),
+}
+
+/// Where a snapshot lists the files that could not be read on the machine: `ERRNO<TAB>PATH`.
+pub const UNREADABLE_MANIFEST: &str = "/fabrik/unreadable.txt";
+
+fn parse_manifest(text: &str) -> BTreeMap<String, i32> {
+    text.lines()
+        .filter_map(|l| {
+            let (code, path) = l.split_once('\t')?;
+            Some((path.to_string(), code.trim().parse().ok()?))
+        })
+        .collect()
 }
 
 pub struct RootFs {
     root: PathBuf,
     pub warnings: Vec<ProbeWarning>,
     record: Option<BTreeMap<String, Recorded>>,
+    /// Files a snapshot saw fail, answered with the same error.
+    unreadable: BTreeMap<String, i32>,
 }
 
 /// Splits a path into its normal components.
@@ -61,10 +78,16 @@ pub fn parent(p: &str) -> String {
 
 impl RootFs {
     pub fn new(root: &Path) -> Self {
+        let mut manifest = root.to_path_buf();
+        manifest.extend(components(UNREADABLE_MANIFEST));
+        let unreadable = std::fs::read_to_string(manifest)
+            .map(|t| parse_manifest(&t))
+            .unwrap_or_default();
         RootFs {
             root: root.to_path_buf(),
             warnings: Vec::new(),
             record: None,
+            unreadable,
         }
     }
 
@@ -138,17 +161,33 @@ impl RootFs {
     /// Reads a file whole (bounded), following links inside the root.
     pub fn read_bytes(&mut self, logical: &str) -> io::Result<Vec<u8>> {
         let resolved = self.resolve(logical)?;
+        if let Some(code) = self.unreadable.get(&resolved).copied() {
+            self.note(resolved, Recorded::Failed(code));
+            return Err(io::Error::from_raw_os_error(code));
+        }
         let host = self.host(&resolved);
         let meta = std::fs::metadata(&host)?;
         if meta.is_dir() {
             return Err(io::Error::other("is a directory"));
         }
         let mut buf = Vec::new();
-        std::fs::File::open(&host)?
-            .take(MAX_FILE_BYTES)
-            .read_to_end(&mut buf)?;
-        self.note(resolved, Recorded::File(buf.clone()));
-        Ok(buf)
+        let read =
+            std::fs::File::open(&host).and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(&mut buf));
+        match read {
+            Ok(_) => {
+                self.note(resolved, Recorded::File(buf.clone()));
+                Ok(buf)
+            }
+            Err(e) => {
+                if let Some(code) = e
+                    .raw_os_error()
+                    .filter(|_| e.kind() != io::ErrorKind::NotFound)
+                {
+                    self.note(resolved, Recorded::Failed(code));
+                }
+                Err(e)
+            }
+        }
     }
 
     pub fn read_text(&mut self, logical: &str) -> io::Result<String> {
@@ -233,7 +272,10 @@ impl RootFs {
                 let host = self.host(&r);
                 let ok = host.exists();
                 if ok && host.is_dir() {
-                    self.note(r, Recorded::Dir(Vec::new()));
+                    // Keep a listing already recorded for this directory.
+                    if let Some(rec) = self.record.as_mut() {
+                        rec.entry(r).or_insert(Recorded::Dir(Vec::new()));
+                    }
                 }
                 ok
             }
@@ -317,6 +359,35 @@ mod tests {
             rec.get("/sys/devices/x/value"),
             Some(Recorded::File(_))
         ));
+    }
+
+    #[test]
+    fn read_failures_are_recorded_and_replayed() {
+        // /proc/self/mem refuses a read at offset 0 (EIO): a real kernel failure.
+        let mut live = RootFs::new(Path::new("/")).recording();
+        assert_eq!(live.attr("/proc/self/mem"), None);
+        let warned = live.warnings[0].message.clone();
+        let rec = live.take_record();
+        let failed: Vec<i32> = rec
+            .values()
+            .filter_map(|r| match r {
+                Recorded::Failed(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("fabrik")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        std::fs::write(dir.path().join("sys/rate"), "").unwrap();
+        std::fs::write(
+            dir.path().join("fabrik/unreadable.txt"),
+            format!("{}\t/sys/rate\n", failed[0]),
+        )
+        .unwrap();
+        let mut snap = RootFs::new(dir.path());
+        assert_eq!(snap.attr("/sys/rate"), None);
+        assert_eq!(snap.warnings[0].message, warned);
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
             }
             continue;
         }
-        if t.starts_with("PFC configuration") {
+        if t.to_ascii_lowercase().starts_with("pfc configuration") {
             in_pfc = true;
             continue;
         }
@@ -101,7 +101,8 @@ pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
             continue;
         }
         let mut words = t.split_whitespace();
-        match words.next() {
+        // Some versions write `priority:`/`enabled:` with a colon.
+        match words.next().map(|w| w.trim_end_matches(':')) {
             Some("priority") if priorities.is_none() => {
                 let p: Option<Vec<u8>> = words.map(|w| w.parse::<u8>().ok()).collect();
                 priorities = p.filter(|v| !v.is_empty());
@@ -171,25 +172,48 @@ pub fn is_bdf(s: &str) -> bool {
 }
 
 /// `lspci -vvv`: for each function that has an `ACSCtl:` line, the bits shown with `+`.
+/// A device header is any line whose first word is a PCI address (`17:00.0` or `0000:17:00.0`,
+/// indented or not, as pastes and `-D` print them); a line cut after `ACSCtl:` continues it.
 pub fn parse_lspci_acs(raw: &str) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut current: Option<String> = None;
+    let mut continuing: Option<String> = None;
+    let plus_bits = |text: &str| -> Vec<String> {
+        text.split_whitespace()
+            .filter_map(|w| w.strip_suffix('+'))
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric()))
+            .map(str::to_string)
+            .collect()
+    };
     for line in raw.lines() {
-        if !line.starts_with(char::is_whitespace) && !line.is_empty() {
-            current = line.split_whitespace().next().and_then(normalize_bdf);
-            continue;
-        }
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("ACSCtl:") {
+            continuing = None;
             if let Some(addr) = &current {
-                let bits: Vec<String> = rest
-                    .split_whitespace()
-                    .filter_map(|w| w.strip_suffix('+'))
-                    .filter(|w| !w.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                out.insert(addr.clone(), bits);
+                out.insert(addr.clone(), plus_bits(rest));
+                continuing = Some(addr.clone());
             }
+            continue;
+        }
+        let first = t.split_whitespace().next().unwrap_or("");
+        if let Some(addr) = normalize_bdf(first) {
+            current = Some(addr);
+            continuing = None;
+            continue;
+        }
+        match continuing.take() {
+            // A wrapped ACSCtl line: only flag words, no `Key:` of its own.
+            Some(addr)
+                if !t.is_empty()
+                    && !t.contains(':')
+                    && t.split_whitespace()
+                        .all(|w| w.ends_with('+') || w.ends_with('-')) =>
+            {
+                if let Some(bits) = out.get_mut(&addr) {
+                    bits.extend(plus_bits(t));
+                }
+            }
+            _ => {}
         }
     }
     out
@@ -510,6 +534,10 @@ mod tests {
             vec![0, 2, 6, 7]
         );
         assert!(parse_mlnx_qos("Netlink error\n", "x").is_none());
+        let colons = "Priority trust state: pcp\nPFC configuration:\n        priority:  0   1   2   3   4   5   6   7\n        enabled:   0   0   0   0   1   0   0   0\n";
+        let c = parse_mlnx_qos(colons, "x").unwrap();
+        assert_eq!(c.enabled_priorities, vec![4]);
+        assert_eq!(c.trust.as_deref(), Some("pcp"));
         let uneven = "PFC configuration:\n priority 0 1 2\n enabled 0 1\n";
         assert!(parse_mlnx_qos(uneven, "x").is_none());
     }
@@ -523,6 +551,19 @@ mod tests {
             vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"]
         );
         assert!(acs["0001:02:00.0"].is_empty());
+        // `lspci -nn` headers, indented pastes, and an ACSCtl line cut in two.
+        let pasted = "\t0000:00:1c.1 PCI bridge [0604]: Intel Corporation Device [8086:7a39] (rev 11)\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ \nEgressCtrl+ DirectTrans-\n\tCapabilities: [370 v1] L1 PM Substates\n";
+        let acs = parse_lspci_acs(pasted);
+        assert_eq!(
+            acs["0000:00:1c.1"],
+            vec![
+                "SrcValid",
+                "ReqRedir",
+                "CmpltRedir",
+                "UpstreamFwd",
+                "EgressCtrl"
+            ]
+        );
     }
 
     #[test]

@@ -240,6 +240,22 @@ fn write_tree(
             .map_err(io_err("linking", &p))?;
         links += 1;
     }
+    // Files that refused to be read on the machine answer the same from the copy.
+    let manifest: String = record
+        .iter()
+        .filter_map(|(logical, r)| match r {
+            Recorded::Failed(code) => Some(format!("{code}\t{}\n", stored_path(logical))),
+            _ => None,
+        })
+        .collect();
+    if !manifest.is_empty() {
+        let p = host_path(tree, crate::fs::UNREADABLE_MANIFEST);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+        }
+        std::fs::write(&p, manifest).map_err(io_err("writing", &p))?;
+        files += 1;
+    }
     // Names that were listed but never opened (`/dev/infiniband/uverbs0`, IOMMU groups) keep
     // their place as empty files: probing only counts them.
     for (dir, names) in listed {
