@@ -247,7 +247,7 @@ pub fn roce_qos(node: &Node, ports: &[UsablePort]) -> QosChoice {
             ))
         }
     };
-    match trust.as_deref() {
+    match trust.as_deref().map(str::to_ascii_lowercase).as_deref() {
         Some("dscp") => {
             let dscp = 8 * u32::from(priority) + 2;
             QosChoice::TrafficClass {
