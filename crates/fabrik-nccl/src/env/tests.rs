@@ -694,3 +694,40 @@ mod node_props {
         }
     }
 }
+
+#[test]
+fn hcas_far_from_every_gpu_are_left_out_when_others_are_near() {
+    let mut node = ib_node();
+    let gpu = |addr: &str| Gpu {
+        pci: PciFunction {
+            address: addr.into(),
+            ..PciFunction::default()
+        },
+        model: None,
+        uuid: None,
+        minor: None,
+    };
+    node.gpus = vec![gpu("0000:1b:00.0"), gpu("0000:9a:00.0")];
+    let path = |g: &str, nic: &str, t: PathType| GpuNicPath {
+        gpu: g.into(),
+        nic: nic.into(),
+        nic_pci: String::new(),
+        path_type: Some(t),
+        same_numa: None,
+    };
+    node.gpu_nic_paths = vec![
+        path("0000:1b:00.0", "mlx5_0", PathType::PIX),
+        path("0000:9a:00.0", "mlx5_0", PathType::SYS),
+        path("0000:1b:00.0", "mlx5_10", PathType::NODE),
+        path("0000:9a:00.0", "mlx5_10", PathType::SYS),
+    ];
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1"));
+    assert!(env.notes.iter().any(|n| n
+        .message
+        .contains("mlx5_10:1 is not near any GPU (closest path NODE)")));
+    // Without any near HCA nothing is dropped.
+    node.gpu_nic_paths.retain(|p| p.nic != "mlx5_0");
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+}
