@@ -39,6 +39,13 @@ trap cleanup EXIT
 # Servers run outside this shell's job table; `netns.sh down` kills them with their namespace.
 serve() { local ns=$1; shift; (ip netns exec "$ns" "$@" >/dev/null 2>&1 &); }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+# The median of per-round ratios: each round runs the tools back to back, so slow drift in the
+# machine's load cancels out.
+paired() { # "A1 A2 ..." "B1 B2 ..." -> median of Ai/Bi
+  local -a a=($1) b=($2) r=(); local i
+  for i in "${!a[@]}"; do r+=("$(ratio "${a[$i]}" "${b[$i]}")"); done
+  median "${r[@]}"
+}
 ratio() { awk "BEGIN{printf \"%.3f\", $1/$2}"; }
 wait_port() { # HOSTNS PORT
   for _ in $(seq 100); do
@@ -75,7 +82,7 @@ IP_M=$(median "${ip[@]}"); FB_M=$(median "${fb[@]}")
 echo "## 1. one veth link, $STREAMS stream(s), $SIZE writes, ${DURATION}s x $ROUNDS rounds"
 echo "iperf3 Gb/s: ${ip[*]}"
 echo "fabrik Gb/s: ${fb[*]}"
-echo "median: iperf3 $IP_M, fabrik $FB_M, fabrik/iperf3 = $(ratio "$FB_M" "$IP_M") (target >= 1.0)"
+echo "median: iperf3 $IP_M, fabrik $FB_M, fabrik/iperf3 = $(ratio "$FB_M" "$IP_M"); median of per-round ratios $(paired "${fb[*]}" "${ip[*]}") (target >= 1.0)"
 echo "commands: $IPERF_CMD  |  $FAB_CMD"
 echo
 fi
@@ -101,6 +108,7 @@ echo "sockperf avg: ${sp[*]}   median: ${sp50[*]}"
 echo "fabrik avg: ${fl[*]}   median: ${fl50[*]}"
 echo "median of rounds: qperf $QP_M, sockperf avg $SP_M / median $SP50_M, fabrik avg $FL_M / median $FL50_M"
 echo "fabrik/qperf (avg) = $(ratio "$FL_M" "$QP_M"), fabrik/sockperf (avg) = $(ratio "$FL_M" "$SP_M"), fabrik/sockperf (median) = $(ratio "$FL50_M" "$SP50_M") (target <= 1.1)"
+echo "median of per-round ratios: fabrik/qperf (avg) $(paired "${fl[*]}" "${qp[*]}"), fabrik/sockperf (avg) $(paired "${fl[*]}" "${sp[*]}"), fabrik/sockperf (median) $(paired "${fl50[*]}" "${sp50[*]}")"
 echo "commands: qperf $SRV -m 64 -t $DURATION tcp_lat  |  sockperf ping-pong --tcp -i $SRV -p 11111 -m 64 -t $DURATION  |  fabrik bench p2p --client $SRV --token T --test lat -s 64 -n $LAT_ITERS --format json"
 echo
 fi
