@@ -67,10 +67,10 @@ fn streams_stripe_over_four_shaped_interfaces() {
     let tb = Testbed::builder()
         .hosts(2)
         .links_per_host(4)
-        .shape_link(0, "40mbit")
-        .shape_link(1, "40mbit")
-        .shape_link(2, "40mbit")
-        .shape_link(3, "40mbit")
+        .shape(0, "40mbit")
+        .shape(1, "40mbit")
+        .shape(2, "40mbit")
+        .shape(3, "40mbit")
         .build()
         .unwrap();
     let (mut server, port) = start_server(&tb, 1);
