@@ -298,10 +298,16 @@ fn stream_err(p: &StreamPath, peer: &str, e: std::io::Error) -> BenchError {
         (None, Some(ip)) => format!(" from {ip}"),
         _ => String::new(),
     };
+    let detail = match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            "no progress within the timeout: the peer stalled or the path is down".to_string()
+        }
+        _ => e.to_string(),
+    };
     BenchError::Stream {
         stream: p.stream,
         peer: format!("{peer} ({}{via})", p.remote),
-        detail: e.to_string(),
+        detail,
     }
 }
 
