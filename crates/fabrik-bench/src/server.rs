@@ -20,6 +20,8 @@ use crate::BenchError;
 
 /// Largest control message a server accepts: round specs are tiny.
 const MAX_CONTROL_FRAME: u32 = 64 * 1024;
+/// Control connections served at once; more are refused so a flood cannot exhaust threads.
+const MAX_CONNECTIONS: usize = 64;
 /// How often the receiving side samples its byte counter for the peak rate.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -57,16 +59,21 @@ impl Server {
             .set_nonblocking(true)
             .map_err(|e| BenchError::io("setting the listener non-blocking", e))?;
         let done = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
+        let mut workers: Vec<thread::JoinHandle<()>> = Vec::new();
         while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((sock, peer)) => {
+                    workers.retain(|w| !w.is_finished());
+                    if workers.len() >= MAX_CONNECTIONS {
+                        tracing::warn!("refused {peer}: {MAX_CONNECTIONS} connections are open");
+                        drop(sock);
+                        continue;
+                    }
                     let cfg = self.cfg.clone();
                     let done = Arc::clone(&done);
                     workers.push(thread::spawn(move || {
                         handle(sock, peer, &cfg, &done);
                     }));
-                    workers.retain(|w| !w.is_finished());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     thread::sleep(Duration::from_millis(20));
@@ -163,11 +170,8 @@ fn session(
             ClientMsg::Finish => return Ok(()),
             ClientMsg::Round(spec) => spec,
         };
-        if spec.streams == 0 || spec.streams > 1024 || spec.size == 0 || spec.size > 1 << 30 {
-            return Err(BenchError::Config(format!(
-                "round asks for {} streams of {}-byte messages (allowed: 1..=1024 streams, 1 B..=1 GiB)",
-                spec.streams, spec.size
-            )));
+        if let Some(why) = spec.out_of_bounds() {
+            return Err(BenchError::Config(format!("the client asked for {why}")));
         }
         ch.send(&ServerMsg::Go)?;
         let socks = accept_streams(&data_listener, &session_id, &spec, &opts, ch.peer())?;
