@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fabrik_model::{BwRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
+use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
 use fabrik_wire::{Channel, Token};
 
 use crate::data::{self, Fault, RecvPlan, SendPlan, SockOpts};
@@ -112,8 +112,23 @@ impl ClientConfig {
     }
 }
 
+/// A row as soon as it is measured, for printing progress as perftest does.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    Bw(&'a BwRow),
+    Lat(&'a LatRow),
+}
+
 /// Runs the whole test and returns the report.
 pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
+    run_observed(cfg, &mut |_| {})
+}
+
+/// Runs the whole test, handing each row to `on_row` as soon as its size is done.
+pub fn run_observed(
+    cfg: &ClientConfig,
+    on_row: &mut dyn FnMut(Row<'_>),
+) -> Result<P2pReport, BenchError> {
     cfg.validate()?;
     let control_addr = resolve(&cfg.server)?;
     let mut ch = Channel::connect(control_addr, &cfg.token, cfg.timeout)?;
@@ -219,6 +234,7 @@ pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
                 let remote = round_done(&mut ch)?;
                 check_remote(&remote, &peer)?;
                 if let Some(row) = stats::lat_row(size, &lat) {
+                    on_row(Row::Lat(&row));
                     lat_rows.push(row);
                 }
             }
@@ -227,6 +243,7 @@ pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
                 let remote = round_done(&mut ch)?;
                 check_remote(&remote, &peer)?;
                 let (row, streams) = bw_result(&spec, &plan, &remote, local.as_ref(), elapsed);
+                on_row(Row::Bw(&row));
                 bw_rows.push(row);
                 per_stream = streams;
             }
