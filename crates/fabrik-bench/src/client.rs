@@ -83,6 +83,9 @@ impl ClientConfig {
         if self.sizes.is_empty() {
             return bad("no message size");
         }
+        if self.test == P2pTest::Lat && (self.streams != 1 || self.bidir) {
+            return bad("the latency test is one ping-pong stream; drop --streams and --bidir");
+        }
         for &size in &self.sizes {
             let spec = RoundSpec {
                 round: 0,
@@ -97,9 +100,6 @@ impl ClientConfig {
             if let Some(why) = spec.out_of_bounds() {
                 return Err(BenchError::Config(why));
             }
-        }
-        if self.test == P2pTest::Lat && (self.streams != 1 || self.bidir) {
-            return bad("the latency test is one ping-pong stream; drop --streams and --bidir");
         }
         match self.amount {
             Amount::Iters(0) => bad("--iters must be at least 1"),

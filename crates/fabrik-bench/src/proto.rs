@@ -102,6 +102,9 @@ impl RoundSpec {
         if self.streams == 0 || self.streams > MAX_STREAMS {
             return Some(format!("{} streams (1 to {MAX_STREAMS})", self.streams));
         }
+        if self.test == P2pTest::Lat && (self.streams != 1 || self.bidir) {
+            return Some("a latency round of more than one stream or both directions".into());
+        }
         if self.size == 0 || self.size > MAX_MESSAGE {
             return Some(format!("{}-byte messages (1 B to 256 MiB)", self.size));
         }
