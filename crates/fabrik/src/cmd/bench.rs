@@ -115,6 +115,7 @@ struct P2pArgs {
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
     warmup: u64,
+    /// Client: a perftest-style table (rows as they are measured) or the JSON report.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }
