@@ -239,10 +239,10 @@ pub fn run_observed(
                 }
             }
             P2pTest::Bw => {
-                let (local, elapsed) = bw_round(socks, &plan, &spec, cfg, &peer)?;
+                let local = bw_round(socks, &plan, &spec, cfg, &peer)?;
                 let remote = round_done(&mut ch)?;
                 check_remote(&remote, &peer)?;
-                let (row, streams) = bw_result(&spec, &plan, &remote, local.as_ref(), elapsed);
+                let (row, streams) = bw_result(&spec, &plan, &remote, local.as_ref());
                 on_row(Row::Bw(&row));
                 bw_rows.push(row);
                 per_stream = streams;
@@ -383,12 +383,12 @@ fn bw_round(
     spec: &RoundSpec,
     cfg: &ClientConfig,
     peer: &str,
-) -> Result<(Option<LocalRecv>, Duration), BenchError> {
+) -> Result<Option<LocalRecv>, BenchError> {
     let start = Instant::now();
     let deadline = spec.duration_ms.map(|ms| start + Duration::from_millis(ms));
     let total = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let result = thread::scope(|scope| -> Result<Option<LocalRecv>, BenchError> {
+    thread::scope(|scope| -> Result<Option<LocalRecv>, BenchError> {
         let sampler = spec
             .bidir
             .then(|| scope.spawn(|| data::sample(&total, start, SAMPLE_EVERY, &stop)));
@@ -461,8 +461,7 @@ fn bw_round(
             }
         }
         Ok(spec.bidir.then_some(LocalRecv { streams, samples }))
-    })?;
-    Ok((result, start.elapsed()))
+    })
 }
 
 /// The row and the per-stream breakdown of one bandwidth round.
@@ -471,7 +470,6 @@ fn bw_result(
     plan: &[StreamPath],
     remote: &RoundResult,
     local: Option<&LocalRecv>,
-    _elapsed: Duration,
 ) -> (BwRow, Vec<StreamResult>) {
     let direction = |streams: &[StreamRecv], samples: &[(f64, u64)]| {
         let (first, last) = span_ns(streams);

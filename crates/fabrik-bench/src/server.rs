@@ -175,7 +175,7 @@ fn session(
         }
         ch.send(&ServerMsg::Go)?;
         let socks = accept_streams(&data_listener, &session_id, &spec, &opts, ch.peer())?;
-        let result = run_round(socks, &spec, &opts);
+        let result = run_round(socks, &spec);
         ch.send(&ServerMsg::RoundDone(result))?;
     }
 }
@@ -233,14 +233,14 @@ fn accept_streams(
     Ok(socks)
 }
 
-fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, opts: &SockOpts) -> RoundResult {
+fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     let from: Vec<(u32, Option<String>)> = socks
         .iter()
         .map(|(s, sock)| (*s, sock.peer_addr().ok().map(|a| a.ip().to_string())))
         .collect();
     let mut r = match spec.test {
         P2pTest::Lat => lat_round(socks, spec),
-        P2pTest::Bw => bw_round(socks, spec, opts),
+        P2pTest::Bw => bw_round(socks, spec),
     };
     for s in &mut r.streams {
         s.from = from
@@ -265,7 +265,7 @@ fn lat_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     out
 }
 
-fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, _opts: &SockOpts) -> RoundResult {
+fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     let start = Instant::now();
     let total = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
