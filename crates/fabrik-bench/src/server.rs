@@ -147,12 +147,9 @@ fn session(
         .local_addr()
         .map_err(|e| BenchError::io("reading the data listener address", e))?
         .port();
-    let mut session_id = [0u8; 16];
-    let tok = Token::random()?;
     // A fresh 128-bit secret per session: a random token's 32 hex digits are 16 random bytes.
-    if let Some(b) = crate::proto::unhex16(tok.as_str()) {
-        session_id = b;
-    }
+    let session_id = crate::proto::unhex16(Token::random()?.as_str())
+        .ok_or_else(|| BenchError::Config("the random session id is not 32 hex digits".into()))?;
     ch.send(&ServerMsg::Session {
         version: PROTOCOL_VERSION,
         session: hex(&session_id),
