@@ -115,6 +115,7 @@ struct P2pArgs {
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
     warmup: u64,
+    /// Client: a perftest-style table (rows as they are measured) or the JSON report.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
 }
@@ -167,10 +168,25 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     cfg.timeout = timeout;
     cfg.sock_buf = a.sock_buf.map(|b| b as usize);
     cfg.warmup = a.warmup;
+    // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
+    let table = matches!(a.format, Format::Table);
+    if table {
+        print!("{}", fabrik_bench::render::columns(test));
+    }
+    let mut on_row = |row: fabrik_bench::client::Row<'_>| {
+        if table {
+            let line = match row {
+                fabrik_bench::client::Row::Bw(r) => fabrik_bench::render::bw_line(r),
+                fabrik_bench::client::Row::Lat(r) => fabrik_bench::render::lat_line(r),
+            };
+            print!("{line}");
+            let _ = std::io::stdout().flush();
+        }
+    };
     let result = if a.local {
-        fabrik_bench::run_local(&cfg)
+        fabrik_bench::run_local_observed(&cfg, &mut on_row)
     } else {
-        fabrik_bench::client::run(&cfg)
+        fabrik_bench::client::run_observed(&cfg, &mut on_row)
     };
     let report = match result {
         Ok(r) => r,
@@ -182,7 +198,13 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     };
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", fabrik_bench::render::table(&report)),
+        Format::Table => print!(
+            "{}{}",
+            fabrik_bench::render::footer(&report),
+            fabrik_bench::render::title(&report)
+                .trim_start_matches('-')
+                .trim_start()
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }
