@@ -85,13 +85,15 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         st.hints.tcpx = true;
     } else if msg.starts_with(b"NET/FasTrak") {
         st.hints.fastrak = true;
-    } else if has(msg, "GPU Direct RDMA") {
+    } else if (msg.starts_with(b"NET/") || msg.starts_with(b"GPU Direct"))
+        && has(msg, "GPU Direct RDMA")
+    {
         gdr_line(r, msg);
     } else if msg.starts_with(b"NVLS ") || msg.starts_with(b"Connected NVLS") {
         if msg.starts_with(b"NVLS comm") || msg.starts_with(b"Connected NVLS") {
             r.nvls = Some(true);
         }
-    } else if has(msg, " coll channels, ") {
+    } else if msg.first().is_some_and(u8::is_ascii_digit) && has(msg, " coll channels, ") {
         channel_counts(r, msg);
     } else if msg.starts_with(b"SHARP rank") {
         r.sharp = Some(true);
@@ -99,10 +101,10 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         && (has(msg, " nranks ") || has(msg, " nRanks "))
     {
         comm_line(r, msg);
-    } else if let Some(p) = memmem::find(msg, b" set by environment to ") {
-        env_line(r, &msg[..p], &msg[p + b" set by environment to ".len()..]);
-    } else if msg.starts_with(b"NCCL_") {
-        if let Some(p) = memmem::find(msg, b" set to ") {
+    } else if starts_with_env_name(msg) {
+        if let Some(p) = memmem::find(msg, b" set by environment to ") {
+            env_line(r, &msg[..p], &msg[p + b" set by environment to ".len()..]);
+        } else if let Some(p) = memmem::find(msg, b" set to ") {
             env_line(r, &msg[..p], &msg[p + b" set to ".len()..]);
         }
     }
@@ -124,6 +126,17 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
         st.report.collnet = Some(false);
     }
+}
+
+/// `NCCL_IB_HCA set by ...`: an upper-case name with an underscore opens the message.
+fn starts_with_env_name(msg: &[u8]) -> bool {
+    let end = msg.iter().position(|&b| b == b' ').unwrap_or(msg.len());
+    let name = &msg[..end];
+    name.len() > 2
+        && name.contains(&b'_')
+        && name
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
 }
 
 fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
@@ -379,15 +392,23 @@ fn env_line(r: &mut ProcessReport, name: &[u8], value: &[u8]) {
     }
 }
 
+/// The text after ` via `; a scan for `v` is cheaper than building a substring searcher for
+/// every line, and channel lines are most of a log.
+fn find_via(msg: &[u8]) -> Option<&[u8]> {
+    memchr::memchr_iter(b'v', msg)
+        .find(|&i| i > 0 && msg[i - 1] == b' ' && msg[i..].starts_with(b"via "))
+        .map(|i| &msg[i + 4..])
+}
+
 /// `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` and every older shape.
 fn channel(st: &mut ProcState, msg: &[u8]) {
-    let Some(via) = after(msg, " via ") else {
+    let Some(via) = find_via(msg) else {
         return;
     };
     let via = via.trim_ascii();
     let mut parts = via.split(|&b| b == b'/');
     let first = parts.next().unwrap_or(b"");
-    let gdr = memmem::find(via, b"/GDRDMA").is_some();
+    let gdr = via.windows(7).any(|w| w == b"/GDRDMA");
     let (kind, name): (&str, &[u8]) = match first {
         b"NET" => ("NET/", parts.next().unwrap_or(b"")),
         b"COLLNET" => {
