@@ -139,3 +139,31 @@ fn pytorch_watchdog_timeout_and_abort() {
         .collect();
     assert_eq!(rules, vec!["FAB-NCCL-TIMEOUT", "FAB-NCCL-ABORT"]);
 }
+
+#[test]
+fn nccl_2_27_plugin_messages_and_rank_tagged_init() {
+    // init.cc and plugin/net.cc of NCCL 2.27+.
+    let r = analyze_str(
+        "new.log",
+        "h:1:1 [0] NCCL INFO Failed to initialize NET plugin GPUDirectTCPX_v7\n\
+         h:1:1 [0] NCCL INFO Initialized NET plugin Socket\n\
+         h:1:1 [0] NCCL INFO Using network Socket\n\
+         h:1:1 [0] NCCL INFO [Rank 3] ncclCommInitRankConfig comm 0x5f0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 3b000 commId 0xabc - Init START\n\
+         h:1:1 [0] NCCL INFO NVLS Created Multicast group 1f nranks 8 size 2097152 on rank 3\n",
+    );
+    let p = &r.processes[0];
+    assert_eq!(p.plugin.status, PluginStatus::Unusable);
+    assert_eq!(p.plugin.name.as_deref(), Some("GPUDirectTCPX_v7"));
+    assert!(r.summary.socket_fallback);
+    assert_eq!(p.ranks[0].rank, 3);
+    assert_eq!(p.ranks[0].nranks, Some(16));
+    assert_eq!(p.ranks[0].bus_id.as_deref(), Some("3b000"));
+    assert_eq!(p.nvls, Some(true));
+    let r = analyze_str(
+        "ok.log",
+        "h:1:1 [0] NCCL INFO Initialized NET plugin IB\n\
+         h:1:1 [0] NCCL INFO Using network IB\n",
+    );
+    assert_eq!(r.processes[0].plugin.status, PluginStatus::Unknown);
+    assert_eq!(r.summary.plugin, None);
+}

@@ -58,6 +58,29 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         }
     } else if msg.starts_with(b"NET/Plugin") {
         plugin_line(r, msg);
+    } else if let Some(rest) = msg.strip_prefix(b"Successfully loaded external network plugin ") {
+        r.plugin.status = PluginStatus::Loaded;
+        r.plugin.path = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Initialized NET plugin ") {
+        // NCCL >= 2.27 names its internal IB and Socket transports plugins too.
+        let name = rest.trim_ascii();
+        if !is_internal_net(name) {
+            r.plugin.status = PluginStatus::Loaded;
+            r.plugin.name = Some(lossy(name));
+        }
+    } else if let Some(rest) = msg
+        .strip_prefix(b"Failed to initialize NET plugin ")
+        .or_else(|| msg.strip_prefix(b"External network plugin "))
+    {
+        let name = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        if is_internal_net(name) {
+            if name.starts_with(b"IB") {
+                st.hints.ib_attempt = true;
+            }
+        } else if st.report.plugin.status != PluginStatus::Loaded {
+            st.report.plugin.status = PluginStatus::Unusable;
+            st.report.plugin.name.get_or_insert_with(|| lossy(name));
+        }
     } else if let Some(rest) = msg.strip_prefix(b"Plugin Path : ") {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.path = Some(lossy(rest.trim_ascii()));
@@ -90,14 +113,19 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
     {
         gdr_line(r, msg);
     } else if msg.starts_with(b"NVLS ") || msg.starts_with(b"Connected NVLS") {
-        if msg.starts_with(b"NVLS comm") || msg.starts_with(b"Connected NVLS") {
+        if msg.starts_with(b"NVLS comm")
+            || msg.starts_with(b"NVLS Created Multicast")
+            || msg.starts_with(b"Connected NVLS")
+        {
             r.nvls = Some(true);
         }
     } else if msg.first().is_some_and(u8::is_ascii_digit) && has(msg, " coll channels, ") {
         channel_counts(r, msg);
     } else if msg.starts_with(b"SHARP rank") {
         r.sharp = Some(true);
-    } else if (msg.starts_with(b"comm 0x") || msg.starts_with(b"ncclCommInit"))
+    } else if (msg.starts_with(b"comm 0x")
+        || msg.starts_with(b"nccl")
+        || msg.starts_with(b"[Rank "))
         && (has(msg, " nranks ") || has(msg, " nRanks "))
     {
         comm_line(r, msg);
@@ -126,6 +154,10 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
         st.report.collnet = Some(false);
     }
+}
+
+fn is_internal_net(name: &[u8]) -> bool {
+    name == b"IB" || name == b"Socket"
 }
 
 /// `NCCL_IB_HCA set by ...`: an upper-case name with an underscore opens the message.
