@@ -167,3 +167,28 @@ fn nccl_2_27_plugin_messages_and_rank_tagged_init() {
     assert_eq!(r.processes[0].plugin.status, PluginStatus::Unknown);
     assert_eq!(r.summary.plugin, None);
 }
+
+#[test]
+fn ofi_provider_forms_and_tcp_provider_fallback() {
+    let r = analyze_str(
+        "efa.log",
+        "[1,0]<stdout>:test-nccl-efa-worker-0:21:21 [0] NCCL INFO NET/OFI Selected Provider is efa (found 1 nics)\n\
+         [1,0]<stdout>:test-nccl-efa-worker-0:21:21 [0] NCCL INFO Using network AWS Libfabric\n\
+         [1,0]<stdout>:NCCL version 2.12.7+cuda11.4\n\
+         p6:5:5 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 32 nics)\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert!(!r.summary.socket_fallback);
+    assert!(r
+        .processes
+        .iter()
+        .all(|p| p.ofi_provider.as_deref() == Some("efa")));
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.12.7"));
+    let r = analyze_str(
+        "tcp.log",
+        "w:9:9 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 10.0.0.0/16 (found 1 nics)\n\
+         w:9:9 [0] NCCL INFO Using network Libfabric\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert!(r.summary.socket_fallback);
+}

@@ -100,8 +100,15 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
-        if let Some(rest) = after(msg, "Selected Provider is ") {
-            let p = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        // `Selected Provider is efa (found 4 nics)`; newer: `Selected provider is efa, fabric is
+        // efa-direct (found 32 nics)`.
+        if let Some(rest) =
+            after(msg, "Selected Provider is ").or_else(|| after(msg, "Selected provider is "))
+        {
+            let p = rest
+                .split(|b: &u8| b.is_ascii_whitespace() || *b == b',')
+                .next()
+                .unwrap_or(b"");
             st.report.ofi_provider = Some(lossy(p));
         }
     } else if msg.starts_with(b"NET/GPUDirectTCPX") {
@@ -569,7 +576,13 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         .get("NCCL_IB_DISABLE")
         .is_some_and(|v| v.trim() == "1");
     let rdma_seen = !r.ib_nics.is_empty() || (hints.ib_attempt && !ib_disabled) || hints.ofi;
-    r.socket_fallback = uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried);
+    // The OFI plugin on its `tcp`/`sockets` provider is TCP with extra steps: EFA was not used.
+    let ofi_over_tcp = r
+        .ofi_provider
+        .as_deref()
+        .is_some_and(|p| p.starts_with("tcp") || p.starts_with("sockets"));
+    r.socket_fallback =
+        (uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried)) || ofi_over_tcp;
 }
 
 /// Maps NCCL's network names (and plugins') to the transport kinds of the summary.
