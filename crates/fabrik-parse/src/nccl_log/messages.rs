@@ -30,15 +30,19 @@ pub fn split_version(v: &str) -> (String, Option<String>) {
 }
 
 /// Facts from an INFO message.
-pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
+pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
     let r = &mut st.report;
     match msg.first() {
         Some(b'C') if msg.starts_with(b"Channel ") || msg.starts_with(b"CollNet ") => {
-            channel(st, msg);
+            channel(st, msg, cuda_dev);
             return;
         }
         Some(b'R') if msg.starts_with(b"Ring ") => {
-            channel(st, msg);
+            channel(st, msg, cuda_dev);
+            return;
+        }
+        Some(b'T') if msg.starts_with(b"Trees ") => {
+            trees_line(r, msg, cuda_dev);
             return;
         }
         _ => {}
@@ -389,11 +393,36 @@ fn comm_line(r: &mut ProcessReport, msg: &[u8]) {
     };
     let nranks = nranks.and_then(|v| u32::try_from(v).ok());
     let cuda_dev = cuda_dev.and_then(|v| u32::try_from(v).ok());
+    add_rank(r, rank, nranks, cuda_dev, bus_id);
+}
+
+/// Records a rank of this process. Ranks known only from channel or tree lines (no `nranks`)
+/// merge into the communicator entry of the same rank.
+fn add_rank(
+    r: &mut ProcessReport,
+    rank: u32,
+    nranks: Option<u32>,
+    cuda_dev: Option<u32>,
+    bus_id: Option<String>,
+) {
+    if nranks.is_none() {
+        if r.ranks.iter().any(|e| e.rank == rank) || r.ranks.len() >= MAX_KEYS {
+            return;
+        }
+        r.ranks.push(RankInfo {
+            rank,
+            nranks,
+            cuda_dev,
+            bus_id,
+        });
+        return;
+    }
     if let Some(e) = r
         .ranks
         .iter_mut()
-        .find(|e| e.rank == rank && e.nranks == nranks)
+        .find(|e| e.rank == rank && (e.nranks == nranks || e.nranks.is_none()))
     {
+        e.nranks = nranks;
         if e.cuda_dev.is_none() {
             e.cuda_dev = cuda_dev;
         }
@@ -407,6 +436,41 @@ fn comm_line(r: &mut ProcessReport, msg: &[u8]) {
             cuda_dev,
             bus_id,
         });
+    }
+}
+
+/// `Trees [0] 1/-1/-1->0->7 [1] ...`: the number between the arrows is this rank.
+fn trees_line(r: &mut ProcessReport, msg: &[u8], cuda_dev: Option<u32>) {
+    let Some(first) = memmem::find(msg, b"->") else {
+        return;
+    };
+    let rest = &msg[first + 2..];
+    let end = rest
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(rest.len());
+    if let Some(rank) = parse_u64(&rest[..end]).and_then(|v| u32::try_from(v).ok()) {
+        add_rank(r, rank, None, cuda_dev, None);
+    }
+}
+
+/// The local rank of a channel line: the source of a send, the destination of a receive.
+fn channel_rank(msg: &[u8]) -> Option<u32> {
+    let colon = memchr::memchr(b':', msg)?;
+    let body = &msg[colon + 1..];
+    let arrow = memmem::find(body, b"->")?;
+    let num = |s: &[u8]| -> Option<u32> {
+        let s = s.trim_ascii_start();
+        let end = s
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(s.len());
+        parse_u64(&s[..end]).and_then(|v| u32::try_from(v).ok())
+    };
+    if memmem::find(body, b"[receive]").is_some() {
+        num(&body[arrow + 2..])
+    } else {
+        num(&body[..arrow])
     }
 }
 
@@ -440,10 +504,15 @@ fn find_via(msg: &[u8]) -> Option<&[u8]> {
 }
 
 /// `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` and every older shape.
-fn channel(st: &mut ProcState, msg: &[u8]) {
+fn channel(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
     let Some(via) = find_via(msg) else {
         return;
     };
+    if !msg.starts_with(b"CollNet") {
+        if let Some(rank) = channel_rank(msg) {
+            add_rank(&mut st.report, rank, None, cuda_dev, None);
+        }
+    }
     let via = via.trim_ascii();
     let mut parts = via.split(|&b| b == b'/');
     let first = parts.next().unwrap_or(b"");

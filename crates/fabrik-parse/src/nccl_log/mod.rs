@@ -185,7 +185,7 @@ impl LogAnalyzer {
         }
         match nl.level {
             Level::Info => {
-                messages::info(st, nl.message);
+                messages::info(st, nl.message, nl.cuda_dev);
                 if let Some(d) = diagnose::diagnose_info(nl.message) {
                     add_issue(&mut st.issues, d, nl.message, &location);
                 }
