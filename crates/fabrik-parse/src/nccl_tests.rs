@@ -37,7 +37,6 @@ struct Builder {
     runs: Vec<NcclTestsRun>,
     cur: NcclTestsRun,
     layout: Option<Layout>,
-    n_gpus: Option<u32>,
 }
 
 fn empty_run() -> NcclTestsRun {
@@ -74,7 +73,6 @@ impl Builder {
             runs: Vec::new(),
             cur: empty_run(),
             layout: None,
-            n_gpus: None,
         }
     }
 
@@ -82,7 +80,6 @@ impl Builder {
         let done = std::mem::replace(&mut self.cur, empty_run());
         self.runs.push(done);
         self.layout = None;
-        self.n_gpus = None;
     }
 
     fn has_data(&self) -> bool {
@@ -118,17 +115,11 @@ impl Builder {
     }
 
     fn comment(&mut self, body: &str) {
-        if let Some(rest) = body.strip_prefix("nThread ") {
+        if body.starts_with("nThread ") {
             if self.has_data() {
                 self.start_new_run();
             }
-            let toks: Vec<&str> = rest.split_whitespace().collect();
-            let n_threads = toks.first().and_then(|v| v.parse::<u32>().ok());
-            let n_gpus = toks
-                .windows(2)
-                .find(|w| w[0] == "nGpus")
-                .and_then(|w| w[1].parse::<u32>().ok());
-            self.n_gpus = n_gpus.zip(n_threads).map(|(g, t)| g * t);
+            self.cur.report.notes.push(body.to_string());
         } else if let Some(rest) = body.strip_prefix("Collective test starting:") {
             // nccl-tests >= 2.19 prints this before `# nThread`: it opens the next run.
             if self.has_data() {

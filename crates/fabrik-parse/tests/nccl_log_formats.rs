@@ -192,3 +192,34 @@ fn ofi_provider_forms_and_tcp_provider_fallback() {
     assert_eq!(r.summary.transport, Transport::Ofi);
     assert!(r.summary.socket_fallback);
 }
+
+#[test]
+fn colour_crlf_gzip_and_debug_file_inputs() {
+    use std::io::Write;
+    let text = "\x1b[32mnode3:77:78 [1] NCCL INFO\x1b[0m Using network IB\r\n\
+                node3:77:78 [1] NCCL INFO Channel 00/0 : 9[1] -> 1[1] [receive] via NET/IB/1/GDRDMA\r\n\
+                node3:77:78 [1] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.\r\n";
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("node3.77.log.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    // A second NCCL_DEBUG_FILE of another process, plain and cut mid-line.
+    let plain = dir.path().join("node4.12.log");
+    std::fs::write(
+        &plain,
+        "node4:12:12 [0] NCCL INFO Using network IB\nnode4:12:12 [0] NCCL INFO Chan",
+    )
+    .unwrap();
+    let r = fabrik_parse::nccl_log::analyze_paths(&[gz, plain]).unwrap();
+    assert_eq!(r.summary.processes, 2);
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(true));
+    let p = &r.processes[0];
+    assert_eq!(
+        p.env.get("NCCL_IB_GID_INDEX").map(String::as_str),
+        Some("3")
+    );
+    assert_eq!(p.channels.get("NET/IB/GDRDMA"), Some(&1));
+    assert_eq!(p.ranks[0].rank, 1);
+}

@@ -303,21 +303,7 @@ impl std::fmt::Display for Location<'_> {
 }
 
 fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
-    // `[rank0]: text`, `[1,0]<stderr>: text`, `[trainer0|0]:text`
-    let t = line.trim_ascii_start();
-    if t.first() == Some(&b'[') {
-        if let Some(close) = memchr::memchr(b']', t) {
-            let rest = &t[close + 1..];
-            let rest = rest
-                .strip_prefix(b"<stdout>")
-                .or_else(|| rest.strip_prefix(b"<stderr>"))
-                .unwrap_or(rest);
-            if let Some(r) = rest.strip_prefix(b":") {
-                return r.trim_ascii();
-            }
-        }
-    }
-    t.trim_ascii_end()
+    crate::text::strip_launcher_prefix(line).trim_ascii()
 }
 
 fn add_issue(
