@@ -1,1 +1,12 @@
-//! RDMA verbs loaded at run time (dlopen libibverbs.so.1) and the RDMA transport
+//! RDMA verbs loaded at run time (dlopen `libibverbs.so.1`, as NCCL does) and an RDMA transport
+//! for fabrik's point-to-point benchmarks: RC queue pairs, RDMA write/read and send, bandwidth
+//! and latency tests measured as perftest measures them, host or GPU memory.
+
+pub mod device;
+pub mod error;
+pub mod ffi;
+pub mod gid;
+pub mod loader;
+
+pub use error::VerbsError;
+pub use loader::{Verbs, LIBIBVERBS};
