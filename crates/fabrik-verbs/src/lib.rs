@@ -2,11 +2,18 @@
 //! for fabrik's point-to-point benchmarks: RC queue pairs, RDMA write/read and send, bandwidth
 //! and latency tests measured as perftest measures them, host or GPU memory.
 
+pub mod bench;
 pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod gid;
 pub mod loader;
+pub mod mem;
+pub mod proto;
+pub mod stats;
 
+pub use bench::{run_client, serve, usable_device, LocalOptions};
 pub use error::VerbsError;
 pub use loader::{Verbs, LIBIBVERBS};
+pub use mem::MemKind;
+pub use proto::{Op, TestParams};
