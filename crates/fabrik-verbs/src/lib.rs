@@ -12,6 +12,9 @@ pub mod mem;
 pub mod proto;
 pub mod stats;
 
+/// The control channel the set-up messages travel on.
+pub use fabrik_wire as wire;
+
 pub use bench::{run_client, serve, usable_device, LocalOptions};
 pub use error::VerbsError;
 pub use loader::{Verbs, LIBIBVERBS};

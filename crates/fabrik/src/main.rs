@@ -26,6 +26,9 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// RDMA verbs bandwidth/latency test (temporary; becomes `bench p2p --transport rdma`).
+    #[command(hide = true)]
+    BenchRdma(cmd::rdma::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::BenchRdma(args) => cmd::rdma::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,4 +2,5 @@
 
 pub mod doctor;
 pub mod inventory;
+pub mod rdma;
 pub mod snapshot;
