@@ -19,7 +19,7 @@ use crate::error::VerbsError;
 use crate::ffi::*;
 use crate::gid::{format_gid, parse_gid, read_gid_table, select_gid};
 use crate::loader::Verbs;
-use crate::mem::{count_mismatches, pattern, Buffer, Cuda, MemKind};
+use crate::mem::{pattern, Buffer, Cuda, MemKind};
 use crate::proto::{Ctrl, Endpoint, Op, QpEndpoint, TestParams, PROTOCOL_VERSION};
 use crate::stats::{bw_row, lat_row};
 
@@ -616,6 +616,7 @@ fn bw_receiver(
     let verbs = res.ctx.verbs.clone();
     let mut received = 0u64;
     let mut mismatches = 0u64;
+    let expected = pattern(bytes);
     while received < p.iterations {
         let got = poll_some(&res.recv_cq, &mut wcs, timeout, "send data from the peer")?;
         for wc in &wcs[..got] {
@@ -632,10 +633,7 @@ fn bw_receiver(
             if u64::from(wc.byte_len) != bytes {
                 mismatches += bytes.abs_diff(u64::from(wc.byte_len));
             } else if p.verify {
-                let got = res
-                    .buf
-                    .read(res.dst_offset(slot) as usize, bytes as usize)?;
-                mismatches += count_mismatches(bytes, &got);
+                mismatches += res.buf.mismatches(res.dst_offset(slot) as usize, &expected)?;
             }
             res.post_recv_slot(q, slot)?;
             received += 1;
@@ -800,8 +798,8 @@ fn check_dst(res: &Resources, p: &TestParams, bytes: u64) -> Result<u64, VerbsEr
     } else {
         bytes
     };
-    let got = res.buf.read(res.max_size as usize, len as usize)?;
-    Ok(count_mismatches(bytes, &got))
+    res.buf
+        .mismatches(res.max_size as usize, &pattern(bytes)[..len as usize])
 }
 
 fn validate_for_memory(p: &TestParams, mem: MemKind) -> Result<(), VerbsError> {

@@ -271,6 +271,28 @@ impl Buffer {
         Ok(out)
     }
 
+    /// Number of bytes at `offset` that differ from `expected`; compares in place for host
+    /// memory (a memcmp on the fast path), through a copy for GPU memory.
+    pub fn mismatches(&self, offset: usize, expected: &[u8]) -> Result<u64, VerbsError> {
+        self.range_check(offset, expected.len())?;
+        let count = |got: &[u8]| {
+            if got == expected {
+                0
+            } else {
+                got.iter().zip(expected).filter(|(a, b)| a != b).count() as u64
+            }
+        };
+        match &self.storage {
+            Storage::Host { ptr, .. } => {
+                // SAFETY: range checked; the NIC is not writing this message any more (its
+                // completion was reaped, or the peer said it is done).
+                let got = unsafe { std::slice::from_raw_parts(ptr.add(offset), expected.len()) };
+                Ok(count(got))
+            }
+            Storage::Cuda { .. } => Ok(count(&self.read(offset, expected.len())?)),
+        }
+    }
+
     /// One byte of host memory, read volatile: the NIC writes it behind the compiler's back.
     pub fn read_volatile_byte(&self, offset: usize) -> Option<u8> {
         match &self.storage {
@@ -343,6 +365,10 @@ mod tests {
         assert!(count_mismatches(101, &b.read(4000, 100).unwrap()) > 0);
         assert!(b.write(8190, &p).is_err());
         assert_eq!(b.read_volatile_byte(4000), Some(p[0]));
+        assert_eq!(b.mismatches(4000, &p).unwrap(), 0);
+        assert_eq!(b.mismatches(4001, &p[1..]).unwrap(), 0);
+        assert_eq!(b.mismatches(4000, &pattern(101)[..100]).unwrap(), count_mismatches(101, &p));
+        assert!(b.mismatches(8100, &p).is_err());
         assert_eq!(b.read_volatile_byte(9000), None);
     }
 
