@@ -310,10 +310,10 @@ impl Mr {
                 return Err(VerbsError::MemlockTooLow {
                     bytes: len,
                     limit: memlock_limit(),
-                    source: err,
+                    err,
                 });
             }
-            return Err(VerbsError::Call { call, source: err });
+            return Err(VerbsError::Call { call, err });
         };
         // SAFETY: ptr is the MR just returned by libibverbs.
         let addr = unsafe { ptr.as_ref() }.addr as u64;

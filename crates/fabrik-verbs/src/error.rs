@@ -52,7 +52,7 @@ pub enum VerbsError {
         index: u32,
     },
     #[error(
-        "cannot register {bytes} bytes of memory: {source}; the locked-memory limit is {}: \
+        "cannot register {bytes} bytes of memory: {err}; the locked-memory limit is {}: \
          raise it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity / `--ulimit memlock=-1` \
          in containers)",
         limit_text(*.limit)
@@ -60,13 +60,11 @@ pub enum VerbsError {
     MemlockTooLow {
         bytes: usize,
         limit: Option<u64>,
-        source: io::Error,
+        /// Shown in the message, so not a `source` (an error chain would print it twice).
+        err: io::Error,
     },
-    #[error("{call} failed: {source}")]
-    Call {
-        call: &'static str,
-        source: io::Error,
-    },
+    #[error("{call} failed: {err}")]
+    Call { call: &'static str, err: io::Error },
     #[error(
         "{op} completion failed on QP {qp_num}: {status_str} (status {status}, vendor error \
          {vendor_err:#x}){}",
@@ -124,7 +122,7 @@ impl VerbsError {
     pub(crate) fn call(call: &'static str) -> Self {
         VerbsError::Call {
             call,
-            source: io::Error::last_os_error(),
+            err: io::Error::last_os_error(),
         }
     }
 
@@ -132,7 +130,7 @@ impl VerbsError {
     pub(crate) fn call_rc(call: &'static str, rc: i32) -> Self {
         VerbsError::Call {
             call,
-            source: io::Error::from_raw_os_error(rc.abs()),
+            err: io::Error::from_raw_os_error(rc.abs()),
         }
     }
 }
@@ -182,7 +180,7 @@ mod tests {
         let e = VerbsError::MemlockTooLow {
             bytes: 1 << 20,
             limit: Some(65536),
-            source: io::Error::from_raw_os_error(12),
+            err: io::Error::from_raw_os_error(12),
         };
         let msg = e.to_string();
         assert!(msg.contains("ulimit -l"), "{msg}");

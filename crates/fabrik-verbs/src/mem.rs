@@ -367,7 +367,10 @@ mod tests {
         assert_eq!(b.read_volatile_byte(4000), Some(p[0]));
         assert_eq!(b.mismatches(4000, &p).unwrap(), 0);
         assert_eq!(b.mismatches(4001, &p[1..]).unwrap(), 0);
-        assert_eq!(b.mismatches(4000, &pattern(101)[..100]).unwrap(), count_mismatches(101, &p));
+        assert_eq!(
+            b.mismatches(4000, &pattern(101)[..100]).unwrap(),
+            count_mismatches(101, &p)
+        );
         assert!(b.mismatches(8100, &p).is_err());
         assert_eq!(b.read_volatile_byte(9000), None);
     }

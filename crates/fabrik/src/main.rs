@@ -28,7 +28,7 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// RDMA verbs bandwidth/latency test (temporary; becomes `bench p2p --transport rdma`).
     #[command(hide = true)]
-    BenchRdma(cmd::rdma::Args),
+    BenchRdma(Box<cmd::rdma::Args>),
 }
 
 fn main() -> ExitCode {
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
-        Command::BenchRdma(args) => cmd::rdma::run(args),
+        Command::BenchRdma(args) => cmd::rdma::run(*args),
     };
     match result {
         Ok(code) => code,

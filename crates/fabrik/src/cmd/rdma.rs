@@ -179,8 +179,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let addr = format!("{host}:{}", args.port);
     let mut ch = Channel::connect(addr.as_str(), &token, timeout)
         .with_context(|| format!("connecting to {addr}"))?;
-    let report = fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params)
-        .with_context(|| format!("RDMA {} {} test with {addr}", params.op.as_str(), test_name(params.test)))?;
+    let report = fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params).with_context(|| {
+        format!(
+            "RDMA {} {} test with {addr}",
+            params.op.as_str(),
+            test_name(params.test)
+        )
+    })?;
     match args.format {
         Format::Json => print_json(&report)?,
         Format::Table => print!("{}", render(&report)),
@@ -207,7 +212,9 @@ fn params_from(args: &Args) -> anyhow::Result<TestParams> {
         let max = args.max_size.unwrap_or(min);
         fabrik_verbs::stats::size_sweep(min, max, args.factor)
     } else {
-        vec![args.size.unwrap_or(if test == P2pTest::Bw { 65536 } else { 2 })]
+        vec![args
+            .size
+            .unwrap_or(if test == P2pTest::Bw { 65536 } else { 2 })]
     };
     let tx_depth = args.tx_depth;
     let p = TestParams {
