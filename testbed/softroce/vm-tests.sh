@@ -5,6 +5,8 @@
 IP=/usr/sbin/ip
 export FABRIK_TOKEN=softroce-ci-token
 F=/usr/bin/fabrik
+SRV="$F bench p2p --transport rdma --server --once"
+CLI="$F bench p2p --transport rdma --client 192.0.2.1"
 BW_SIZE=${bw_size:-65536}; BW_ITERS=${bw_iters:-2000}
 LAT_SIZE=${lat_size:-2}; LAT_ITERS=${lat_iters:-1000}
 pass() { echo "FABRIK-TEST PASS $*"; }
@@ -26,10 +28,10 @@ done
 # the foreground; client output in /tmp/NAME.out, server's in /tmp/NAME.srv.
 fab_pair() {
   name=$1; shift
-  timeout 120 $F bench-rdma --server -d rxe0 "$@" >/tmp/$name.srv 2>&1 &
+  timeout 120 $SRV -d rxe0 "$@" >/tmp/$name.srv 2>&1 &
   spid=$!
   sleep 1
-  timeout 120 $F bench-rdma 192.0.2.1 -d rxe0 "$@" >/tmp/$name.out 2>&1
+  timeout 120 $CLI -d rxe0 "$@" >/tmp/$name.out 2>&1
   crc=$?
   wait $spid; src=$?
   return $(( crc | src ))
@@ -64,6 +66,14 @@ if fab_pair bw-json --op write --test bw -s 4096 -n 200 --relaxed-ordering --for
   pass fabrik-json-relaxed-ordering
 else
   fail fabrik-json-relaxed-ordering; cat /tmp/bw-json.out /tmp/bw-json.srv
+fi
+
+# --local runs both ends in one process; --transport auto picks RDMA where a device is ACTIVE.
+if timeout 120 $F bench p2p --transport auto --local -d rxe0 --test bw -s 8192 -n 300 --op read --verify --format json >/tmp/auto.out 2>&1 \
+   && grep -q '"transport": "rdma"' /tmp/auto.out && grep -q '"op": "read"' /tmp/auto.out; then
+  pass fabrik-auto-local-rdma
+else
+  fail fabrik-auto-local-rdma; cat /tmp/auto.out
 fi
 
 # --- perftest on the same device, same sizes, same GID --------------------------------------
@@ -105,9 +115,9 @@ ratio send_lat_typical "$flat" "$plat" "<=" 1.05
 expect_err() { # name pattern file
   if grep -q "$2" "$3"; then pass "$1" "$(grep -m1 "$2" "$3")"; else fail "$1"; cat "$3"; fi
 }
-timeout 60 $F bench-rdma --server --timeout 10 >/tmp/e-dev.srv 2>&1 &
+timeout 60 $SRV --timeout 10 >/tmp/e-dev.srv 2>&1 &
 spid=$!; sleep 1
-timeout 60 $F bench-rdma 192.0.2.1 -d mlx5_9 --timeout 10 >/tmp/e-dev.out 2>&1
+timeout 60 $CLI -d mlx5_9 --timeout 10 >/tmp/e-dev.out 2>&1
 rc=$?; wait $spid
 if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then
   expect_err error-missing-device "RDMA device .mlx5_9. not found; available: rxe0" /tmp/e-dev.out
@@ -116,20 +126,20 @@ fab_pair e-gid --op write --test bw -s 4096 -n 100 -x 99 --timeout 10
 expect_err error-wrong-gid-index "GID index 99 .*\(out of range\|is empty\)" /tmp/e-gid.out
 # Peer killed mid-test: kill -9 the server during a long write test; the client must stop with
 # an error within its timeouts.
-timeout 120 $F bench-rdma --server -d rxe0 >/tmp/e-kill.srv 2>&1 &
+timeout 120 $SRV -d rxe0 >/tmp/e-kill.srv 2>&1 &
 spid=$!; sleep 1
 ( sleep 4; kill -9 $spid ) &
 t0=$(date +%s)
-timeout 100 $F bench-rdma 192.0.2.1 -d rxe0 --op write --test bw -s 65536 -n 10000000 --timeout 10 >/tmp/e-kill.out 2>&1
+timeout 100 $CLI -d rxe0 --op write --test bw -s 65536 -n 10000000 --timeout 10 >/tmp/e-kill.out 2>&1
 rc=$?; t1=$(date +%s)
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qE "peer|retry|closed" /tmp/e-kill.out; then
   pass error-server-killed "after $((t1 - t0)) s: $(tail -1 /tmp/e-kill.out)"
 else fail error-server-killed "rc=$rc"; cat /tmp/e-kill.out; fi
 wait
 # Client killed mid-test: the server must notice and exit.
-timeout 100 $F bench-rdma --server -d rxe0 --timeout 10 >/tmp/e-ckill.srv 2>&1 &
+timeout 100 $SRV -d rxe0 --timeout 10 >/tmp/e-ckill.srv 2>&1 &
 spid=$!; sleep 1
-timeout 100 $F bench-rdma 192.0.2.1 -d rxe0 --op send --test bw -s 65536 -n 10000000 >/tmp/e-ckill.out 2>&1 &
+timeout 100 $CLI -d rxe0 --op send --test bw -s 65536 -n 10000000 >/tmp/e-ckill.out 2>&1 &
 cpid=$!; sleep 4; kill -9 $cpid
 wait $spid; rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qE "closed|peer|timed out" /tmp/e-ckill.srv; then
@@ -137,16 +147,16 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qE "closed|peer|timed out" /tmp/e-c
 else fail error-client-killed "rc=$rc"; cat /tmp/e-ckill.srv; fi
 # Memlock too low: an unprivileged user (root has CAP_IPC_LOCK and ignores the limit).
 chmod 666 /dev/infiniband/* 2>/dev/null
-timeout 100 $F bench-rdma --server -d rxe0 --timeout 10 >/tmp/e-mem.srv 2>&1 &
+timeout 100 $SRV -d rxe0 --timeout 10 >/tmp/e-mem.srv 2>&1 &
 spid=$!; sleep 1
 timeout 60 su nobody -s /bin/sh -c \
-  "ulimit -l 64; exec $F bench-rdma 192.0.2.1 -d rxe0 --op write --test bw -s 1048576 -n 10 --timeout 10" >/tmp/e-mem.out 2>&1
+  "ulimit -l 64; exec $CLI -d rxe0 --op write --test bw -s 1048576 -n 10 --timeout 10" >/tmp/e-mem.out 2>&1
 wait $spid
 expect_err error-memlock "ulimit -l" /tmp/e-mem.out
 # No libibverbs at all: the error names the library.
 mkdir -p /tmp/hidden
 libs=$(find /lib /usr/lib /lib64 -name 'libibverbs.so*' 2>/dev/null)
 for l in $libs; do mkdir -p /tmp/hidden$(dirname $l); mv $l /tmp/hidden$l; done
-timeout 20 $F bench-rdma 192.0.2.1 >/tmp/e-lib.out 2>&1
+timeout 20 $CLI >/tmp/e-lib.out 2>&1
 for l in $libs; do mv /tmp/hidden$l $l; done
 expect_err error-no-libibverbs "cannot load libibverbs.so.1" /tmp/e-lib.out

@@ -1,1 +1,21 @@
-//! Ranks, rendezvous, collectives, all-pairs scheduling and reports
+//! Ranks, rendezvous, collectives, all-pairs scheduling and reports.
+//!
+//! A cluster run is one `fabrik` process per rank, started by whatever launcher the user has
+//! (torchrun, mpirun, srun, Kubernetes, or `--local N`). [`ranks`] reads who we are from the
+//! environment, [`rendezvous`] joins the ranks through rank 0 over fabrik's authenticated control
+//! channel, and the collectives and the pair matrix run over data connections between ranks.
+
+pub mod collective;
+pub mod doctor;
+pub mod dtype;
+mod error;
+pub mod format;
+pub mod hostlist;
+pub mod launch;
+pub mod matrix;
+pub mod pairs;
+pub mod ranks;
+pub mod rendezvous;
+pub mod sweep;
+
+pub use error::ClusterError;

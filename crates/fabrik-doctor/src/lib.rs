@@ -1,1 +1,252 @@
-//! fabrik's rule catalog: nodes and planned NCCL environments to explained findings
+//! fabrik's rule catalog: nodes and planned NCCL environments to explained findings.
+//!
+//! Pure functions of data: [`check_node`] runs the single-node rules on a [`Node`],
+//! [`check_env`] judges a planned NCCL environment against it, [`cluster::check`] compares
+//! several nodes, and [`diagnose`] runs them all into a sorted [`Report`]. Every rule is listed
+//! with its page in [`catalog`].
+
+pub mod catalog;
+pub mod cluster;
+pub mod env;
+pub mod env_rules;
+pub mod render;
+pub mod rules;
+pub mod socket;
+mod util;
+
+#[cfg(test)]
+pub(crate) mod testkit;
+
+use fabrik_model::{sort_findings, Finding, Node, Severity, SCHEMA_VERSION};
+use serde::Serialize;
+
+pub use cluster::NamedNode;
+pub use env::PlannedEnv;
+
+/// Runs every single-node rule. `env`, when given, lets node rules that depend on settings
+/// (socket interface, cloud plugins) take them into account.
+pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
+    use rules::*;
+    let mut out = vec![];
+    let plain: [fn(&Node) -> Vec<Finding>; 22] = [
+        rdma::no_rdma,
+        rdma::no_uverbs,
+        rdma::memlock,
+        rdma::sriov_vf,
+        ports::port_state,
+        ports::phys_state,
+        ports::below_capable,
+        ports::mixed_rates,
+        ports::unknown_values,
+        pci::pcie_link,
+        pci::acs_redirect,
+        pci::iommu_translated,
+        roce::no_v2_gid,
+        roce::gid_index_differs,
+        roce::mtu,
+        roce::pfc_off,
+        roce::ecn_off,
+        gdr::no_peer_memory,
+        gdr::far_nic,
+        counters::link_errors,
+        counters::roce_loss,
+        counters::congestion,
+    ];
+    for rule in plain {
+        out.extend(rule(node));
+    }
+    out.extend(sockets::socket_interface(node, env));
+    out.extend(sockets::socket_bad_default(node, env));
+    out.extend(cloud::gcp_a3(node, env));
+    out.extend(cloud::aws_efa(node, env));
+    sort_findings(&mut out);
+    out
+}
+
+/// Runs the planned-environment rules.
+pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
+    use env_rules::*;
+    let mut out = vec![];
+    for rule in [
+        ib_hca,
+        socket_ifname,
+        ib_disabled,
+        gid_index,
+        gdr_level,
+        p2p_shm_disabled,
+    ] {
+        out.extend(rule(node, env));
+    }
+    sort_findings(&mut out);
+    out
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub errors: usize,
+    pub warnings: usize,
+    pub infos: usize,
+}
+
+/// The doctor's document: `fabrik doctor --format json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// The names findings use for the nodes, in the order given.
+    pub nodes: Vec<String>,
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+}
+
+impl Report {
+    /// 0: no errors; 1: errors (with `strict`, warnings too).
+    pub fn exit_code(&self, strict: bool) -> u8 {
+        if self.summary.errors > 0 || (strict && self.summary.warnings > 0) {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs every rule on every node (and across them when there are several) into one report.
+/// With several nodes, each node-level subject is prefixed with the node's name
+/// (`gpu3/mlx5_0:1`) so the report says where each finding is.
+pub fn diagnose(nodes: &[NamedNode], env: Option<&PlannedEnv>) -> Report {
+    let mut findings = vec![];
+    let many = nodes.len() > 1;
+    for n in nodes {
+        let mut own = check_node(&n.node, env);
+        if let Some(e) = env {
+            own.extend(check_env(&n.node, e));
+        }
+        for f in &mut own {
+            if many {
+                f.subject = format!("{}/{}", n.name, f.subject);
+            }
+        }
+        findings.extend(own);
+    }
+    findings.extend(cluster::check(nodes));
+    sort_findings(&mut findings);
+    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+    let summary = Summary {
+        errors: count(Severity::Error),
+        warnings: count(Severity::Warning),
+        infos: count(Severity::Info),
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        findings,
+        summary,
+    }
+}
+
+/// Names for nodes: the hostname when every node has a distinct one, else the root directory.
+pub fn name_nodes(nodes: Vec<Node>) -> Vec<NamedNode> {
+    let hostnames: Vec<Option<String>> = nodes.iter().map(|n| n.hostname.clone()).collect();
+    let distinct = hostnames.iter().all(Option::is_some)
+        && hostnames
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == hostnames.len();
+    nodes
+        .into_iter()
+        .map(|node| {
+            let name = if distinct {
+                node.hostname.clone().unwrap_or_else(|| node.root.clone())
+            } else {
+                node.root.clone()
+            };
+            NamedNode { name, node }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn healthy_nodes_fire_nothing() {
+        assert!(check_node(&healthy_ib_node("a"), None).is_empty());
+        assert!(check_node(&healthy_roce_node("r", 1), None).is_empty());
+    }
+
+    #[test]
+    fn every_finding_names_a_catalog_rule() {
+        let mut n = healthy_roce_node("r", 1);
+        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.dev_infiniband = None;
+        let env = PlannedEnv::parse(
+            "t",
+            "NCCL_IB_GID_INDEX=2\nNCCL_P2P_DISABLE=1\nNCCL_SOCKET_IFNAME=nothere\n",
+        );
+        let report = diagnose(&name_nodes(vec![n, bare_node()]), Some(&env));
+        assert!(!report.findings.is_empty());
+        for f in &report.findings {
+            assert!(
+                catalog::rule(&f.rule).is_some(),
+                "{} not in catalog",
+                f.rule
+            );
+        }
+    }
+
+    #[test]
+    fn the_bare_machine_gets_only_infos_and_exit_0() {
+        let r = diagnose(&name_nodes(vec![bare_node()]), None);
+        assert_eq!(r.summary.errors + r.summary.warnings, 0);
+        assert_eq!(r.exit_code(true), 0);
+        let ids: Vec<&str> = r.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(ids, vec!["FAB-RDMA-001", "FAB-SOCK-001"]);
+    }
+
+    #[test]
+    fn output_does_not_depend_on_read_order() {
+        let mut a = healthy_ib_node("a");
+        a.rdma_devices[1].ports[0].state = state("1: DOWN");
+        a.rdma_devices[3].ports[0].rate = rate("25 Gb/sec (1X EDR)");
+        a.memlock = Some(fabrik_model::MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        let mut b = a.clone();
+        b.rdma_devices.reverse();
+        b.gpus.reverse();
+        b.gpu_nic_paths.reverse();
+        b.net_interfaces.reverse();
+        let ra = diagnose(&name_nodes(vec![a]), None);
+        let rb = diagnose(&name_nodes(vec![b]), None);
+        assert_eq!(ra.findings, rb.findings);
+    }
+
+    #[test]
+    fn exit_codes_follow_severity_and_strict() {
+        let mut n = healthy_ib_node("a");
+        n.memlock = Some(fabrik_model::MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        let r = diagnose(&name_nodes(vec![n.clone()]), None);
+        assert_eq!(r.exit_code(false), 0);
+        assert_eq!(r.exit_code(true), 1);
+        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        assert_eq!(diagnose(&name_nodes(vec![n]), None).exit_code(false), 1);
+    }
+
+    #[test]
+    fn several_nodes_prefix_subjects_and_name_by_hostname() {
+        let mut b = healthy_ib_node("gpu2");
+        b.rdma_devices[0].ports[0].state = state("1: DOWN");
+        let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1"), b]), None);
+        assert_eq!(r.nodes, vec!["gpu1", "gpu2"]);
+        assert!(r.findings.iter().any(|f| f.subject == "gpu2/mlx5_0:1"));
+        let same = name_nodes(vec![healthy_ib_node("x"), healthy_ib_node("x")]);
+        assert_eq!(same[0].name, "/");
+    }
+}

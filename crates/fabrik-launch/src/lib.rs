@@ -1,1 +1,97 @@
-//! Launch files (shell, docker, k8s, slurm, torchrun, hostfile) rendered from an NCCL environment
+//! Launch files for an NCCL job: torchrun lines, `docker run`, Kubernetes Job/JobSet/PyTorchJob,
+//! an sbatch script, or an MPI hostfile with its `mpirun` line, all carrying the environment
+//! [`fabrik_nccl::Env`] decided.
+//!
+//! Every renderer is a pure function of the environment and the [`JobShape`].
+
+mod docker;
+mod hostfile;
+pub mod k8s;
+mod shape;
+mod slurm;
+mod torchrun;
+mod words;
+
+use std::fmt;
+use std::str::FromStr;
+
+use fabrik_nccl::Env;
+
+pub use shape::{JobShape, K8sKind};
+
+/// What to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Torchrun,
+    Docker,
+    K8s,
+    Slurm,
+    Hostfile,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Torchrun,
+        Kind::Docker,
+        Kind::K8s,
+        Kind::Slurm,
+        Kind::Hostfile,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Torchrun => "torchrun",
+            Kind::Docker => "docker",
+            Kind::K8s => "k8s",
+            Kind::Slurm => "slurm",
+            Kind::Hostfile => "hostfile",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = LaunchError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| LaunchError::UnknownKind(s.to_string()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("unknown launch kind {0:?}; known: torchrun, docker, k8s, slurm, hostfile")]
+    UnknownKind(String),
+    #[error("unknown Kubernetes kind {0:?}; known: job, jobset, pytorchjob")]
+    UnknownK8sKind(String),
+    #[error("{0}")]
+    Shape(String),
+    #[error("--command {0:?} is not valid shell words (unbalanced quotes?)")]
+    Command(String),
+    #[error("{what} cannot be written for a shell: {reason}")]
+    Unquotable { what: String, reason: String },
+    #[error("writing YAML: {0}")]
+    Yaml(String),
+}
+
+/// Renders `kind` for `env` and `shape`.
+pub fn render(kind: Kind, env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    shape.validate(kind)?;
+    match kind {
+        Kind::Torchrun => torchrun::render(env, shape),
+        Kind::Docker => docker::render(env, shape),
+        Kind::K8s => k8s::render(env, shape),
+        Kind::Slurm => slurm::render(env, shape),
+        Kind::Hostfile => hostfile::render(env, shape),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -5,10 +5,12 @@
 //! that stand on their own carry [`SCHEMA_VERSION`] so readers can refuse what they do not know.
 
 pub mod bench;
+pub mod cluster;
 pub mod finding;
 pub mod node;
 
 pub use bench::*;
+pub use cluster::*;
 pub use finding::*;
 pub use node::*;
 

@@ -1,1 +1,7 @@
-//! NCCL knowledge: environment generation and platform profiles
+//! NCCL knowledge: the environment NCCL needs on a given fabric or platform.
+
+pub mod env;
+
+pub use env::{
+    generate, Env, EnvError, EnvVar, Note, NoteLevel, Profile, Request, Runtime, Transport,
+};

@@ -1,1 +1,13 @@
-//! Parsers for NCCL_DEBUG logs, nccl-tests tables and perftest reports
+//! Parsers for the text users already have: NCCL_DEBUG=INFO logs ([`nccl_log`]), nccl-tests
+//! tables and JSON ([`nccl_tests`]), perftest reports ([`perftest`]), and the checks fabrik runs
+//! on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
+
+pub mod check;
+pub mod error;
+pub mod input;
+pub mod nccl_log;
+pub mod nccl_tests;
+pub mod perftest;
+mod text;
+
+pub use error::ParseError;

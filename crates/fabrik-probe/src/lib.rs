@@ -1,1 +1,133 @@
-//! Reads a node's fabric from a root directory (live / or a snapshot) and captures snapshots
+//! Reads a node's fabric from a root directory (the live `/` or a snapshot) into a
+//! [`fabrik_model::Node`], and captures snapshots that read back the same.
+//!
+//! [`probe`] is the single entry point: every file is read under the root, every missing or
+//! malformed one becomes a `None` and a [`fabrik_model::ProbeWarning`], never a panic.
+
+pub mod captures;
+pub mod fs;
+pub mod gpu;
+pub mod net;
+pub mod parse;
+pub mod pci;
+pub mod rdma;
+pub mod snapshot;
+pub mod system;
+pub mod topology;
+
+use std::path::{Path, PathBuf};
+
+use fabrik_model::{Node, PciFunction, SCHEMA_VERSION};
+
+use crate::captures::Captures;
+use crate::fs::RootFs;
+use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("root directory {0} does not exist")]
+    RootMissing(PathBuf),
+    #[error("root {0} is not a directory")]
+    RootNotDirectory(PathBuf),
+}
+
+/// Reads everything fabrik knows about the node rooted at `root`.
+pub fn probe(root: &Path) -> Result<Node, ProbeError> {
+    let mut fs = open(root)?;
+    Ok(probe_fs(&mut fs, root))
+}
+
+fn open(root: &Path) -> Result<RootFs, ProbeError> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(RootFs::new(root)),
+        Ok(_) => Err(ProbeError::RootNotDirectory(root.to_path_buf())),
+        Err(_) => Err(ProbeError::RootMissing(root.to_path_buf())),
+    }
+}
+
+/// Probes and also returns every name read, for [`snapshot`].
+pub(crate) fn probe_recording(
+    root: &Path,
+) -> Result<(Node, std::collections::BTreeMap<String, fs::Recorded>), ProbeError> {
+    let mut fs = open(root)?.recording();
+    let node = probe_fs(&mut fs, root);
+    Ok((node, fs.take_record()))
+}
+
+fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
+    let caps = Captures::read(fs);
+    let mtus = caps
+        .get("ibv_devinfo-v")
+        .map(parse_ibv_devinfo_mtu)
+        .unwrap_or_default();
+    let os = system::os_info(fs);
+    let mut rdma_devices = rdma::read_devices(fs, &mtus);
+    let mut net_interfaces = net::read_interfaces(fs, &caps);
+    link_netdevs(&mut rdma_devices, &mut net_interfaces);
+    let gpus = gpu::read_gpus(fs);
+
+    // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
+    let mut nics: Vec<(String, PciFunction)> = rdma_devices
+        .iter()
+        .filter_map(|d| d.pci.clone().map(|p| (d.name.clone(), p)))
+        .collect();
+    if rdma_devices.is_empty() {
+        nics = net_interfaces
+            .iter()
+            .filter_map(|n| n.pci.clone().map(|p| (n.name.clone(), p)))
+            .collect();
+    }
+    let gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics);
+    let mut acs = std::collections::BTreeMap::new();
+    let mut have_lspci = false;
+    for (_, text) in caps.with_prefix("lspci") {
+        have_lspci = true;
+        acs.extend(parse_lspci_acs(text));
+    }
+    let functions: Vec<&PciFunction> = gpus
+        .iter()
+        .map(|g| &g.pci)
+        .chain(nics.iter().map(|(_, p)| p))
+        .collect();
+    let pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
+
+    let modules = system::modules(fs);
+    let dev_infiniband = system::dev_infiniband(fs);
+    let memlock = system::memlock(fs);
+    let iommu = system::iommu(fs, os.kernel_cmdline.as_deref());
+    let versions = system::versions(fs, &caps);
+    let hostname = system::hostname(fs);
+
+    Node {
+        schema_version: SCHEMA_VERSION,
+        root: root.display().to_string(),
+        hostname,
+        os,
+        rdma_devices,
+        net_interfaces,
+        gpus,
+        gpu_nic_paths,
+        pci_bridges,
+        modules,
+        dev_infiniband,
+        memlock,
+        iommu,
+        versions,
+        command_captures: caps.names(),
+        warnings: std::mem::take(&mut fs.warnings),
+    }
+}
+
+/// Cross-references ports and netdevs: each netdev learns the RDMA device that uses it.
+fn link_netdevs(devices: &mut [fabrik_model::RdmaDevice], nets: &mut [fabrik_model::NetInterface]) {
+    for d in devices.iter() {
+        for p in &d.ports {
+            let Some(nd) = &p.netdev else { continue };
+            if let Some(n) = nets.iter_mut().find(|n| &n.name == nd) {
+                if n.rdma_device.is_none() {
+                    n.rdma_device = Some(d.name.clone());
+                }
+            }
+        }
+    }
+}

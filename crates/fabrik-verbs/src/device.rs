@@ -97,7 +97,15 @@ fn with_device_list<T>(
     // SAFETY: n is a valid out-pointer; the list is freed below.
     let list = unsafe { (verbs.get_device_list)(&mut n) };
     if list.is_null() {
-        return Err(VerbsError::call("ibv_get_device_list"));
+        let err = std::io::Error::last_os_error();
+        // ENOSYS: the kernel has no RDMA (no ib_uverbs, or not in this container).
+        if err.raw_os_error() == Some(38) {
+            return Err(VerbsError::NoDevices);
+        }
+        return Err(VerbsError::Call {
+            call: "ibv_get_device_list",
+            err,
+        });
     }
     let mut devs = Vec::new();
     for i in 0..usize::try_from(n).unwrap_or(0) {

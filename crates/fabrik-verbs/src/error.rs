@@ -15,8 +15,8 @@ pub enum VerbsError {
         symbol: &'static str,
     },
     #[error(
-        "no RDMA device found (is a driver such as mlx5_ib or rdma_rxe loaded, and \
-         /dev/infiniband present?)"
+        "no RDMA device found (is a driver such as mlx5_ib or rdma_rxe loaded, ib_uverbs \
+         loaded, and /dev/infiniband present in this container?)"
     )]
     NoDevices,
     #[error("RDMA device `{name}` not found; available: {}", list(.available))]

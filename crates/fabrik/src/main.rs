@@ -26,9 +26,31 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
-    /// RDMA verbs bandwidth/latency test (temporary; becomes `bench p2p --transport rdma`).
-    #[command(hide = true)]
-    BenchRdma(Box<cmd::rdma::Args>),
+    /// List the doctor's rules: id, severity, title.
+    Rules(cmd::rules::Args),
+    /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
+    Explain(cmd::explain::Args),
+    /// The NCCL environment for this fabric or a platform profile, each variable with its reason.
+    Env(cmd::env::Args),
+    /// Render a runnable job (torchrun, docker, k8s, slurm, hostfile) with that environment.
+    Launch(cmd::launch::Args),
+    /// Measure the network between hosts: point-to-point bandwidth and latency.
+    Bench(cmd::bench::Args),
+    /// Read NCCL_DEBUG=INFO logs: transport, GDR, socket fallback, NICs, errors with their fix.
+    Logs(cmd::logs::Args),
+    /// Read nccl-tests or perftest output into fabrik's result types.
+    Parse(cmd::parse::Args),
+    /// Live rates and moving error/congestion counters of every RDMA port and netdev.
+    Top(cmd::top::Args),
+    /// Serve this node's port and netdev counters as Prometheus metrics.
+    Exporter(cmd::exporter::Args),
+    /// Counter rates and counter findings between two snapshots.
+    Diff(cmd::diff::Args),
+    /// Runs across the ranks of a job: the all-pairs matrix, the cluster-wide doctor.
+    Cluster(cmd::cluster::Args),
+    /// Run a collective (all_reduce, all_gather, ...) across ranks, as nccl-tests does, over TCP.
+    #[command(name = "bench-collective", hide = true)]
+    BenchCollective(Box<cmd::collective::Args>),
 }
 
 fn main() -> ExitCode {
@@ -38,7 +60,18 @@ fn main() -> ExitCode {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
-        Command::BenchRdma(args) => cmd::rdma::run(*args),
+        Command::Rules(args) => cmd::rules::run(args),
+        Command::Explain(args) => cmd::explain::run(args),
+        Command::Env(args) => cmd::env::run(args),
+        Command::Launch(args) => cmd::launch::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::Logs(args) => cmd::logs::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
+        Command::Top(args) => cmd::top::run(args),
+        Command::Exporter(args) => cmd::exporter::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
+        Command::Cluster(args) => cmd::cluster::run(args),
+        Command::BenchCollective(args) => cmd::collective::run(*args),
     };
     match result {
         Ok(code) => code,

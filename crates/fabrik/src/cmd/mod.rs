@@ -1,6 +1,18 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
+pub mod bench;
+pub mod cluster;
+pub mod collective;
+pub mod diff;
 pub mod doctor;
+pub mod env;
+pub mod explain;
+pub mod exporter;
 pub mod inventory;
+pub mod launch;
+pub mod logs;
+pub mod parse;
 pub mod rdma;
+pub mod rules;
 pub mod snapshot;
+pub mod top;

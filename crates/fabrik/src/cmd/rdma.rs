@@ -1,7 +1,7 @@
-//! `fabrik bench-rdma` (hidden, temporary): the RDMA verbs point-to-point benchmark until
-//! `fabrik bench p2p --transport rdma` exists to carry the same options.
+//! The RDMA half of `fabrik bench p2p --transport rdma|auto`: verbs options, and the wiring of
+//! fabrik-verbs' client and server to the control channel and the output.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,49 +13,24 @@ use fabrik_verbs::{LocalOptions, MemKind, Op, TestParams, Verbs};
 
 use crate::output::print_json;
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TestKind {
-    Bw,
-    Lat,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpArg {
     Write,
     Read,
     Send,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum MemArg {
     Host,
     Cuda,
     Managed,
 }
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// Server to connect to (client mode); omit with --server.
-    pub host: Option<String>,
-    /// Wait for one client and follow its test.
-    #[arg(long)]
-    pub server: bool,
-    /// TCP port of the control channel.
-    #[arg(long, default_value_t = 18515)]
-    pub port: u16,
-    /// Address the server listens on.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub bind: String,
-    /// Shared secret of the control channel (both ends); a server without one makes one up and
-    /// prints it.
-    #[arg(long, env = "FABRIK_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+/// Options that only the RDMA transport has (flattened into `bench p2p`).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "RDMA (--transport rdma)")]
+pub struct RdmaArgs {
     /// RDMA device and port, `mlx5_0` or `mlx5_0:1`; default: the first device with an ACTIVE
     /// port 1.
     #[arg(long, short = 'd')]
@@ -66,28 +41,9 @@ pub struct Args {
     /// Path MTU in bytes (256..4096); default: the port's active MTU.
     #[arg(long, short = 'm')]
     pub mtu: Option<u32>,
+    /// RDMA operation.
     #[arg(long, value_enum, default_value = "write")]
     pub op: OpArg,
-    #[arg(long, value_enum, default_value = "bw")]
-    pub test: TestKind,
-    /// One message size in bytes (default 65536 for bw, 2 for lat).
-    #[arg(long, short = 's')]
-    pub size: Option<u64>,
-    /// Sweep all powers of two from 2 bytes to 8 MiB (perftest -a).
-    #[arg(long, short = 'a')]
-    pub all: bool,
-    /// Sweep from this size ...
-    #[arg(long, short = 'b')]
-    pub min_size: Option<u64>,
-    /// ... to this size ...
-    #[arg(long, short = 'e')]
-    pub max_size: Option<u64>,
-    /// ... multiplying by this factor.
-    #[arg(long, short = 'f', default_value_t = 2)]
-    pub factor: u64,
-    /// Iterations per size (default 5000 for bw, 1000 for lat, as perftest).
-    #[arg(long, short = 'n')]
-    pub iters: Option<u64>,
     /// Work requests in flight per QP.
     #[arg(long, short = 't', default_value_t = 128)]
     pub tx_depth: u32,
@@ -100,26 +56,137 @@ pub struct Args {
     /// Largest message sent inline (default 0 for bw, 236 for lat, as perftest).
     #[arg(long, short = 'I')]
     pub inline_size: Option<u32>,
-    /// Check every payload against the expected pattern.
-    #[arg(long)]
-    pub verify: bool,
+    /// Where the registered buffer lives.
     #[arg(long, value_enum, default_value = "host")]
     pub mem: MemArg,
     /// CUDA device ordinal for --mem cuda/managed.
     #[arg(long, default_value_t = 0)]
     pub cuda_device: i32,
-    /// Register memory with IBV_ACCESS_RELAXED_ORDERING.
+    /// Register memory with IBV_ACCESS_RELAXED_ORDERING (matters for GPU memory behind SR-IOV
+    /// VFs and some PCIe topologies).
     #[arg(long)]
     pub relaxed_ordering: bool,
-    /// Seconds to wait for the peer, a completion or a control message before giving up.
-    #[arg(long, default_value_t = 30.0)]
-    pub timeout: f64,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (device, port) = match args.device.as_deref() {
+/// What `bench p2p` already parsed that the RDMA transport uses too.
+pub struct Common {
+    pub server: bool,
+    pub client: Option<String>,
+    pub local: bool,
+    pub bind: SocketAddr,
+    pub token: Option<String>,
+    pub once: bool,
+    pub test: P2pTest,
+    pub sizes: Option<Vec<u64>>,
+    pub iters: Option<u64>,
+    pub verify: bool,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+/// Whether `--transport auto` should pick RDMA: libibverbs loads and a device has an ACTIVE port.
+pub fn rdma_usable() -> bool {
+    Verbs::load()
+        .ok()
+        .map(Arc::new)
+        .and_then(|v| fabrik_verbs::usable_device(&v))
+        .is_some()
+}
+
+pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
+    let opts = local_options(r, c.timeout)?;
+    let verbs = Arc::new(Verbs::load()?);
+    if c.server {
+        let (token, generated) = match &c.token {
+            Some(t) => (Token::new(t).context("--token / FABRIK_TOKEN")?, false),
+            None => (Token::random()?, true),
+        };
+        let listener =
+            TcpListener::bind(c.bind).with_context(|| format!("listening on {}", c.bind))?;
+        println!(
+            "fabrik bench p2p (rdma) server listening on {}",
+            listener.local_addr()?
+        );
+        if generated {
+            println!(
+                "token: {} (give it to the client with --token or FABRIK_TOKEN)",
+                token.as_str()
+            );
+        }
+        loop {
+            let (stream, peer) = listener.accept().context("accepting a client")?;
+            let served = Channel::accept(stream, &token, c.timeout)
+                .map_err(anyhow::Error::from)
+                .and_then(|mut ch| {
+                    fabrik_verbs::serve(&verbs, &mut ch, &opts).map_err(anyhow::Error::from)
+                })
+                .with_context(|| format!("serving the RDMA test of {peer}"));
+            match served {
+                Ok(()) if c.once => return Ok(ExitCode::SUCCESS),
+                Err(e) if c.once => return Err(e),
+                Ok(()) => {}
+                Err(e) => eprintln!("fabrik: {e:#}"),
+            }
+        }
+    }
+    let params = params_from(c, r)?;
+    let report = if c.local {
+        run_local(&verbs, &opts, &params)?
+    } else {
+        let Some(host) = &c.client else {
+            bail!("--client HOST, --server or --local");
+        };
+        let Some(token) = &c.token else {
+            bail!("the client needs the server's token: --token or FABRIK_TOKEN");
+        };
+        let token = Token::new(token).context("--token / FABRIK_TOKEN")?;
+        let mut ch = Channel::connect(host.as_str(), &token, c.timeout)
+            .with_context(|| format!("connecting to {host}"))?;
+        fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params).with_context(|| {
+            format!(
+                "RDMA {} {} test with {host}",
+                params.op.as_str(),
+                test_name(params.test)
+            )
+        })?
+    };
+    if c.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Both ends in this process over loopback TCP, on the same device: a quick look.
+fn run_local(
+    verbs: &Arc<Verbs>,
+    opts: &LocalOptions,
+    params: &TestParams,
+) -> anyhow::Result<P2pReport> {
+    let token = Token::random()?;
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
+    let addr = listener.local_addr()?;
+    let (sv, so, st, timeout) = (verbs.clone(), opts.clone(), token.clone(), opts.timeout);
+    let server = std::thread::spawn(move || -> anyhow::Result<()> {
+        let (stream, _) = listener.accept()?;
+        let mut ch = Channel::accept(stream, &st, timeout)?;
+        fabrik_verbs::serve(&sv, &mut ch, &so)?;
+        Ok(())
+    });
+    let mut ch = Channel::connect(addr, &token, timeout)?;
+    let report = fabrik_verbs::run_client(verbs, &mut ch, opts, params);
+    drop(ch);
+    let served = server
+        .join()
+        .map_err(|_| anyhow::anyhow!("the local RDMA server thread panicked"))?;
+    let report = report.context("local RDMA test")?;
+    served.context("local RDMA server")?;
+    Ok(report)
+}
+
+fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions> {
+    let (device, port) = match r.device.as_deref() {
         Some(d) => match d.split_once(':') {
             Some((name, p)) => (
                 Some(name.to_string()),
@@ -130,67 +197,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         None => (None, 1),
     };
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        bail!("--timeout must be a positive number of seconds");
-    }
-    let timeout = Duration::from_secs_f64(args.timeout);
-    let opts = LocalOptions {
+    Ok(LocalOptions {
         device,
         port,
-        gid_index: args.gid_index,
-        mtu: args.mtu,
-        mem: match args.mem {
+        gid_index: r.gid_index,
+        mtu: r.mtu,
+        mem: match r.mem {
             MemArg::Host => MemKind::Host,
             MemArg::Cuda => MemKind::Cuda,
             MemArg::Managed => MemKind::Managed,
         },
-        cuda_device: args.cuda_device,
-        relaxed_ordering: args.relaxed_ordering,
+        cuda_device: r.cuda_device,
+        relaxed_ordering: r.relaxed_ordering,
         timeout,
         root: "/".into(),
-    };
-    let verbs = Arc::new(Verbs::load()?);
-    if args.server {
-        let token = match &args.token {
-            Some(t) => Token::new(t)?,
-            None => {
-                let t = Token::random()?;
-                eprintln!("fabrik: token for this server: {}", t.as_str());
-                t
-            }
-        };
-        let listener = TcpListener::bind((args.bind.as_str(), args.port))
-            .with_context(|| format!("listening on {}:{}", args.bind, args.port))?;
-        let (stream, peer) = listener.accept().context("accepting the client")?;
-        let mut ch = Channel::accept(stream, &token, timeout)
-            .with_context(|| format!("control channel with {peer}"))?;
-        fabrik_verbs::serve(&verbs, &mut ch, &opts)
-            .with_context(|| format!("serving the RDMA test of {peer}"))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let Some(host) = &args.host else {
-        bail!("give the server's address, or --server to be one");
-    };
-    let Some(token) = &args.token else {
-        bail!("--token (or FABRIK_TOKEN) is required: the server prints one if it was given none");
-    };
-    let token = Token::new(token)?;
-    let params = params_from(&args)?;
-    let addr = format!("{host}:{}", args.port);
-    let mut ch = Channel::connect(addr.as_str(), &token, timeout)
-        .with_context(|| format!("connecting to {addr}"))?;
-    let report = fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params).with_context(|| {
-        format!(
-            "RDMA {} {} test with {addr}",
-            params.op.as_str(),
-            test_name(params.test)
-        )
-    })?;
-    match args.format {
-        Format::Json => print_json(&report)?,
-        Format::Table => print!("{}", render(&report)),
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn test_name(t: P2pTest) -> &'static str {
@@ -200,41 +221,30 @@ fn test_name(t: P2pTest) -> &'static str {
     }
 }
 
-fn params_from(args: &Args) -> anyhow::Result<TestParams> {
-    let test = match args.test {
-        TestKind::Bw => P2pTest::Bw,
-        TestKind::Lat => P2pTest::Lat,
-    };
-    let sizes = if args.all {
-        fabrik_verbs::stats::size_sweep(2, 8 << 20, 2)
-    } else if args.min_size.is_some() || args.max_size.is_some() {
-        let min = args.min_size.unwrap_or(2);
-        let max = args.max_size.unwrap_or(min);
-        fabrik_verbs::stats::size_sweep(min, max, args.factor)
-    } else {
-        vec![args
-            .size
-            .unwrap_or(if test == P2pTest::Bw { 65536 } else { 2 })]
-    };
-    let tx_depth = args.tx_depth;
+fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
+    let test = c.test;
+    let sizes = c
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![if test == P2pTest::Bw { 65536 } else { 2 }]);
     let p = TestParams {
-        op: match args.op {
+        op: match r.op {
             OpArg::Write => Op::Write,
             OpArg::Read => Op::Read,
             OpArg::Send => Op::Send,
         },
         test,
         sizes,
-        iterations: args
+        iterations: c
             .iters
             .unwrap_or(if test == P2pTest::Bw { 5000 } else { 1000 }),
-        tx_depth,
-        cq_mod: args.cq_mod.min(tx_depth).max(1),
-        qps: args.qps,
-        inline_size: args
+        tx_depth: r.tx_depth,
+        cq_mod: r.cq_mod.min(r.tx_depth).max(1),
+        qps: r.qps,
+        inline_size: r
             .inline_size
             .unwrap_or(if test == P2pTest::Bw { 0 } else { 236 }),
-        verify: args.verify,
+        verify: c.verify,
     };
     p.validate().map_err(anyhow::Error::msg)?;
     Ok(p)

@@ -1,10 +1,68 @@
-//! `fabrik snapshot` (being built).
+//! `fabrik snapshot`: captures what inventory reads into a directory or `.tar.gz`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use fabrik_probe::snapshot::{capture, default_output_name, SnapshotOptions};
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Output directory, or a file ending in .tar.gz (default: fabrik-snapshot-HOST-DATE).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Root to copy from (a snapshot can be re-captured); helper commands run only for `/`.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Do not run helper commands (ibv_devinfo, mlnx_qos, lspci...).
+    #[arg(long)]
+    pub no_commands: bool,
+    /// Seconds each helper command may run.
+    #[arg(long, default_value_t = 20)]
+    pub timeout: u64,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`fabrik snapshot` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let output = match args.output {
+        Some(o) => o,
+        None => {
+            let host = std::fs::read_to_string(args.root.join("proc/sys/kernel/hostname")).ok();
+            PathBuf::from(default_output_name(
+                host.as_deref().map(str::trim),
+                SystemTime::now(),
+            ))
+        }
+    };
+    let mut opts = SnapshotOptions::new(output.clone());
+    opts.source_root = args.root;
+    opts.run_commands = !args.no_commands;
+    opts.command_timeout = Duration::from_secs(args.timeout.max(1));
+    let summary =
+        capture(&opts).with_context(|| format!("writing snapshot {}", output.display()))?;
+    match args.format {
+        Format::Json => crate::output::print_json(&summary)?,
+        Format::Table => {
+            println!(
+                "snapshot {}: {} files, {} directories, {} symlinks",
+                summary.output, summary.files, summary.directories, summary.symlinks
+            );
+            for c in &summary.commands {
+                println!("  {:<40} {}", c.command, c.outcome);
+            }
+            println!(
+                "read it back with: fabrik inventory --root {}",
+                summary.output
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

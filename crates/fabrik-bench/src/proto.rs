@@ -1,0 +1,214 @@
+//! What the two ends say on the control channel, and the header that opens every data
+//! connection.
+
+use std::io::{Read, Write};
+use std::net::IpAddr;
+
+use fabrik_model::P2pTest;
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a message changes incompatibly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A server address and its prefix length, so a client can pick, for each of its NICs, the
+/// server address on the same subnet (multi-NIC hosts put each data NIC on its own subnet).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddrInfo {
+    pub ip: IpAddr,
+    pub prefix_len: u8,
+    pub iface: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    /// Sent right after authentication: the session id every data connection must present,
+    /// where to open them, and the server's addresses.
+    Session {
+        version: u32,
+        session: String,
+        data_port: u16,
+        addrs: Vec<AddrInfo>,
+    },
+    /// The data listener is ready for the round's streams.
+    Go,
+    /// What the server measured as receiver (and sent, when bidirectional).
+    RoundDone(RoundResult),
+    Error {
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    Round(RoundSpec),
+    Finish,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundSpec {
+    pub round: u32,
+    pub test: P2pTest,
+    pub size: u64,
+    /// Messages per stream; `None` when `duration_ms` bounds the round instead.
+    pub iters: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub streams: u32,
+    pub bidir: bool,
+    pub verify: bool,
+}
+
+/// One stream's receiving side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamRecv {
+    pub stream: u32,
+    /// The address the stream arrived from, as the receiving server saw it.
+    #[serde(default)]
+    pub from: Option<String>,
+    pub bytes: u64,
+    pub messages: u64,
+    /// Nanoseconds from the round's start to the first and the last byte.
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub corrupt: Option<Mismatch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mismatch {
+    pub message: u64,
+    pub offset: u64,
+    pub global_offset: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoundResult {
+    pub streams: Vec<StreamRecv>,
+    /// `(seconds since start, bytes so far)` samples of the whole round, for the peak.
+    pub samples: Vec<(f64, u64)>,
+    pub error: Option<String>,
+}
+
+/// Bytes of the header that opens each data connection: magic, session id, round, stream.
+pub const DATA_HEADER_LEN: usize = 8 + 16 + 4 + 4;
+const DATA_MAGIC: &[u8; 8] = b"FABDATA1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    pub session: [u8; 16],
+    pub round: u32,
+    pub stream: u32,
+}
+
+impl DataHeader {
+    pub fn encode(&self) -> [u8; DATA_HEADER_LEN] {
+        let mut b = [0u8; DATA_HEADER_LEN];
+        b[..8].copy_from_slice(DATA_MAGIC);
+        b[8..24].copy_from_slice(&self.session);
+        b[24..28].copy_from_slice(&self.round.to_be_bytes());
+        b[28..32].copy_from_slice(&self.stream.to_be_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8; DATA_HEADER_LEN]) -> Option<DataHeader> {
+        if &b[..8] != DATA_MAGIC {
+            return None;
+        }
+        let mut session = [0u8; 16];
+        session.copy_from_slice(&b[8..24]);
+        let round = u32::from_be_bytes([b[24], b[25], b[26], b[27]]);
+        let stream = u32::from_be_bytes([b[28], b[29], b[30], b[31]]);
+        Some(DataHeader {
+            session,
+            round,
+            stream,
+        })
+    }
+
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(&self.encode())
+    }
+
+    pub fn read_from(r: &mut impl Read) -> std::io::Result<Option<DataHeader>> {
+        let mut b = [0u8; DATA_HEADER_LEN];
+        r.read_exact(&mut b)?;
+        Ok(DataHeader::decode(&b))
+    }
+}
+
+/// Compares session ids without an early exit, so timing does not leak how much of a guess
+/// was right.
+pub fn same_session(a: &[u8; 16], b: &[u8; 16]) -> bool {
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn unhex16(s: &str) -> Option<[u8; 16]> {
+    let s = s.as_bytes();
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in s.chunks_exact(2).enumerate() {
+        let txt = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(txt, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn data_header_round_trips_and_rejects_strangers() {
+        let h = DataHeader {
+            session: [7; 16],
+            round: 3,
+            stream: 9,
+        };
+        assert_eq!(DataHeader::decode(&h.encode()), Some(h));
+        let mut junk = h.encode();
+        junk[0] = b'G';
+        assert_eq!(DataHeader::decode(&junk), None);
+    }
+
+    #[test]
+    fn session_ids_hex_round_trip() {
+        let id = [0xab; 16];
+        assert_eq!(unhex16(&hex(&id)), Some(id));
+        assert_eq!(unhex16("zz"), None);
+        assert!(same_session(&id, &id));
+        assert!(!same_session(&id, &[0xaa; 16]));
+    }
+
+    #[test]
+    fn control_messages_have_stable_tags() {
+        let text = serde_json::to_string(&ClientMsg::Finish).unwrap_or_default();
+        assert_eq!(text, r#"{"type":"finish"}"#);
+        let go = serde_json::to_string(&ServerMsg::Go).unwrap_or_default();
+        assert_eq!(go, r#"{"type":"go"}"#);
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_without_panic(bytes in proptest::collection::vec(any::<u8>(), DATA_HEADER_LEN)) {
+            let mut b = [0u8; DATA_HEADER_LEN];
+            b.copy_from_slice(&bytes);
+            let _ = DataHeader::decode(&b);
+        }
+
+        #[test]
+        fn any_control_text_parses_or_errs(text in ".{0,200}") {
+            let _ = serde_json::from_str::<ClientMsg>(&text);
+            let _ = serde_json::from_str::<ServerMsg>(&text);
+        }
+    }
+}

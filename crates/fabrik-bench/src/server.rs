@@ -1,0 +1,332 @@
+//! `fabrik bench p2p --server`: accepts authenticated clients and plays the other end of their
+//! rounds.
+
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use fabrik_model::P2pTest;
+use fabrik_wire::{Channel, Token, WireError};
+
+use crate::data::{self, RecvPlan, SendPlan, SockOpts};
+use crate::paths;
+use crate::proto::{
+    hex, same_session, AddrInfo, ClientMsg, DataHeader, RoundResult, RoundSpec, ServerMsg,
+    StreamRecv, PROTOCOL_VERSION,
+};
+use crate::BenchError;
+
+/// Largest control message a server accepts: round specs are tiny.
+const MAX_CONTROL_FRAME: u32 = 64 * 1024;
+/// How often the receiving side samples its byte counter for the peak rate.
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub token: Token,
+    pub timeout: Duration,
+    /// Exit after the first authenticated session.
+    pub once: bool,
+    pub sock_buf: Option<usize>,
+}
+
+pub struct Server {
+    listener: TcpListener,
+    cfg: ServerConfig,
+}
+
+impl Server {
+    pub fn bind(cfg: ServerConfig) -> Result<Server, BenchError> {
+        let listener = TcpListener::bind(cfg.bind)
+            .map_err(|e| BenchError::io(format!("listening on {}", cfg.bind), e))?;
+        Ok(Server { listener, cfg })
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, BenchError> {
+        self.listener
+            .local_addr()
+            .map_err(|e| BenchError::io("reading the listening address", e))
+    }
+
+    /// Serves until `stop` is set (or, with `once`, until the first session ends).
+    pub fn serve(&self, stop: &AtomicBool) -> Result<(), BenchError> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(|e| BenchError::io("setting the listener non-blocking", e))?;
+        let done = Arc::new(AtomicBool::new(false));
+        let mut workers = Vec::new();
+        while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((sock, peer)) => {
+                    let cfg = self.cfg.clone();
+                    let done = Arc::clone(&done);
+                    workers.push(thread::spawn(move || {
+                        handle(sock, peer, &cfg, &done);
+                    }));
+                    workers.retain(|w| !w.is_finished());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            }
+        }
+        for w in workers {
+            let _ = w.join();
+        }
+        Ok(())
+    }
+}
+
+fn handle(sock: TcpStream, peer: SocketAddr, cfg: &ServerConfig, done: &AtomicBool) {
+    let _ = sock.set_nonblocking(false);
+    let local_ip = sock.local_addr().map(|a| a.ip()).ok();
+    let mut ch = match Channel::accept(sock, &cfg.token, cfg.timeout) {
+        Ok(ch) => ch,
+        Err(e) => {
+            tracing::warn!("rejected control connection from {peer}: {e}");
+            return;
+        }
+    };
+    ch.set_max_frame(MAX_CONTROL_FRAME);
+    ch.set_peer_name(format!("client {peer}"));
+    match session(&mut ch, cfg, local_ip) {
+        Ok(()) => tracing::info!("session with {peer} finished"),
+        Err(e) => {
+            tracing::warn!("session with {peer} failed: {e}");
+            let _ = ch.send(&ServerMsg::Error {
+                message: e.to_string(),
+            });
+        }
+    }
+    if cfg.once {
+        done.store(true, Ordering::Relaxed);
+    }
+}
+
+fn advertised(bind: IpAddr, local_ip: Option<IpAddr>) -> Vec<AddrInfo> {
+    let table = paths::local_addrs().unwrap_or_default();
+    if bind.is_unspecified() {
+        return table;
+    }
+    let ip = local_ip.unwrap_or(bind);
+    let prefix_len = table
+        .iter()
+        .find(|a| a.ip == ip)
+        .map(|a| a.prefix_len)
+        .unwrap_or(if ip.is_ipv4() { 32 } else { 128 });
+    vec![AddrInfo {
+        ip,
+        prefix_len,
+        iface: table
+            .iter()
+            .find(|a| a.ip == ip)
+            .map(|a| a.iface.clone())
+            .unwrap_or_default(),
+    }]
+}
+
+fn session(
+    ch: &mut Channel,
+    cfg: &ServerConfig,
+    local_ip: Option<IpAddr>,
+) -> Result<(), BenchError> {
+    let data_listener = TcpListener::bind(SocketAddr::new(cfg.bind.ip(), 0))
+        .map_err(|e| BenchError::io("opening the data listener", e))?;
+    let data_port = data_listener
+        .local_addr()
+        .map_err(|e| BenchError::io("reading the data listener address", e))?
+        .port();
+    let mut session_id = [0u8; 16];
+    let tok = Token::random()?;
+    // A fresh 128-bit secret per session: a random token's 32 hex digits are 16 random bytes.
+    if let Some(b) = crate::proto::unhex16(tok.as_str()) {
+        session_id = b;
+    }
+    ch.send(&ServerMsg::Session {
+        version: PROTOCOL_VERSION,
+        session: hex(&session_id),
+        data_port,
+        addrs: advertised(cfg.bind.ip(), local_ip),
+    })?;
+    let opts = SockOpts {
+        buf: cfg.sock_buf,
+        nodelay: true,
+        timeout: cfg.timeout,
+    };
+    loop {
+        let msg: ClientMsg = ch.recv()?;
+        let spec = match msg {
+            ClientMsg::Finish => return Ok(()),
+            ClientMsg::Round(spec) => spec,
+        };
+        if spec.streams == 0 || spec.streams > 1024 || spec.size == 0 || spec.size > 1 << 30 {
+            return Err(BenchError::Config(format!(
+                "round asks for {} streams of {}-byte messages (allowed: 1..=1024 streams, 1 B..=1 GiB)",
+                spec.streams, spec.size
+            )));
+        }
+        ch.send(&ServerMsg::Go)?;
+        let socks = accept_streams(&data_listener, &session_id, &spec, &opts, ch.peer())?;
+        let result = run_round(socks, &spec, &opts);
+        ch.send(&ServerMsg::RoundDone(result))?;
+    }
+}
+
+/// Accepts the round's data connections, dropping any that do not present this session's id.
+fn accept_streams(
+    listener: &TcpListener,
+    session_id: &[u8; 16],
+    spec: &RoundSpec,
+    opts: &SockOpts,
+    peer: &str,
+) -> Result<Vec<(u32, TcpStream)>, BenchError> {
+    let deadline = Instant::now() + opts.timeout;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| BenchError::io("setting the data listener non-blocking", e))?;
+    let mut socks: Vec<(u32, TcpStream)> = Vec::new();
+    while socks.len() < spec.streams as usize {
+        if Instant::now() >= deadline {
+            return Err(BenchError::Wire(WireError::Timeout {
+                peer: format!(
+                    "{peer} (data streams: {} of {} opened)",
+                    socks.len(),
+                    spec.streams
+                ),
+                secs: opts.timeout.as_secs_f64(),
+            }));
+        }
+        let (mut sock, from) = match listener.accept() {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            Err(e) => return Err(BenchError::io("accepting a data connection", e)),
+        };
+        let _ = sock.set_nonblocking(false);
+        // A short limit for the header: a stranger must not stall the round.
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+        match DataHeader::read_from(&mut sock) {
+            Ok(Some(h))
+                if same_session(&h.session, session_id)
+                    && h.round == spec.round
+                    && h.stream < spec.streams
+                    && !socks.iter().any(|(s, _)| *s == h.stream) =>
+            {
+                data::tune(&sock, opts)
+                    .map_err(|e| BenchError::io(format!("tuning data socket from {from}"), e))?;
+                socks.push((h.stream, sock));
+            }
+            _ => tracing::warn!("dropped a data connection from {from}: not this session's"),
+        }
+    }
+    socks.sort_by_key(|(s, _)| *s);
+    Ok(socks)
+}
+
+fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, opts: &SockOpts) -> RoundResult {
+    let from: Vec<(u32, Option<String>)> = socks
+        .iter()
+        .map(|(s, sock)| (*s, sock.peer_addr().ok().map(|a| a.ip().to_string())))
+        .collect();
+    let mut r = match spec.test {
+        P2pTest::Lat => lat_round(socks, spec),
+        P2pTest::Bw => bw_round(socks, spec, opts),
+    };
+    for s in &mut r.streams {
+        s.from = from
+            .iter()
+            .find(|(n, _)| *n == s.stream)
+            .and_then(|(_, f)| f.clone());
+    }
+    r
+}
+
+fn lat_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
+    let mut out = RoundResult::default();
+    for (stream, mut sock) in socks {
+        match data::echo(&mut sock, spec.size as usize, spec.verify) {
+            Ok(mut r) => {
+                r.stream = stream;
+                out.streams.push(r);
+            }
+            Err(e) => out.error = Some(format!("stream {stream}: {e}")),
+        }
+    }
+    out
+}
+
+fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, _opts: &SockOpts) -> RoundResult {
+    let start = Instant::now();
+    let total = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let deadline = spec.duration_ms.map(|ms| start + Duration::from_millis(ms));
+    thread::scope(|scope| {
+        let sampler = scope.spawn(|| data::sample(&total, start, SAMPLE_EVERY, &stop));
+        let mut receivers = Vec::new();
+        let mut senders = Vec::new();
+        for (stream, sock) in socks {
+            if spec.bidir {
+                if let Ok(mut tx) = sock.try_clone() {
+                    let plan = SendPlan {
+                        stream,
+                        size: spec.size as usize,
+                        iters: spec.iters,
+                        deadline,
+                        verify: spec.verify,
+                        fault: None,
+                    };
+                    senders.push(scope.spawn(move || (stream, data::send(&mut tx, &plan))));
+                }
+            }
+            let total = &total;
+            receivers.push(scope.spawn(move || {
+                let mut sock = sock;
+                let plan = RecvPlan {
+                    stream,
+                    size: spec.size as usize,
+                    expect_bytes: spec.iters.map(|i| i * spec.size),
+                    verify: spec.verify,
+                    start,
+                    total,
+                };
+                (stream, data::recv(&mut sock, &plan))
+            }));
+        }
+        let mut out = RoundResult::default();
+        for r in receivers {
+            match r.join() {
+                Ok((_, Ok(s))) => out.streams.push(s),
+                Ok((stream, Err(e))) => {
+                    out.error
+                        .get_or_insert(format!("receiving stream {stream}: {e}"));
+                }
+                Err(_) => {
+                    out.error.get_or_insert("a receiver thread panicked".into());
+                }
+            }
+        }
+        for s in senders {
+            if let Ok((stream, Err(e))) = s.join() {
+                out.error
+                    .get_or_insert(format!("sending stream {stream}: {e}"));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        out.samples = sampler.join().unwrap_or_default();
+        out
+    })
+}
+
+/// Streams that received nothing have no timing; keep them out of spans.
+pub(crate) fn span_ns(streams: &[StreamRecv]) -> (u64, u64) {
+    let active: Vec<&StreamRecv> = streams.iter().filter(|s| s.bytes > 0).collect();
+    let first = active.iter().map(|s| s.first_ns).min().unwrap_or(0);
+    let last = active.iter().map(|s| s.last_ns).max().unwrap_or(0);
+    (first, last)
+}

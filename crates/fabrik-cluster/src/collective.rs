@@ -1,0 +1,587 @@
+//! Collectives over TCP between host-memory buffers: ring algorithms (reduce-scatter then
+//! all-gather for all_reduce), chains for broadcast and reduce, and pairwise exchange for
+//! alltoall. Each of `channels` parallel connections carries its own slice of every buffer in
+//! its own thread, so one rank can fill several NICs; within a step the send runs in its own
+//! thread while the receive is read in chunks and reduced as it arrives.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc;
+use std::thread;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
+use crate::rendezvous::Group;
+use crate::ClusterError;
+
+/// Receive granularity: large enough that syscalls are few, small enough that reducing one chunk
+/// overlaps with the next one arriving.
+pub const DEFAULT_CHUNK_BYTES: usize = 1 << 20;
+/// Below this a step's send fits the socket buffers, so it is written inline rather than from a
+/// second thread (whose start-up would dominate the latency of small messages).
+const INLINE_SEND_BYTES: usize = 32 << 10;
+
+const TAG_RING: u32 = 0;
+const TAG_MESH: u32 = 1 << 16;
+
+/// The collective operations, named as nccl-tests names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollOp {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    Reduce,
+    Alltoall,
+}
+
+impl CollOp {
+    pub const ALL: [CollOp; 6] = [
+        CollOp::AllReduce,
+        CollOp::AllGather,
+        CollOp::ReduceScatter,
+        CollOp::Broadcast,
+        CollOp::Reduce,
+        CollOp::Alltoall,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CollOp::AllReduce => "all_reduce",
+            CollOp::AllGather => "all_gather",
+            CollOp::ReduceScatter => "reduce_scatter",
+            CollOp::Broadcast => "broadcast",
+            CollOp::Reduce => "reduce",
+            CollOp::Alltoall => "alltoall",
+        }
+    }
+
+    pub fn reduces(self) -> bool {
+        matches!(
+            self,
+            CollOp::AllReduce | CollOp::ReduceScatter | CollOp::Reduce
+        )
+    }
+
+    pub fn rooted(self) -> bool {
+        matches!(self, CollOp::Broadcast | CollOp::Reduce)
+    }
+}
+
+impl std::str::FromStr for CollOp {
+    type Err = ClusterError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim_end_matches("_perf").replace('-', "_");
+        CollOp::ALL
+            .into_iter()
+            .find(|o| o.name() == s || o.name().replace('_', "") == s)
+            .ok_or_else(|| {
+                ClusterError::Invalid(format!(
+                    "unknown collective {s:?} (all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall)"
+                ))
+            })
+    }
+}
+
+/// One direction-pair of a ring channel: a connection to the next rank and one from the previous.
+#[derive(Debug)]
+struct Lane {
+    next: TcpStream,
+    prev: TcpStream,
+}
+
+/// The data connections of one rank: `channels` ring lanes, and a full mesh for alltoall.
+#[derive(Debug)]
+pub struct Comm {
+    rank: u32,
+    n: u32,
+    lanes: Vec<Lane>,
+    mesh: Vec<Option<TcpStream>>,
+    labels: Vec<String>,
+    chunk_bytes: usize,
+}
+
+impl Comm {
+    /// Opens the ring lanes (and, with `mesh`, a connection to every other rank).
+    pub fn connect(
+        group: &mut Group,
+        channels: usize,
+        mesh: bool,
+        chunk_bytes: usize,
+    ) -> Result<Comm, ClusterError> {
+        let (rank, n) = (group.rank(), group.size());
+        let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
+        let mut lanes = Vec::new();
+        let mut mesh_conns: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+        if n > 1 {
+            let next = (rank + 1) % n;
+            let prev = (rank + n - 1) % n;
+            let channels = channels.max(1);
+            let connector = group.connector();
+            // Connect from a thread while accepting here: every rank does both at once, and a
+            // connection's handshake needs the other side to be accepting.
+            let (outgoing, incoming, mesh_out) = thread::scope(|s| {
+                let h = s.spawn(move || -> Result<_, ClusterError> {
+                    let mut out = Vec::with_capacity(channels);
+                    for c in 0..channels {
+                        out.push(connector.connect_data(next, TAG_RING + c as u32, c)?);
+                    }
+                    let mut m = Vec::new();
+                    if mesh {
+                        for peer in rank + 1..n {
+                            m.push((peer, connector.connect_data(peer, TAG_MESH, 0)?));
+                        }
+                    }
+                    Ok((out, m))
+                });
+                let accepted = (|| -> Result<_, ClusterError> {
+                    let mut inc = Vec::with_capacity(channels);
+                    for c in 0..channels {
+                        inc.push(group.accept_data(prev, TAG_RING + c as u32)?);
+                    }
+                    let mut m = Vec::new();
+                    if mesh {
+                        for peer in 0..rank {
+                            m.push((peer, group.accept_data(peer, TAG_MESH)?));
+                        }
+                    }
+                    Ok((inc, m))
+                })();
+                let connected = h.join().unwrap_or_else(|_| {
+                    Err(ClusterError::Invalid("connect thread panicked".into()))
+                });
+                let (out, m_out) = connected?;
+                let (inc, m_in) = accepted?;
+                Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
+            })?;
+            for (peer, s) in mesh_out {
+                mesh_conns[peer as usize] = Some(s);
+            }
+            lanes = outgoing
+                .into_iter()
+                .zip(incoming)
+                .map(|(next, prev)| Lane { next, prev })
+                .collect();
+        }
+        Ok(Comm {
+            rank,
+            n,
+            lanes,
+            mesh: mesh_conns,
+            labels,
+            chunk_bytes: chunk_bytes.max(64),
+        })
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.n
+    }
+
+    fn next(&self) -> u32 {
+        (self.rank + 1) % self.n
+    }
+
+    fn prev(&self) -> u32 {
+        (self.rank + self.n - 1) % self.n
+    }
+
+    fn label(&self, r: u32) -> &str {
+        self.labels
+            .get(r as usize)
+            .map(String::as_str)
+            .unwrap_or("a rank")
+    }
+
+    fn chunk_elems<T: Elem>(&self) -> usize {
+        (self.chunk_bytes / std::mem::size_of::<T>()).max(1)
+    }
+
+    /// In-place all_reduce: ring reduce-scatter then ring all-gather on every channel.
+    pub fn all_reduce<T: Elem>(&self, buf: &mut [T], op: RedOp) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        if n > 1 {
+            let parts = split_even(buf, self.lanes.len());
+            self.per_lane(parts, |lane, part| {
+                let mut segs = split_even(part, n);
+                self.ring_reduce_scatter(lane, &mut segs, op)?;
+                self.ring_all_gather(lane, &mut segs)
+            })?;
+        }
+        finish_avg(buf, op, self.n);
+        Ok(())
+    }
+
+    /// In-place reduce_scatter over `buf` of `n` equal blocks: block `rank` ends up reduced.
+    pub fn reduce_scatter<T: Elem>(&self, buf: &mut [T], op: RedOp) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        let block = buf.len() / n;
+        if n > 1 {
+            let lanes = self.lanes.len();
+            let per_lane = block_major(&mut buf[..block * n], n, lanes);
+            self.per_lane(per_lane, |lane, mut segs| {
+                self.ring_reduce_scatter(lane, &mut segs, op)
+            })?;
+        }
+        let r = self.rank as usize;
+        finish_avg(&mut buf[r * block..(r + 1) * block], op, self.n);
+        Ok(())
+    }
+
+    /// In-place all_gather: `buf` holds `n` equal blocks, this rank's own already at `rank`.
+    pub fn all_gather<T: Elem>(&self, buf: &mut [T]) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        if n > 1 {
+            let block = buf.len() / n;
+            let per_lane = block_major(&mut buf[..block * n], n, self.lanes.len());
+            self.per_lane(per_lane, |lane, mut segs| {
+                self.ring_all_gather(lane, &mut segs)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Broadcast from `root` along the ring, pipelined in chunks.
+    pub fn broadcast<T: Elem>(&self, buf: &mut [T], root: u32) -> Result<(), ClusterError> {
+        let n = self.n;
+        if n < 2 {
+            return Ok(());
+        }
+        let pos = (self.rank + n - root % n) % n;
+        let parts = split_even(buf, self.lanes.len());
+        let chunk = self.chunk_elems::<T>();
+        self.per_lane(parts, |lane, part| {
+            if pos == 0 {
+                return self.send(lane, bytemuck::cast_slice(part));
+            }
+            let forward = pos != n - 1;
+            self.pipeline(lane, part, chunk, forward, |dst, got| {
+                dst.copy_from_slice(got);
+            })
+        })
+    }
+
+    /// Reduce to `root` along the ring (starting at the rank after it), pipelined in chunks.
+    /// Only `root`'s buffer holds the result.
+    pub fn reduce<T: Elem>(&self, buf: &mut [T], op: RedOp, root: u32) -> Result<(), ClusterError> {
+        let n = self.n;
+        if n > 1 {
+            let pos = (self.rank + 2 * n - root % n - 1) % n;
+            let parts = split_even(buf, self.lanes.len());
+            let chunk = self.chunk_elems::<T>();
+            self.per_lane(parts, |lane, part| {
+                if pos == 0 {
+                    return self.send(lane, bytemuck::cast_slice(part));
+                }
+                let forward = pos != n - 1;
+                self.pipeline(lane, part, chunk, forward, |dst, got| {
+                    reduce_into(dst, got, op)
+                })
+            })?;
+        }
+        if self.rank == root % n.max(1) {
+            finish_avg(buf, op, n);
+        }
+        Ok(())
+    }
+
+    /// alltoall: block `j` of `send` goes to rank `j`; block `i` of `recv` comes from rank `i`.
+    pub fn alltoall<T: Elem>(&self, send: &[T], recv: &mut [T]) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        let r = self.rank as usize;
+        let block = send.len().min(recv.len()) / n.max(1);
+        recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
+        for step in 1..n {
+            let to = (r + step) % n;
+            let from = (r + n - step) % n;
+            let out: &[u8] = bytemuck::cast_slice(&send[to * block..(to + 1) * block]);
+            let inb: &mut [u8] =
+                bytemuck::cast_slice_mut(&mut recv[from * block..(from + 1) * block]);
+            let (ts, fs) = (self.mesh_stream(to)?, self.mesh_stream(from)?);
+            exchange(
+                ts,
+                out,
+                self.label(to as u32),
+                fs,
+                inb,
+                self.label(from as u32),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn mesh_stream(&self, peer: usize) -> Result<&TcpStream, ClusterError> {
+        self.mesh
+            .get(peer)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| ClusterError::Invalid(format!("no mesh connection to rank {peer}")))
+    }
+
+    /// Runs `f` for every lane on its own thread (the first on this one).
+    fn per_lane<P: Send, F>(&self, parts: Vec<P>, f: F) -> Result<(), ClusterError>
+    where
+        F: Fn(&Lane, P) -> Result<(), ClusterError> + Sync,
+    {
+        let mut items: Vec<(&Lane, P)> = self.lanes.iter().zip(parts).collect();
+        if items.len() <= 1 {
+            return match items.pop() {
+                Some((lane, p)) => f(lane, p),
+                None => Ok(()),
+            };
+        }
+        let f = &f;
+        thread::scope(|s| {
+            let mut rest = items.split_off(1);
+            let handles: Vec<_> = rest
+                .drain(..)
+                .map(|(lane, p)| s.spawn(move || f(lane, p)))
+                .collect();
+            let mut result = match items.pop() {
+                Some((lane, p)) => f(lane, p),
+                None => Ok(()),
+            };
+            for h in handles {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(ClusterError::Invalid("a channel thread panicked".into()))
+                });
+                if result.is_ok() {
+                    result = r;
+                }
+            }
+            result
+        })
+    }
+
+    /// Ring reduce-scatter over `n` segments: at step `s` send segment `rank-s-1` to the next
+    /// rank while receiving segment `rank-s-2` from the previous and reducing it in; after
+    /// `n-1` steps segment `rank` holds everyone's contribution.
+    fn ring_reduce_scatter<T: Elem>(
+        &self,
+        lane: &Lane,
+        segs: &mut [&mut [T]],
+        op: RedOp,
+    ) -> Result<(), ClusterError> {
+        let n = segs.len();
+        let r = self.rank as usize;
+        let chunk = self.chunk_elems::<T>();
+        let mut scratch: Vec<T> =
+            vec![T::zeroed(); chunk.min(segs.iter().map(|s| s.len()).max().unwrap_or(0))];
+        for step in 0..n - 1 {
+            let si = (r + 2 * n - step - 1) % n;
+            let ri = (r + 2 * n - step - 2) % n;
+            let (out, inb) = two(segs, si, ri);
+            self.step(lane, bytemuck::cast_slice(out), |prev| {
+                for dst in inb.chunks_mut(chunk) {
+                    let tmp = &mut scratch[..dst.len()];
+                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
+                    reduce_into(dst, tmp, op);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Ring all-gather over `n` segments, segment `rank` complete at the start: at step `s`
+    /// send segment `rank-s` and receive segment `rank-s-1` in place.
+    fn ring_all_gather<T: Elem>(
+        &self,
+        lane: &Lane,
+        segs: &mut [&mut [T]],
+    ) -> Result<(), ClusterError> {
+        let n = segs.len();
+        let r = self.rank as usize;
+        for step in 0..n - 1 {
+            let si = (r + n - step) % n;
+            let ri = (r + 2 * n - step - 1) % n;
+            let (out, inb) = two(segs, si, ri);
+            self.step(lane, bytemuck::cast_slice(out), |prev| {
+                read_all(prev, bytemuck::cast_slice_mut(inb), self.label(self.prev()))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// One ring step: `out` goes to the next rank while `recv` reads from the previous one.
+    fn step<F>(&self, lane: &Lane, out: &[u8], recv: F) -> Result<(), ClusterError>
+    where
+        F: FnOnce(&TcpStream) -> Result<(), ClusterError>,
+    {
+        let next_label = self.label(self.next());
+        if out.len() <= INLINE_SEND_BYTES {
+            write_all(&lane.next, out, next_label)?;
+            return recv(&lane.prev);
+        }
+        thread::scope(|s| {
+            let h = s.spawn(|| write_all(&lane.next, out, next_label));
+            let got = recv(&lane.prev);
+            let sent = h
+                .join()
+                .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
+            got.and(sent)
+        })
+    }
+
+    fn send(&self, lane: &Lane, out: &[u8]) -> Result<(), ClusterError> {
+        write_all(&lane.next, out, self.label(self.next()))
+    }
+
+    /// Receives `buf` chunk by chunk from the previous rank, applies `apply(chunk, received)`,
+    /// and (with `forward`) passes each finished chunk on to the next rank from a second thread
+    /// while the following chunk arrives.
+    fn pipeline<T: Elem, A>(
+        &self,
+        lane: &Lane,
+        buf: &mut [T],
+        chunk: usize,
+        forward: bool,
+        apply: A,
+    ) -> Result<(), ClusterError>
+    where
+        A: Fn(&mut [T], &[T]),
+    {
+        let prev_label = self.label(self.prev());
+        let next_label = self.label(self.next());
+        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(buf.len())];
+        if !forward {
+            for dst in buf.chunks_mut(chunk) {
+                let tmp = &mut scratch[..dst.len()];
+                read_all(&lane.prev, bytemuck::cast_slice_mut(tmp), prev_label)?;
+                apply(dst, tmp);
+            }
+            return Ok(());
+        }
+        thread::scope(|s| {
+            let (tx, rx) = mpsc::channel::<&[T]>();
+            let h = s.spawn(move || -> Result<(), ClusterError> {
+                for c in rx {
+                    write_all(&lane.next, bytemuck::cast_slice(c), next_label)?;
+                }
+                Ok(())
+            });
+            let mut got = Ok(());
+            for dst in buf.chunks_mut(chunk) {
+                let tmp = &mut scratch[..dst.len()];
+                if let Err(e) = read_all(&lane.prev, bytemuck::cast_slice_mut(tmp), prev_label) {
+                    got = Err(e);
+                    break;
+                }
+                apply(dst, tmp);
+                let done: &[T] = dst;
+                if tx.send(done).is_err() {
+                    break;
+                }
+            }
+            drop(tx);
+            let sent = h
+                .join()
+                .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
+            got.and(sent)
+        })
+    }
+}
+
+/// Sends `out` on one connection while filling `inb` from another.
+fn exchange(
+    to: &TcpStream,
+    out: &[u8],
+    to_label: &str,
+    from: &TcpStream,
+    inb: &mut [u8],
+    from_label: &str,
+) -> Result<(), ClusterError> {
+    if out.len() <= INLINE_SEND_BYTES {
+        write_all(to, out, to_label)?;
+        return read_all(from, inb, from_label);
+    }
+    thread::scope(|s| {
+        let h = s.spawn(|| write_all(to, out, to_label));
+        let got = read_all(from, inb, from_label);
+        let sent = h
+            .join()
+            .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
+        got.and(sent)
+    })
+}
+
+fn write_all(mut s: &TcpStream, buf: &[u8], peer: &str) -> Result<(), ClusterError> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    s.write_all(buf)
+        .map_err(|e| io_peer(peer, "sending to it", e))
+}
+
+fn read_all(mut s: &TcpStream, buf: &mut [u8], peer: &str) -> Result<(), ClusterError> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    s.read_exact(buf)
+        .map_err(|e| io_peer(peer, "receiving from it", e))
+}
+
+fn io_peer(peer: &str, doing: &str, e: std::io::Error) -> ClusterError {
+    use std::io::ErrorKind::*;
+    let why = match e.kind() {
+        WouldBlock | TimedOut => format!("timed out {doing}"),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe => {
+            format!("connection closed while {doing} (the rank died or gave up)")
+        }
+        _ => format!("{doing}: {e}"),
+    };
+    ClusterError::Peer {
+        peer: peer.to_string(),
+        why,
+    }
+}
+
+/// Splits `buf` into `parts` contiguous pieces whose lengths differ by at most one.
+pub fn split_even<T>(buf: &mut [T], parts: usize) -> Vec<&mut [T]> {
+    let parts = parts.max(1);
+    let (base, extra) = (buf.len() / parts, buf.len() % parts);
+    let mut out = Vec::with_capacity(parts);
+    let mut rest = buf;
+    for i in 0..parts {
+        let len = base + usize::from(i < extra);
+        let (head, tail) = rest.split_at_mut(len);
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+/// Splits `n` equal blocks into `lanes` pieces each, and hands lane `c` the `c`-th piece of
+/// every block (so the segment index is still the block index).
+fn block_major<T>(buf: &mut [T], n: usize, lanes: usize) -> Vec<Vec<&mut [T]>> {
+    let lanes = lanes.max(1);
+    let block = buf.len() / n.max(1);
+    let mut per_lane: Vec<Vec<&mut [T]>> = (0..lanes).map(|_| Vec::with_capacity(n)).collect();
+    for b in buf.chunks_mut(block.max(1)).take(n) {
+        for (c, piece) in split_even(b, lanes).into_iter().enumerate() {
+            per_lane[c].push(piece);
+        }
+    }
+    // A zero-sized block yields no chunks; keep every lane's list n long.
+    for l in &mut per_lane {
+        while l.len() < n {
+            l.push(&mut []);
+        }
+    }
+    per_lane
+}
+
+/// A shared view of segment `a` and a mutable one of segment `b` (`a != b`).
+fn two<'a, T>(segs: &'a mut [&mut [T]], a: usize, b: usize) -> (&'a [T], &'a mut [T]) {
+    if a < b {
+        let (l, r) = segs.split_at_mut(b);
+        (&*l[a], &mut *r[0])
+    } else {
+        let (l, r) = segs.split_at_mut(a);
+        (&*r[0], &mut *l[b])
+    }
+}

@@ -1,0 +1,267 @@
+//! `fabrik cluster matrix`: every pair of ranks measures bandwidth both ways and latency, one
+//! tournament round at a time, so each rank is in at most one test at once; rank 0 gathers the
+//! measurements and analyses them.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
+
+use fabrik_model::{LinkMeasurement, PairMatrix, SCHEMA_VERSION};
+
+use crate::pairs::{analyze, partner, round_robin};
+use crate::rendezvous::Group;
+use crate::ClusterError;
+
+const TAG_MATRIX: u32 = 2 << 16;
+const LAT_ROUNDS: u32 = 50;
+const WRITE_CHUNK: usize = 4 << 20;
+
+#[derive(Debug, Clone)]
+pub struct MatrixConfig {
+    /// Bytes per timed transfer.
+    pub size: u64,
+    /// Timed transfers per direction (after one warm-up).
+    pub iters: u32,
+}
+
+/// Runs the matrix on this rank. Rank 0 returns the matrix; `on_round` sees each round's index
+/// as it starts (for progress).
+pub fn run_matrix(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    on_round: &mut dyn FnMut(u32, u32),
+) -> Result<Option<PairMatrix>, ClusterError> {
+    let rounds = round_robin(group.size());
+    let mut mine: Vec<LinkMeasurement> = Vec::new();
+    for (k, round) in rounds.iter().enumerate() {
+        let k = k as u32;
+        group.barrier()?;
+        on_round(k, rounds.len() as u32);
+        if let Some(p) = partner(round, group.rank()) {
+            match measure_pair(group, p, k, cfg) {
+                Ok(m) => mine.extend(m),
+                Err(e) => return Err(group.fail(&e)),
+            }
+        }
+    }
+    let all = group.gather(mine)?;
+    Ok(all.map(|per_rank| {
+        let mut links: Vec<LinkMeasurement> = per_rank.into_iter().flatten().collect();
+        links.sort_by_key(|l| (l.src, l.dst));
+        let hosts: Vec<String> = group.peers().iter().map(|p| p.host.clone()).collect();
+        let analysis = analyze(&links, &hosts, group.size());
+        PairMatrix {
+            schema_version: SCHEMA_VERSION,
+            transport: "tcp".into(),
+            size: cfg.size,
+            iterations: cfg.iters,
+            ranks: group.size(),
+            hosts,
+            rounds: rounds.len() as u32,
+            links,
+            analysis,
+        }
+    }))
+}
+
+/// Measures this rank → `peer` (returned, as the sender measures it) and takes part in
+/// `peer` → this rank; the lower rank goes first. Latency is measured by the lower rank and
+/// reported on both directions.
+fn measure_pair(
+    group: &mut Group,
+    peer: u32,
+    round: u32,
+    cfg: &MatrixConfig,
+) -> Result<Vec<LinkMeasurement>, ClusterError> {
+    let label = group.label(peer);
+    let mut s = group.pair_stream(peer, TAG_MATRIX + round)?;
+    let me = group.rank();
+    let first = me < peer;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; (cfg.size as usize).clamp(1, WRITE_CHUNK)];
+    for phase in 0..2 {
+        let sending = (phase == 0) == first;
+        if sending {
+            let gbps = send_timed(&mut s, &mut buf, cfg, &label)?;
+            out.push(LinkMeasurement {
+                src: me,
+                dst: peer,
+                gbps,
+                latency_us: None,
+                round,
+            });
+        } else {
+            recv_timed(&mut s, &mut buf, cfg, &label)?;
+        }
+    }
+    let lat = ping_pong(&mut s, first, &label)?;
+    let latency = if first { Some(lat) } else { None };
+    // The follower learns the latency from the leader so both directions carry it.
+    let latency = exchange_f64(&mut s, first, latency, &label)?;
+    for m in &mut out {
+        m.latency_us = Some(latency);
+    }
+    Ok(out)
+}
+
+fn io<'a>(peer: &'a str, doing: &str) -> impl Fn(std::io::Error) -> ClusterError + 'a {
+    let doing = doing.to_string();
+    move |e| ClusterError::Peer {
+        peer: peer.to_string(),
+        why: format!("{doing}: {e}"),
+    }
+}
+
+fn stream_bytes(s: &mut TcpStream, buf: &[u8], total: u64, peer: &str) -> Result<(), ClusterError> {
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        s.write_all(&buf[..n]).map_err(io(peer, "sending"))?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+fn drain_bytes(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    total: u64,
+    peer: &str,
+) -> Result<(), ClusterError> {
+    let mut left = total;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        s.read_exact(&mut buf[..n]).map_err(io(peer, "receiving"))?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// One warm-up transfer, then `iters` timed ones; the receiver's one-byte acknowledgement
+/// closes the clock, so the time covers delivery, not just handing bytes to the kernel.
+fn send_timed(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    cfg: &MatrixConfig,
+    peer: &str,
+) -> Result<f64, ClusterError> {
+    let mut ack = [0u8; 1];
+    stream_bytes(s, buf, cfg.size, peer)?;
+    s.read_exact(&mut ack)
+        .map_err(io(peer, "waiting for the acknowledgement"))?;
+    let t0 = Instant::now();
+    for _ in 0..cfg.iters.max(1) {
+        stream_bytes(s, buf, cfg.size, peer)?;
+    }
+    s.read_exact(&mut ack)
+        .map_err(io(peer, "waiting for the acknowledgement"))?;
+    let secs = t0.elapsed().as_secs_f64();
+    let bits = cfg.size as f64 * 8.0 * f64::from(cfg.iters.max(1));
+    Ok(if secs > 0.0 { bits / secs / 1e9 } else { 0.0 })
+}
+
+fn recv_timed(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    cfg: &MatrixConfig,
+    peer: &str,
+) -> Result<(), ClusterError> {
+    drain_bytes(s, buf, cfg.size, peer)?;
+    s.write_all(&[1]).map_err(io(peer, "acknowledging"))?;
+    drain_bytes(s, buf, cfg.size * u64::from(cfg.iters.max(1)), peer)?;
+    s.write_all(&[1]).map_err(io(peer, "acknowledging"))?;
+    Ok(())
+}
+
+/// Median half round trip of one byte, in microseconds (the leader's measurement).
+fn ping_pong(s: &mut TcpStream, leader: bool, peer: &str) -> Result<f64, ClusterError> {
+    let mut b = [0u8; 1];
+    let mut rtts = Vec::with_capacity(LAT_ROUNDS as usize);
+    for _ in 0..LAT_ROUNDS {
+        if leader {
+            let t0 = Instant::now();
+            s.write_all(&b).map_err(io(peer, "ping"))?;
+            s.read_exact(&mut b).map_err(io(peer, "pong"))?;
+            rtts.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+        } else {
+            s.read_exact(&mut b).map_err(io(peer, "ping"))?;
+            s.write_all(&b).map_err(io(peer, "pong"))?;
+        }
+    }
+    Ok(crate::pairs::median(&rtts))
+}
+
+fn exchange_f64(
+    s: &mut TcpStream,
+    leader: bool,
+    v: Option<f64>,
+    peer: &str,
+) -> Result<f64, ClusterError> {
+    if leader {
+        let v = v.unwrap_or(0.0);
+        s.write_all(&v.to_be_bytes()).map_err(io(peer, "sending"))?;
+        Ok(v)
+    } else {
+        let mut b = [0u8; 8];
+        s.read_exact(&mut b).map_err(io(peer, "receiving"))?;
+        Ok(f64::from_be_bytes(b))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::rendezvous::{join, JoinConfig};
+    use fabrik_wire::Token;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    #[test]
+    fn five_ranks_measure_every_directed_link_once() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let n = 5;
+        let hs: Vec<_> = (0..n)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let mut g = join(&JoinConfig {
+                        rank,
+                        world_size: n,
+                        master: format!("127.0.0.1:{port}"),
+                        token: Token::new("t").unwrap(),
+                        timeout: Duration::from_secs(20),
+                        host: format!("node{rank}"),
+                        data_ips: vec![],
+                    })
+                    .unwrap();
+                    run_matrix(
+                        &mut g,
+                        &MatrixConfig {
+                            size: 1 << 16,
+                            iters: 2,
+                        },
+                        &mut |_, _| {},
+                    )
+                    .unwrap()
+                })
+            })
+            .collect();
+        let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let m = results[0].clone().unwrap();
+        assert!(results[1..].iter().all(Option::is_none));
+        assert_eq!(m.rounds, 5);
+        assert_eq!(m.links.len(), 20);
+        let mut seen: Vec<(u32, u32)> = m.links.iter().map(|l| (l.src, l.dst)).collect();
+        seen.dedup();
+        assert_eq!(seen.len(), 20);
+        assert!(m
+            .links
+            .iter()
+            .all(|l| l.gbps > 0.0 && l.latency_us.unwrap() > 0.0));
+        assert_eq!(m.hosts[3], "node3");
+    }
+}

@@ -1,0 +1,821 @@
+//! Joining the ranks: rank 0 listens, every other rank connects with the shared token and says
+//! who it is; rank 0 checks the ranks are unique and complete and sends everyone the table.
+//! The control connections stay open for barriers, gathers and failure reports; data moves on
+//! separate connections opened from the table ([`Group::connect_data`], [`Group::accept_data`]).
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use fabrik_wire::{Channel, Token, WireError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::ClusterError;
+
+/// How a rank joins.
+#[derive(Debug, Clone)]
+pub struct JoinConfig {
+    pub rank: u32,
+    pub world_size: u32,
+    /// `host:port` of rank 0's rendezvous.
+    pub master: String,
+    pub token: Token,
+    /// Every wait (joining, each control and data read or write) gives up after this.
+    pub timeout: Duration,
+    /// This rank's host name, for the header and for error messages.
+    pub host: String,
+    /// Addresses peers should open data connections to (one per NIC to use); empty: the address
+    /// this rank reaches rank 0 from.
+    pub data_ips: Vec<IpAddr>,
+}
+
+/// One rank as the others see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerInfo {
+    pub rank: u32,
+    pub host: String,
+    pub pid: u32,
+    /// `ip:port` data listeners, one per NIC.
+    pub data_addrs: Vec<String>,
+}
+
+impl PeerInfo {
+    /// `rank 3 (node-b, 10.0.0.4)`: how errors name a peer.
+    pub fn label(&self) -> String {
+        let ip = self
+            .data_addrs
+            .first()
+            .and_then(|a| a.rsplit_once(':').map(|(h, _)| h.to_string()));
+        match ip {
+            Some(ip) if ip != self.host => format!("rank {} ({}, {})", self.rank, self.host, ip),
+            _ => format!("rank {} ({})", self.rank, self.host),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Hello {
+    rank: u32,
+    world_size: u32,
+    host: String,
+    pid: u32,
+    data_port: u16,
+    data_ips: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Welcome {
+    Table(Vec<PeerInfo>),
+    Abort(String),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DataHello {
+    rank: u32,
+    tag: u32,
+}
+
+/// What a member sends up to rank 0 in a gather: its value, or why it failed.
+#[derive(Debug, Serialize, Deserialize)]
+enum Up<T> {
+    Ok(T),
+    Failed(String),
+}
+
+/// What rank 0 sends down: the value, or that the run is over.
+#[derive(Debug, Serialize, Deserialize)]
+enum Down<T> {
+    Ok(T),
+    Abort(String),
+}
+
+enum Ctrl {
+    /// Rank 0: a control channel per rank (index = rank; `None` for itself).
+    Root(Vec<Option<Channel>>),
+    Member(Channel),
+}
+
+/// The joined ranks: the table, the control connections and this rank's data listener.
+pub struct Group {
+    rank: u32,
+    peers: Vec<PeerInfo>,
+    token: Token,
+    timeout: Duration,
+    ctrl: Ctrl,
+    listener: TcpListener,
+    stash: HashMap<(u32, u32), TcpStream>,
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("rank", &self.rank)
+            .field("peers", &self.peers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Joins the job: rank 0 runs the rendezvous, the others connect to it.
+pub fn join(cfg: &JoinConfig) -> Result<Group, ClusterError> {
+    if cfg.world_size == 0 || cfg.rank >= cfg.world_size {
+        return Err(ClusterError::Invalid(format!(
+            "rank {} is not below the world size {}",
+            cfg.rank, cfg.world_size
+        )));
+    }
+    let listener = TcpListener::bind("0.0.0.0:0").map_err(|source| ClusterError::Io {
+        what: "binding the data listener".into(),
+        source,
+    })?;
+    let data_port = listener
+        .local_addr()
+        .map_err(|source| ClusterError::Io {
+            what: "reading the data listener's port".into(),
+            source,
+        })?
+        .port();
+    if cfg.rank == 0 {
+        root_join(cfg, listener, data_port)
+    } else {
+        member_join(cfg, listener, data_port)
+    }
+}
+
+fn root_join(
+    cfg: &JoinConfig,
+    listener: TcpListener,
+    data_port: u16,
+) -> Result<Group, ClusterError> {
+    let n = cfg.world_size as usize;
+    let port = cfg
+        .master
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok())
+        .ok_or_else(|| ClusterError::Invalid(format!("{:?} is not host:port", cfg.master)))?;
+    let mut chans: Vec<Option<Channel>> = (0..n).map(|_| None).collect();
+    let mut infos: Vec<Option<PeerInfo>> = (0..n).map(|_| None).collect();
+    let mut problems: Vec<String> = Vec::new();
+    let mut my_ip: Option<IpAddr> = None;
+    if n > 1 {
+        let rv = TcpListener::bind(("0.0.0.0", port)).map_err(|source| ClusterError::Io {
+            what: format!("rank 0 listening for the rendezvous on port {port}"),
+            source,
+        })?;
+        set_nonblocking(&rv, true)?;
+        let deadline = Instant::now() + cfg.timeout;
+        let handshake = cfg.timeout.min(Duration::from_secs(10));
+        while infos.iter().skip(1).any(Option::is_none) {
+            let stream = match rv.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                Err(source) => {
+                    return Err(ClusterError::Io {
+                        what: "accepting rendezvous connections".into(),
+                        source,
+                    })
+                }
+            };
+            let _ = stream.set_nonblocking(false);
+            let from = stream
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "an unknown address".into());
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let mut ch = match Channel::accept(stream, &cfg.token, handshake) {
+                Ok(ch) => ch,
+                Err(WireError::AuthFailed { .. }) => {
+                    problems.push(format!("a rank from {from} was rejected: wrong token"));
+                    continue;
+                }
+                Err(e) => {
+                    problems.push(format!("a connection from {from} failed: {e}"));
+                    continue;
+                }
+            };
+            let hello: Hello = match ch.recv() {
+                Ok(h) => h,
+                Err(e) => {
+                    problems.push(format!("a rank from {from} did not say hello: {e}"));
+                    continue;
+                }
+            };
+            let info = PeerInfo {
+                rank: hello.rank,
+                host: hello.host.clone(),
+                pid: hello.pid,
+                data_addrs: hello
+                    .data_ips
+                    .iter()
+                    .map(|ip| join_addr(ip, hello.data_port))
+                    .collect(),
+            };
+            let refuse = if hello.world_size != cfg.world_size {
+                Some(format!(
+                    "{} says the world size is {}, rank 0 says {}",
+                    info.label(),
+                    hello.world_size,
+                    cfg.world_size
+                ))
+            } else if hello.rank == 0 || hello.rank >= cfg.world_size {
+                Some(format!(
+                    "{} from {from} has a rank outside 1..{}",
+                    info.label(),
+                    cfg.world_size
+                ))
+            } else if let Some(first) = &infos[hello.rank as usize] {
+                Some(format!(
+                    "rank {} joined twice: from {} and from {} ({from})",
+                    hello.rank, first.host, hello.host
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = refuse {
+                let _ = ch.send(&Welcome::Abort(why.clone()));
+                problems.push(why);
+                continue;
+            }
+            if my_ip.is_none() {
+                my_ip = local_ip;
+            }
+            ch.set_peer_name(info.label());
+            let r = hello.rank as usize;
+            infos[r] = Some(info);
+            chans[r] = Some(ch);
+        }
+        let missing: Vec<String> = (1..n)
+            .filter(|&r| infos[r].is_none())
+            .map(|r| r.to_string())
+            .collect();
+        if !missing.is_empty() {
+            let mut why = format!(
+                "rank{} {} never joined within {:.0} s (world size {})",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", "),
+                cfg.timeout.as_secs_f64(),
+                cfg.world_size
+            );
+            if !problems.is_empty() {
+                why.push_str("; ");
+                why.push_str(&problems.join("; "));
+            }
+            for ch in chans.iter_mut().flatten() {
+                let _ = ch.send(&Welcome::Abort(why.clone()));
+            }
+            return Err(ClusterError::Rendezvous(why));
+        }
+        for p in &problems {
+            tracing::warn!("rendezvous: {p}");
+        }
+    }
+    let ips: Vec<String> = if cfg.data_ips.is_empty() {
+        vec![my_ip.unwrap_or(IpAddr::from([127, 0, 0, 1])).to_string()]
+    } else {
+        cfg.data_ips.iter().map(ToString::to_string).collect()
+    };
+    infos[0] = Some(PeerInfo {
+        rank: 0,
+        host: cfg.host.clone(),
+        pid: std::process::id(),
+        data_addrs: ips.iter().map(|ip| join_addr(ip, data_port)).collect(),
+    });
+    let peers: Vec<PeerInfo> = infos.into_iter().flatten().collect();
+    for ch in chans.iter_mut().flatten() {
+        ch.send(&Welcome::Table(peers.clone()))?;
+        ch.set_timeout(cfg.timeout)?;
+    }
+    Ok(Group {
+        rank: 0,
+        peers,
+        token: cfg.token.clone(),
+        timeout: cfg.timeout,
+        ctrl: Ctrl::Root(chans),
+        listener,
+        stash: HashMap::new(),
+    })
+}
+
+fn member_join(
+    cfg: &JoinConfig,
+    listener: TcpListener,
+    data_port: u16,
+) -> Result<Group, ClusterError> {
+    let deadline = Instant::now() + cfg.timeout;
+    // Rank 0 may start later than we do: retry refused connections until the deadline.
+    let mut ch = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match Channel::connect(
+            cfg.master.as_str(),
+            &cfg.token,
+            left.max(Duration::from_millis(100)),
+        ) {
+            Ok(ch) => break ch,
+            Err(e @ WireError::AuthFailed { .. }) => return Err(e.into()),
+            Err(e) => {
+                if Instant::now() >= deadline {
+                    return Err(ClusterError::Rendezvous(format!(
+                        "rank {} could not reach rank 0 at {} within {:.0} s: {e}",
+                        cfg.rank,
+                        cfg.master,
+                        cfg.timeout.as_secs_f64()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    };
+    ch.set_peer_name(format!("rank 0 ({})", cfg.master));
+    let ips: Vec<String> = if cfg.data_ips.is_empty() {
+        let ip = ch
+            .stream()
+            .local_addr()
+            .map(|a| a.ip())
+            .map_err(|source| ClusterError::Io {
+                what: "reading the local address".into(),
+                source,
+            })?;
+        vec![ip.to_string()]
+    } else {
+        cfg.data_ips.iter().map(ToString::to_string).collect()
+    };
+    ch.send(&Hello {
+        rank: cfg.rank,
+        world_size: cfg.world_size,
+        host: cfg.host.clone(),
+        pid: std::process::id(),
+        data_port,
+        data_ips: ips,
+    })?;
+    // Rank 0 waits up to the timeout for the last rank; wait a little longer than that.
+    ch.set_timeout(cfg.timeout + Duration::from_secs(5))?;
+    let peers = match ch.recv::<Welcome>()? {
+        Welcome::Table(t) => t,
+        Welcome::Abort(why) => return Err(ClusterError::Rendezvous(why)),
+    };
+    if peers.len() != cfg.world_size as usize
+        || peers.iter().enumerate().any(|(i, p)| p.rank as usize != i)
+    {
+        return Err(ClusterError::Rendezvous(
+            "rank 0 sent an inconsistent rank table".into(),
+        ));
+    }
+    if let Some(p) = peers.first() {
+        ch.set_peer_name(p.label());
+    }
+    ch.set_timeout(cfg.timeout)?;
+    Ok(Group {
+        rank: cfg.rank,
+        peers,
+        token: cfg.token.clone(),
+        timeout: cfg.timeout,
+        ctrl: Ctrl::Member(ch),
+        listener,
+        stash: HashMap::new(),
+    })
+}
+
+fn join_addr(ip: &str, port: u16) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{port}")
+    } else {
+        format!("{ip}:{port}")
+    }
+}
+
+fn set_nonblocking(l: &TcpListener, on: bool) -> Result<(), ClusterError> {
+    l.set_nonblocking(on).map_err(|source| ClusterError::Io {
+        what: "configuring a listener".into(),
+        source,
+    })
+}
+
+impl Group {
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.peers.len() as u32
+    }
+
+    pub fn peers(&self) -> &[PeerInfo] {
+        &self.peers
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub fn label(&self, rank: u32) -> String {
+        self.peers
+            .get(rank as usize)
+            .map(PeerInfo::label)
+            .unwrap_or_else(|| format!("rank {rank}"))
+    }
+
+    /// Raises (or lowers) the largest control message accepted from now on, e.g. to gather
+    /// whole node inventories.
+    pub fn set_max_frame(&mut self, max: u32) {
+        match &mut self.ctrl {
+            Ctrl::Member(ch) => ch.set_max_frame(max),
+            Ctrl::Root(chans) => chans
+                .iter_mut()
+                .flatten()
+                .for_each(|c| c.set_max_frame(max)),
+        }
+    }
+
+    /// Distinct host names in rank order.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        for p in &self.peers {
+            if !hosts.contains(&p.host) {
+                hosts.push(p.host.clone());
+            }
+        }
+        hosts
+    }
+
+    /// Sends `value` to rank 0; rank 0 gets everyone's in rank order. A member that reported a
+    /// failure, or whose connection dropped, makes this an error at rank 0 naming it.
+    pub fn gather<T: Serialize + DeserializeOwned>(
+        &mut self,
+        value: T,
+    ) -> Result<Option<Vec<T>>, ClusterError> {
+        match &mut self.ctrl {
+            Ctrl::Member(ch) => {
+                ch.send(&Up::Ok(value))?;
+                Ok(None)
+            }
+            Ctrl::Root(chans) => {
+                let mut out = Vec::with_capacity(chans.len());
+                let mut mine = Some(value);
+                let mut failures = Vec::new();
+                for (r, slot) in chans.iter_mut().enumerate() {
+                    let Some(ch) = slot else {
+                        if let Some(v) = mine.take() {
+                            out.push(v);
+                        }
+                        continue;
+                    };
+                    if !failures.is_empty() {
+                        // Once one rank failed, do not wait the full timeout on each of the rest.
+                        let _ = ch.set_timeout(Duration::from_secs(2));
+                    }
+                    match ch.recv::<Up<T>>() {
+                        Ok(Up::Ok(v)) => out.push(v),
+                        Ok(Up::Failed(why)) => failures.push(format!("{}: {why}", ch.peer())),
+                        Err(WireError::Closed { .. }) => failures.push(format!(
+                            "{} died or exited (its control connection closed)",
+                            self.peers[r].label()
+                        )),
+                        Err(e) => failures.push(e.to_string()),
+                    }
+                }
+                if failures.is_empty() {
+                    Ok(Some(out))
+                } else {
+                    self.abort_all(&failures.join("; "));
+                    Err(ClusterError::Aborted(failures.join("; ")))
+                }
+            }
+        }
+    }
+
+    /// Rank 0 sends `value` to everyone; everyone returns it.
+    pub fn broadcast<T: Serialize + DeserializeOwned + Clone>(
+        &mut self,
+        value: Option<T>,
+    ) -> Result<T, ClusterError> {
+        match &mut self.ctrl {
+            Ctrl::Member(ch) => match ch.recv::<Down<T>>()? {
+                Down::Ok(v) => Ok(v),
+                Down::Abort(why) => Err(ClusterError::Aborted(why)),
+            },
+            Ctrl::Root(chans) => {
+                let v = value.ok_or_else(|| {
+                    ClusterError::Invalid("rank 0 must supply the broadcast value".into())
+                })?;
+                for ch in chans.iter_mut().flatten() {
+                    ch.send(&Down::Ok(v.clone()))?;
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    /// Everyone waits until everyone is here.
+    pub fn barrier(&mut self) -> Result<(), ClusterError> {
+        self.gather(())?;
+        self.broadcast(Some(()))
+    }
+
+    /// Called on a failure: a member tells rank 0 why (best effort); rank 0 collects what the
+    /// others say, so the error it prints names the rank that actually died rather than the
+    /// neighbour whose connection closed in consequence.
+    pub fn fail(&mut self, err: &ClusterError) -> ClusterError {
+        match &mut self.ctrl {
+            Ctrl::Member(ch) => {
+                let _ = ch.send(&Up::<()>::Failed(err.to_string()));
+                ClusterError::Aborted(err.to_string())
+            }
+            Ctrl::Root(chans) => {
+                let mut dead = Vec::new();
+                let mut said = Vec::new();
+                for (r, slot) in chans.iter_mut().enumerate() {
+                    let Some(ch) = slot else { continue };
+                    let _ = ch.set_timeout(Duration::from_secs(3));
+                    match ch.recv::<Up<serde_json::Value>>() {
+                        Ok(Up::Failed(why)) => said.push(format!("{}: {why}", ch.peer())),
+                        Ok(Up::Ok(_)) => {}
+                        Err(WireError::Closed { .. }) => dead.push(format!(
+                            "{} died or exited without a report",
+                            self.peers[r].label()
+                        )),
+                        Err(_) => {}
+                    }
+                }
+                let mut parts = dead;
+                parts.push(format!("rank 0: {err}"));
+                parts.extend(said);
+                let why = parts.join("; ");
+                self.abort_all(&why);
+                ClusterError::Aborted(why)
+            }
+        }
+    }
+
+    fn abort_all(&mut self, why: &str) {
+        if let Ctrl::Root(chans) = &mut self.ctrl {
+            for ch in chans.iter_mut().flatten() {
+                let _ = ch.send(&Down::<()>::Abort(why.to_string()));
+            }
+        }
+    }
+
+    /// What opening data connections needs, detached so a thread can connect while this one
+    /// accepts.
+    pub fn connector(&self) -> Connector {
+        Connector {
+            rank: self.rank,
+            peers: self.peers.clone(),
+            token: self.token.clone(),
+            timeout: self.timeout,
+        }
+    }
+
+    /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
+    /// the peer's data addresses (NICs) to use.
+    pub fn connect_data(
+        &self,
+        peer: u32,
+        tag: u32,
+        index: usize,
+    ) -> Result<TcpStream, ClusterError> {
+        self.connector().connect_data(peer, tag, index)
+    }
+
+    /// Waits for `peer`'s data connection labelled `tag`; connections for other (peer, tag)
+    /// pairs that arrive first are kept for their own call.
+    pub fn accept_data(&mut self, peer: u32, tag: u32) -> Result<TcpStream, ClusterError> {
+        if let Some(s) = self.stash.remove(&(peer, tag)) {
+            return Ok(s);
+        }
+        set_nonblocking(&self.listener, true)?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(ClusterError::Peer {
+                            peer: self.label(peer),
+                            why: format!(
+                                "did not open its data connection within {:.0} s",
+                                self.timeout.as_secs_f64()
+                            ),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                Err(source) => {
+                    return Err(ClusterError::Io {
+                        what: "accepting data connections".into(),
+                        source,
+                    })
+                }
+            };
+            let _ = stream.set_nonblocking(false);
+            let mut ch = match Channel::accept(stream, &self.token, self.timeout) {
+                Ok(ch) => ch,
+                Err(e) => {
+                    tracing::warn!("refused a data connection: {e}");
+                    continue;
+                }
+            };
+            let hello: DataHello = match ch.recv() {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!("a data connection said no hello: {e}");
+                    continue;
+                }
+            };
+            let s = data_stream(&ch, self.timeout)?;
+            if (hello.rank, hello.tag) == (peer, tag) {
+                return Ok(s);
+            }
+            self.stash.insert((hello.rank, hello.tag), s);
+        }
+    }
+
+    /// A connection to `peer` for pair tests: the lower rank connects, the higher accepts.
+    pub fn pair_stream(&mut self, peer: u32, tag: u32) -> Result<TcpStream, ClusterError> {
+        if self.rank < peer {
+            self.connect_data(peer, tag, 0)
+        } else {
+            self.accept_data(peer, tag)
+        }
+    }
+}
+
+/// Opens data connections on behalf of a [`Group`], from another thread.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    rank: u32,
+    peers: Vec<PeerInfo>,
+    token: Token,
+    timeout: Duration,
+}
+
+impl Connector {
+    /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
+    /// the peer's data addresses (NICs) to use.
+    pub fn connect_data(
+        &self,
+        peer: u32,
+        tag: u32,
+        index: usize,
+    ) -> Result<TcpStream, ClusterError> {
+        let info = self
+            .peers
+            .get(peer as usize)
+            .ok_or_else(|| ClusterError::Invalid(format!("no rank {peer}")))?;
+        let addrs = &info.data_addrs;
+        let addr = addrs.get(index % addrs.len().max(1)).ok_or_else(|| {
+            ClusterError::Invalid(format!("{} has no data address", info.label()))
+        })?;
+        let mut ch = Channel::connect(addr.as_str(), &self.token, self.timeout)
+            .map_err(|e| peer_err(info, e))?;
+        ch.set_peer_name(info.label());
+        ch.send(&DataHello {
+            rank: self.rank,
+            tag,
+        })?;
+        data_stream(&ch, self.timeout).map_err(|e| peer_err(info, e))
+    }
+}
+
+fn peer_err(info: &PeerInfo, e: WireError) -> ClusterError {
+    ClusterError::Peer {
+        peer: info.label(),
+        why: e.to_string(),
+    }
+}
+
+fn data_stream(ch: &Channel, timeout: Duration) -> Result<TcpStream, WireError> {
+    let s = ch.stream().try_clone().map_err(|source| WireError::Io {
+        peer: ch.peer().to_string(),
+        source,
+    })?;
+    let _ = s.set_nodelay(true);
+    let t = Some(timeout.max(Duration::from_millis(1)));
+    let _ = s.set_read_timeout(t);
+    let _ = s.set_write_timeout(t);
+    Ok(s)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::thread;
+
+    pub(crate) fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    pub(crate) fn cfg(rank: u32, n: u32, port: u16, token: &str, secs: u64) -> JoinConfig {
+        JoinConfig {
+            rank,
+            world_size: n,
+            master: format!("127.0.0.1:{port}"),
+            token: Token::new(token).unwrap(),
+            timeout: Duration::from_secs(secs),
+            host: format!("host{rank}"),
+            data_ips: vec![],
+        }
+    }
+
+    #[test]
+    fn four_ranks_join_gather_and_broadcast() {
+        let port = free_port();
+        let handles: Vec<_> = (0..4)
+            .map(|r| {
+                thread::spawn(move || {
+                    let mut g = join(&cfg(r, 4, port, "tok", 10)).unwrap();
+                    assert_eq!(g.size(), 4);
+                    assert_eq!(g.peers()[2].host, "host2");
+                    let all = g.gather(r * 10).unwrap();
+                    let v = g.broadcast(all.map(|a| a.iter().sum::<u32>())).unwrap();
+                    g.barrier().unwrap();
+                    v
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), 60);
+        }
+    }
+
+    #[test]
+    fn a_rank_that_never_arrives_is_named() {
+        let port = free_port();
+        let r1 = thread::spawn(move || join(&cfg(1, 3, port, "tok", 2)));
+        let err = join(&cfg(0, 3, port, "tok", 1)).unwrap_err();
+        assert!(err.to_string().contains("rank 2 never joined"), "{err}");
+        let err1 = r1.join().unwrap().unwrap_err();
+        assert!(err1.to_string().contains("rank 2"), "{err1}");
+    }
+
+    #[test]
+    fn a_wrong_token_is_rejected_and_reported() {
+        let port = free_port();
+        let bad = thread::spawn(move || join(&cfg(1, 2, port, "wrong", 3)));
+        let err = join(&cfg(0, 2, port, "right", 1)).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("rank 1 never joined"), "{text}");
+        assert!(text.contains("wrong token"), "{text}");
+        let bad_err = bad.join().unwrap().unwrap_err();
+        assert!(bad_err.to_string().contains("token differs"), "{bad_err}");
+    }
+
+    #[test]
+    fn duplicate_ranks_are_refused() {
+        let port = free_port();
+        let a = thread::spawn(move || join(&cfg(1, 2, port, "tok", 3)));
+        let b = thread::spawn(move || join(&cfg(1, 2, port, "tok", 3)));
+        let root = join(&cfg(0, 2, port, "tok", 2));
+        let results = [a.join().unwrap().is_ok(), b.join().unwrap().is_ok()];
+        // Exactly one of the two claimants gets in; the other is told why.
+        assert!(root.is_ok());
+        assert_eq!(results.iter().filter(|ok| **ok).count(), 1);
+    }
+
+    #[test]
+    fn a_member_that_dies_is_named_at_rank_0() {
+        let port = free_port();
+        let m = thread::spawn(move || {
+            let g = join(&cfg(1, 2, port, "tok", 5)).unwrap();
+            drop(g);
+        });
+        let mut g = join(&cfg(0, 2, port, "tok", 5)).unwrap();
+        m.join().unwrap();
+        let err = g.gather(1u32).unwrap_err();
+        assert!(err.to_string().contains("rank 1 (host1"), "{err}");
+        assert!(err.to_string().contains("died"), "{err}");
+    }
+
+    #[test]
+    fn data_connections_find_their_peer_and_tag() {
+        let port = free_port();
+        let m = thread::spawn(move || {
+            let g = join(&cfg(1, 2, port, "tok", 5)).unwrap();
+            use std::io::Write;
+            let mut b = g.connect_data(0, 7, 0).unwrap();
+            let mut a = g.connect_data(0, 3, 0).unwrap();
+            a.write_all(b"three").unwrap();
+            b.write_all(b"seven").unwrap();
+        });
+        let mut g = join(&cfg(0, 2, port, "tok", 5)).unwrap();
+        use std::io::Read;
+        let mut buf = [0u8; 5];
+        g.accept_data(1, 3).unwrap().read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"three");
+        g.accept_data(1, 7).unwrap().read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"seven");
+        m.join().unwrap();
+    }
+}

@@ -1,0 +1,660 @@
+//! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
+//! matters, the evidence it reads, the fix, and where the knowledge comes from).
+//!
+//! `docs/rules/` is generated from this table (`fabrik explain --all`); a test keeps them in
+//! sync.
+
+use fabrik_model::Severity;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Reads one node.
+    Node,
+    /// Reads one node and the planned NCCL environment.
+    Env,
+    /// Compares several nodes.
+    Cluster,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Source {
+    pub title: &'static str,
+    pub url: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rule {
+    pub id: &'static str,
+    /// The most severe level the rule reports (some findings of a rule are milder).
+    pub severity: Severity,
+    pub scope: Scope,
+    pub title: &'static str,
+    pub checks: &'static str,
+    pub why: &'static str,
+    pub evidence: &'static str,
+    pub fix: &'static str,
+    pub sources: &'static [Source],
+}
+
+const NCCL_ENV: Source = Source {
+    title: "NCCL documentation: Environment Variables",
+    url: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",
+};
+const NCCL_TROUBLESHOOTING: Source = Source {
+    title: "NCCL documentation: Troubleshooting (GPU Direct, ACS, InfiniBand limits)",
+    url: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+};
+const KERNEL_IB_ABI: Source = Source {
+    title: "Linux kernel ABI: /sys/class/infiniband (ports, GIDs, gid_attrs)",
+    url: "https://kernel.org/doc/Documentation/ABI/testing/sysfs-class-infiniband",
+};
+const NCCL_SOCKET_SRC: Source = Source {
+    title: "NCCL source: ncclFindInterfaces (src/misc/socket.cc)",
+    url: "https://github.com/NVIDIA/nccl/blob/master/src/misc/socket.cc",
+};
+const NCCL_OS_LINUX_SRC: Source = Source {
+    title: "NCCL source: ncclOsFindInterfaces, IFF_RUNNING and address filters (src/os/linux.cc)",
+    url: "https://github.com/NVIDIA/nccl/blob/master/src/os/linux.cc",
+};
+const NCCL_PATHS_SRC: Source = Source {
+    title: "NCCL source: ncclTopoCheckGdr, default netGdrLevel = PATH_PXB (src/graph/paths.cc)",
+    url: "https://github.com/NVIDIA/nccl/blob/master/src/graph/paths.cc",
+};
+const NCCL_IB_CONNECT_SRC: Source = Source {
+    title: "NCCL source: NCCL_IB_GID_INDEX default -1 (src/transport/net_ib/connect.cc, v2.31.2-1)",
+    url: "https://raw.githubusercontent.com/NVIDIA/nccl/v2.31.2-1/src/transport/net_ib/connect.cc",
+};
+const JUNIPER_GID: Source = Source {
+    title: "Juniper JVD: NCCL 2.21+ selects the GID index automatically (NCCL_IB_GID_INDEX=-1)",
+    url: "https://www.juniper.net/documentation/us/en/software/jvd/jvd-ai-dc-evpn-multitenancy/appendix_d_how_to_run_nccl_tests_using_autoconfigured_ipv6_address.html",
+};
+const MEMLOCK_ISSUE: Source = Source {
+    title: "NVIDIA/nccl-tests#206: ibv_reg_mr_iova2 failed, Cannot allocate memory (ulimit -l was 8192)",
+    url: "https://github.com/NVIDIA/nccl-tests/issues/206",
+};
+const ACS_ISSUE: Source = Source {
+    title: "NVIDIA/nccl#199: multi-GPU hang, fixed by disabling ACS",
+    url: "https://github.com/NVIDIA/nccl/issues/199",
+};
+const SEED_VF: Source = Source {
+    title: "Field report (fabrik seed 004): ConnectX-7 VF, 84 Gb/s from cudaMalloc memory until IBV_ACCESS_RELAXED_ORDERING",
+    url: "fabrik: shared/seeds/004_9d30baae93df1138.txt (article on a NVIDIA/nccl custom-plugin performance report)",
+};
+const NV_VM_ATS: Source = Source {
+    title: "NVIDIA AI Enterprise: ATS and ACS configuration for GPUDirect RDMA in VMs",
+    url: "https://docs.nvidia.com/ai-enterprise/planning-resource/optimizing-vm-configuration-ai-inference/latest/appendix.html",
+};
+const GPU_OPERATOR_RDMA: Source = Source {
+    title: "NVIDIA GPU Operator: GPUDirect RDMA with DMA-BUF or nvidia-peermem",
+    url:
+        "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-operator-rdma.html",
+};
+const GDR_MANUAL: Source = Source {
+    title: "NVIDIA GPUDirect RDMA User Manual: nv_peer_mem must be loaded",
+    url: "https://docs.nvidia.com/networking/display/GPUDirectRDMAv18/System+Requirements+and+Recommendations",
+};
+const SOCKET_286: Source = Source {
+    title: "NVIDIA/nccl#286: default NCCL_SOCKET_IFNAME behaviour (^lo,docker)",
+    url: "https://github.com/NVIDIA/nccl/issues/286",
+};
+const SOCKET_913: Source = Source {
+    title: "NVIDIA/nccl#913: ncclCommInitRank hangs because of a docker bridge veth interface",
+    url: "https://github.com/NVIDIA/nccl/issues/913",
+};
+const HOROVOD_700: Source = Source {
+    title: "horovod#700: NCCL picks ib*, then non-docker/lo, then docker0, then lo (maintainer's explanation)",
+    url: "https://github.com/horovod/horovod/pull/700",
+};
+const TCPX_YAML: Source = Source {
+    title: "GoogleCloudPlatform/container-engine-accelerators: GPUDirect-TCPX rxdm daemon and NCCL plugin",
+    url: "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/master/gpudirect-tcpx/nccl-test.yaml",
+};
+const SEED_A3: Source = Source {
+    title: "Field report (fabrik seed 000): dstack on GCP A3, 50 GB/s algbw with TCPX vs 20 GB/s without",
+    url: "fabrik: shared/seeds/000_d9c34bf05bbb1789.txt (article on dstack's GCP A3 GPUDirect-TCPX support)",
+};
+const EFA_NCCL: Source = Source {
+    title: "AWS: Get started with EFA and NCCL",
+    url: "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl-base.html",
+};
+const OFI_49: Source = Source {
+    title: "aws/aws-ofi-nccl#49: the plugin is how NCCL uses EFA",
+    url: "https://github.com/aws/aws-ofi-nccl/issues/49",
+};
+const MLX5_COUNTERS: Source = Source {
+    title: "Linux mlx5 hw_counters names (drivers/infiniband/hw/mlx5/counters.c)",
+    url: "https://git.zx2c4.com/wireguard-linux/plain/drivers/infiniband/hw/mlx5/counters.c",
+};
+const MLX5_CNP: Source = Source {
+    title: "IB/mlx5: congestion counters np_cnp_sent, rp_cnp_handled, np_ecn_marked_roce_packets",
+    url: "https://github.com/xanmod/linux/commit/e1f24a79f424ddb03828de7c0152668c9a30146e",
+};
+const ROCE_MTU_BLOG: Source = Source {
+    title: "RoCE active MTU is the largest IB MTU below the Ethernet MTU minus RoCE headers",
+    url: "https://blog.workinghardinit.work/2019/09/05/fixing-slow-roce-rdma-performance-with-winof-2-to-winof/",
+};
+const ROCE_MODE: Source = Source {
+    title: "NVIDIA MLNX_OFED: default RoCE mode (IB/RoCE v1 vs RoCE v2)",
+    url: "https://docs.nvidia.com/networking/display/RHEL94/default-roce-mode-setting.pdf",
+};
+const SM_OMNIA: Source = Source {
+    title:
+        "dell/omnia#399: the subnet manager configures IB endpoints (ports stay INIT without one)",
+    url: "https://github.com/dell/omnia/issues/399",
+};
+const IB_DISABLE_1591: Source = Source {
+    title: "NVIDIA/nccl#1591: NCCL_IB_DISABLE=1 works but the throughput is terrible",
+    url: "https://github.com/NVIDIA/nccl/issues/1591",
+};
+const ACS_ALIBABA: Source = Source {
+    title: "Alibaba Cloud ACS RDMA pods: NCCL_IB_DISABLE=1 required on P16EN (fabrik seed 003)",
+    url: "fabrik: shared/seeds/003_f206e007a5dfc7e7.txt (Alibaba Cloud ACS documentation page)",
+};
+const ONEFLOW_VETH: Source = Source {
+    title: "Oneflow-Inc/oneflow#9115: NET/Socket using veth interfaces when IB is absent",
+    url: "https://github.com/Oneflow-Inc/oneflow/pull/9115",
+};
+const NCCL_634: Source = Source {
+    title: "NVIDIA/nccl#634: GPU/NIC NODE and SYS distances in nvidia-smi topo -m",
+    url: "https://github.com/NVIDIA/nccl/issues/634",
+};
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "FAB-RDMA-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "No RDMA device present",
+        checks: "Whether /sys/class/infiniband holds any device. A node with two or more GPUs and none is a warning (an info on GCP A3-like VMs, where TCPX replaces RDMA); a node with fewer GPUs gets an info. The finding also says which interface NCCL's socket transport would use instead.",
+        why: "Without an RDMA device NCCL carries inter-node traffic over TCP sockets, typically several times slower than InfiniBand or RoCE and with high CPU cost.",
+        evidence: "/sys/class/infiniband (empty or absent), GPUs found on the PCI bus, /sys/class/net/* (for the socket interface).",
+        fix: "Attach IB/RoCE NICs and load their drivers (mlx5_core, mlx5_ib, ib_uverbs), or use the cloud's fabric (EFA + aws-ofi-nccl, GPUDirect-TCPX). Otherwise set NCCL_SOCKET_IFNAME to the fastest interface.",
+        sources: &[NCCL_ENV, IB_DISABLE_1591],
+    },
+    Rule {
+        id: "FAB-RDMA-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "RDMA devices without /dev/infiniband/uverbs*",
+        checks: "RDMA devices exist in sysfs but /dev/infiniband has no uverbs* character device.",
+        why: "User-space verbs (NCCL's IB transport, perftest) open /dev/infiniband/uverbsN; without it NCCL reports `NET/IB : No device found` and falls back to sockets. Typical of a container started without the RDMA devices.",
+        evidence: "/dev/infiniband listing, /sys/class/infiniband.",
+        fix: "`modprobe ib_uverbs` on the host; `docker run --device=/dev/infiniband --cap-add=IPC_LOCK`; in Kubernetes request the RDMA device plugin's resource.",
+        sources: &[KERNEL_IB_ABI, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-RDMA-003",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Locked-memory limit not unlimited with RDMA present",
+        checks: "`Max locked memory` in /proc/self/limits is not `unlimited` while RDMA devices exist.",
+        why: "RDMA memory registration pins pages; with a limited memlock ibv_reg_mr fails (`Cannot allocate memory`) once NCCL's buffers exceed it. The limit read is the probing process's, which may differ from the job's.",
+        evidence: "/proc/self/limits (Max locked memory).",
+        fix: "`* soft memlock unlimited` / `* hard memlock unlimited` in /etc/security/limits.conf, `LimitMEMLOCK=infinity` for systemd units, `--ulimit memlock=-1:-1` for Docker; check `ulimit -l` inside the launcher (mpirun/srun).",
+        sources: &[MEMLOCK_ISSUE, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-RDMA-004",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "SR-IOV virtual function: relaxed ordering matters",
+        checks: "An RDMA device's PCI function has a `physfn` link (it is an SR-IOV VF, i.e. the node is a VM or a container with a VF). Warning on GPU nodes, info otherwise.",
+        why: "In VMs, GPUDirect RDMA writes from a VF into GPU memory can run far below line rate unless the memory region is registered with relaxed ordering; a ConnectX-7 VF measured 84 Gb/s from cudaMalloc memory vs ~400 Gb/s with IBV_ACCESS_RELAXED_ORDERING.",
+        evidence: "/sys/bus/pci/devices/<vf>/physfn.",
+        fix: "Keep NCCL_IB_PCI_RELAXED_ORDERING at its default (2, auto) or set 1; custom net plugins and verbs code must pass IBV_ACCESS_RELAXED_ORDERING to ibv_reg_mr; have ATS enabled on the NIC and ACS configured for it by the hypervisor owner.",
+        sources: &[SEED_VF, NCCL_ENV, NV_VM_ATS],
+    },
+    Rule {
+        id: "FAB-PORT-001",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "RDMA port not ACTIVE",
+        checks: "ports/N/state is DOWN, INIT, ARMED (or another non-ACTIVE state). INIT on InfiniBand is explained as a missing subnet manager.",
+        why: "Only ACTIVE ports carry traffic; NCCL skips the others, losing a rail, or falls back to sockets when none is left.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/state (`4: ACTIVE` as the kernel writes it).",
+        fix: "DOWN: cable and switch port. INIT: start a subnet manager (opensm or the switch SM). ARMED: check the SM log.",
+        sources: &[KERNEL_IB_ABI, SM_OMNIA],
+    },
+    Rule {
+        id: "FAB-PORT-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "Physical link not LinkUp",
+        checks: "ports/N/phys_state is Polling, Disabled, LinkErrorRecovery, Sleep... rather than `5: LinkUp`.",
+        why: "Polling means no partner is seen (bad or unplugged cable, peer down); Disabled means the port was turned off; LinkErrorRecovery means the link keeps retraining.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/phys_state.",
+        fix: "Check the cable/transceiver (`mlxlink`), enable the port (`ibportstate ... enable`, `ip link set <netdev> up`), check the switch port.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-PORT-003",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "InfiniBand port below its capable width or speed",
+        checks: "An ACTIVE IB port whose width (1X/2X/4X) or lane speed (EDR/HDR/NDR...) is below that of another port of the same HCA model on the node, or that runs 1X at all. Evidence of capability is what the same hardware reached on this node; sysfs does not expose a port's supported widths.",
+        why: "A port that trains at `25 Gb/sec (1X EDR)` instead of `100 Gb/sec (4X EDR)` has failed lanes (cable, transceiver, connector) and gives a quarter of the bandwidth; NCCL rings then run at its pace.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/rate, /sys/class/infiniband/<dev>/hca_type.",
+        fix: "Reseat or replace the cable/transceiver, check the switch port; `mlxlink -d <dev> -p <n>` shows lane state and errors.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-PORT-004",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Active ports of one node at different rates",
+        checks: "ACTIVE hardware ports of the same link layer report different rates in Gb/s.",
+        why: "NCCL spreads channels over rails; collectives finish at the pace of the slowest rail.",
+        evidence: "/sys/class/infiniband/*/ports/*/rate.",
+        fix: "Bring the slow ports to the rate of the others, or exclude them with NCCL_IB_HCA until repaired.",
+        sources: &[KERNEL_IB_ABI, NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-DATA-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A value fabrik cannot judge",
+        checks: "Port states, physical states, rate texts, link layers or GID types that this version of fabrik does not know (a new kernel text, a number without a name).",
+        why: "Guessing would risk calling a broken port healthy or the reverse; the value is reported as read so a person can judge it.",
+        evidence: "The sysfs file holding the value.",
+        fix: "Check the device with `ibstat`/`ibv_devinfo`; report the value so fabrik learns it.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-PCI-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "PCIe link below its maximum speed or width",
+        checks: "current_link_width < max_link_width (warning) or current_link_speed < max_link_speed for NICs (warning) and GPUs (info: GPUs lower their PCIe speed when idle).",
+        why: "A NIC at x8 or Gen3 instead of x16 Gen4/5 cannot feed its network port; a GPU at reduced width halves GPUDirect bandwidth.",
+        evidence: "/sys/bus/pci/devices/<addr>/{current,max}_link_{speed,width}.",
+        fix: "Reseat the card, check the slot's electrical width and BIOS PCIe settings; compare LnkSta with LnkCap in `lspci -vv`.",
+        sources: &[NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-PCI-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "ACS redirect enabled on PCIe bridges between GPUs and NICs",
+        checks: "ACSCtl of a bridge on a GPU's or NIC's PCIe path has ReqRedir, CmpltRedir or UpstreamFwd enabled (from `lspci -vvv` captured by `fabrik snapshot`). Error on bare metal, warning when virtualization is unknown, skipped in VMs.",
+        why: "ACS redirect sends peer-to-peer PCIe traffic up to the root complex: GPUDirect RDMA and GPU-to-GPU PCIe traffic slow down sharply or hang.",
+        evidence: "lspci -vvv ACSCtl line of each bridge, virtualization detection.",
+        fix: "Disable ACS in the BIOS or with `setpci -s <bridge> ECAP_ACS+0x6.w=0000` at boot on bare-metal GPU nodes.",
+        sources: &[NCCL_TROUBLESHOOTING, ACS_ISSUE],
+    },
+    Rule {
+        id: "FAB-PCI-003",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "IOMMU on and not in passthrough (bare metal)",
+        checks: "The IOMMU is enabled (kernel command line or populated /sys/kernel/iommu_groups) and not in passthrough mode, on a node that is not a VM and has GPUs or RDMA devices.",
+        why: "IOMMU translation of every NIC/GPU DMA costs bandwidth and, together with ACS, breaks or slows GPUDirect peer-to-peer.",
+        evidence: "/proc/cmdline (intel_iommu=, amd_iommu=, iommu=pt, iommu.passthrough=), /sys/kernel/iommu_groups.",
+        fix: "Boot with `iommu=pt` (or disable the IOMMU where no VM passthrough is needed).",
+        sources: &[NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-ROCE-001",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "RoCE port without a RoCE v2 GID carrying an IP address",
+        checks: "An ACTIVE Ethernet-link-layer port has no GID of type `RoCE v2` whose value is an IP address (IPv4-mapped or global IPv6).",
+        why: "RoCE v2 GIDs are created from the netdev's IP addresses; without one NCCL cannot build routable RoCE v2 connections (only link-local or RoCE v1 entries remain).",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/gids/*, gid_attrs/types/*, gid_attrs/ndevs/*.",
+        fix: "Assign an IP address to the RoCE netdev; the kernel then adds RoCE v2 GIDs. Check with `show_gids`.",
+        sources: &[KERNEL_IB_ABI, ROCE_MODE],
+    },
+    Rule {
+        id: "FAB-ROCE-002",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "RoCE v2 GID index differs between ports of one node",
+        checks: "The first RoCE v2 GID with an IPv4 address is at different indexes on different RoCE ports.",
+        why: "NCCL_IB_GID_INDEX is one value for all devices; before NCCL 2.21 (which selects a GID per device when the variable is unset, default -1) a fixed index cannot fit every port.",
+        evidence: "/sys/class/infiniband/*/ports/*/gid_attrs/types/*.",
+        fix: "Leave NCCL_IB_GID_INDEX unset with NCCL ≥ 2.21; otherwise make the GID tables alike (same IP setup on every RoCE netdev).",
+        sources: &[NCCL_IB_CONNECT_SRC, JUNIPER_GID, NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-MTU-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "RDMA MTU too small",
+        checks: "A RoCE port's netdev MTU below 4200, or an IB port's active MTU (from an ibv_devinfo capture) below 4096.",
+        why: "The RoCE path MTU is the largest IB MTU (256..4096) that fits in the Ethernet MTU minus RoCE headers: at MTU 1500 it is 1024, quadrupling packets and per-packet work.",
+        evidence: "/sys/class/net/<netdev>/mtu, active_mtu from `ibv_devinfo -v`.",
+        fix: "MTU 9000 on RoCE netdevs and switch ports; IB MTU 4096 in the SM partition configuration.",
+        sources: &[ROCE_MTU_BLOG],
+    },
+    Rule {
+        id: "FAB-QOS-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "PFC off on a RoCE interface",
+        checks: "`mlnx_qos -i <netdev>` (captured by `fabrik snapshot`) shows PFC enabled on no priority.",
+        why: "RoCE's go-back-N recovery handles loss poorly; without PFC (or a fabric designed lossy with strong congestion control) drops turn into retransmissions and stalls.",
+        evidence: "fabrik/cmd/mlnx_qos-<netdev>.txt.",
+        fix: "`mlnx_qos -i <netdev> --pfc 0,0,0,1,0,0,0,0 --trust dscp` (priority 3 as an example) on hosts and matching switch config; NCCL_IB_TC to match.",
+        sources: &[NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-QOS-002",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "RoCE ECN (DCQCN) off",
+        checks: "/sys/class/net/<netdev>/ecn/roce_np/enable/<p> or roce_rp/enable/<p> is 0 on the PFC priorities (or on every priority when PFC data is absent).",
+        why: "Without ECN/DCQCN, congestion is only handled by PFC pauses or drops, which spread and stall whole fabrics.",
+        evidence: "/sys/class/net/<netdev>/ecn/roce_np/enable/*, ecn/roce_rp/enable/*.",
+        fix: "`echo 1` into both files for the RoCE priority and enable ECN marking on the switches.",
+        sources: &[MLX5_CNP],
+    },
+    Rule {
+        id: "FAB-GDR-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "GPUs and RDMA NICs without a peer-memory path",
+        checks: "GPUs and hardware RDMA devices are present, neither nvidia_peermem nor nv_peer_mem is loaded, and dma-buf is not evidenced (kernel ≥ 5.12 and the open NVIDIA kernel module, whose /proc/driver/nvidia/version says `Open Kernel Module`).",
+        why: "Without GPUDirect RDMA every transfer is staged through host memory: lower bandwidth, higher latency, CPU load.",
+        evidence: "/proc/modules, /proc/sys/kernel/osrelease, /proc/driver/nvidia/version.",
+        fix: "`modprobe nvidia_peermem` (driver R470+), or dma-buf: kernel ≥ 5.12, open GPU kernel module, NCCL ≥ 2.13.",
+        sources: &[GPU_OPERATOR_RDMA, GDR_MANUAL],
+    },
+    Rule {
+        id: "FAB-GDR-002",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A GPU's nearest RDMA NIC is beyond PXB",
+        checks: "For each GPU, the nearest hardware RDMA NIC by `nvidia-smi topo -m` distance is PHB, NODE or SYS.",
+        why: "NCCL enables GPUDirect RDMA only up to NCCL_NET_GDR_LEVEL, PXB by default (ncclTopoCheckGdr: netGdrLevel = PATH_PXB); beyond it data is staged through host memory and crosses the CPU (and the inter-socket link at SYS).",
+        evidence: "GPU↔NIC path classification from the PCI device paths (as nvidia-smi topo -m).",
+        fix: "Place a NIC under the same PCIe switch as each GPU; pin ranks to their NIC's NUMA node; raising NCCL_NET_GDR_LEVEL forces GDR over the long path (measure first).",
+        sources: &[NCCL_PATHS_SRC, NCCL_ENV, NCCL_634],
+    },
+    Rule {
+        id: "FAB-CNT-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Link error counters above zero",
+        checks: "ports/N/counters: symbol_error, link_error_recovery, link_downed, port_rcv_errors, port_rcv_remote_physical_errors, port_rcv_switch_relay_errors, port_xmit_discards, port_xmit_constraint_errors, port_rcv_constraint_errors, local_link_integrity_errors, excessive_buffer_overrun_errors.",
+        why: "They count physical-layer and link faults (bad cable, transceiver, port). Cumulative since driver load or reset: a non-zero value says it happened; growth says it is happening.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/counters/*.",
+        fix: "Watch growth between two snapshots, check `mlxlink -c`, replace the cable/transceiver, reset counters after the fix.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-CNT-002",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "RoCE loss and retransmission counters above zero",
+        checks: "ports/N/hw_counters (mlx5 names): out_of_sequence, packet_seq_err, local_ack_timeout_err, implied_nak_seq_err, rnr_nak_retry_err, req_transport_retries_exceeded, duplicate_request.",
+        why: "They count dropped packets recovered by go-back-N or timeouts; each costs a stall of NCCL's connection.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/hw_counters/*.",
+        fix: "Make the RoCE priority lossless (PFC) with ECN on, check switch buffer drops and the traffic class NCCL uses (NCCL_IB_TC).",
+        sources: &[MLX5_COUNTERS],
+    },
+    Rule {
+        id: "FAB-CNT-003",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "Congestion notifications exchanged",
+        checks: "hw_counters np_cnp_sent, np_ecn_marked_roce_packets, rp_cnp_handled, rp_cnp_ignored above zero.",
+        why: "DCQCN worked and the fabric saw congestion; many CNPs during a job point at incast or an oversubscribed path.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/hw_counters/*cnp*.",
+        fix: "None if bandwidth is as expected; otherwise compare CNP rates across nodes to find the congested rail.",
+        sources: &[MLX5_CNP],
+    },
+    Rule {
+        id: "FAB-SOCK-001",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "The interface NCCL's sockets would use",
+        checks: "When no healthy IB/RoCE port is present and NCCL_SOCKET_IFNAME is unset: the interfaces NCCL's default selection would pick. NCCL tries `ib*` first, then any interface not starting with docker, lo or virbr (older releases: docker, lo), then docker*, lo, virbr*; only running interfaces with an IPv4 or non-loopback IPv6 address count, and the bootstrap uses the first.",
+        why: "Sockets then carry all inter-node traffic, so the interface decides both reachability and bandwidth.",
+        evidence: "/sys/class/net/*/operstate, interface addresses and kinds.",
+        fix: "Set NCCL_SOCKET_IFNAME==<interface> to the interface on the network that reaches the other nodes.",
+        sources: &[NCCL_ENV, NCCL_SOCKET_SRC, NCCL_OS_LINUX_SRC, SOCKET_286],
+    },
+    Rule {
+        id: "FAB-SOCK-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "NCCL's default socket interface would be wrong",
+        checks: "With NCCL_SOCKET_IFNAME unset, NCCL's default selection includes a bridge, veth/CNI/overlay or loopback interface (warning), or only docker*/lo/virbr* remain (error), or no running interface has an address (error).",
+        why: "The bootstrap and socket transport then connect to addresses other nodes cannot reach: hangs at ncclCommInitRank or `Bootstrap : no socket interface found`.",
+        evidence: "/sys/class/net/*/operstate, interface kinds and addresses.",
+        fix: "Set NCCL_SOCKET_IFNAME==<physical interface> (or exclude virtual ones: ^docker,lo,virbr,veth,br).",
+        sources: &[NCCL_SOCKET_SRC, SOCKET_913, HOROVOD_700, ONEFLOW_VETH],
+    },
+    Rule {
+        id: "FAB-CLOUD-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "GCP A3-like node without GPUDirect-TCPX",
+        checks: "8 GPUs, several gVNIC (gve) interfaces and no RDMA: warns when fewer than 4 data gVNICs exist, or when the planned environment has no NCCL_GPUDIRECTTCPX_* settings (info without an environment: the plugin and receive-datapath-manager are invisible to sysfs).",
+        why: "On A3 VMs, NCCL's bandwidth between nodes comes from the GPUDirect-TCPX plugin and the receive-datapath-manager over 4 data NICs; without them two nodes reach about 20 GB/s all_reduce algbw instead of about 50 GB/s.",
+        evidence: "/sys/class/net/*/device/driver (gve), GPU count, /sys/class/infiniband, env:NCCL_GPUDIRECTTCPX_*.",
+        fix: "Run the tcpgpudmarxd (receive-datapath-manager) container, put the nccl-plugin-gpudirecttcpx library on LD_LIBRARY_PATH, set the NCCL_GPUDIRECTTCPX_* variables, give the VM 4 data NICs.",
+        sources: &[TCPX_YAML, SEED_A3],
+    },
+    Rule {
+        id: "FAB-CLOUD-002",
+        severity: Severity::Error,
+        scope: Scope::Env,
+        title: "EFA present without the libfabric/aws-ofi-nccl settings",
+        checks: "EFA devices (efa_*, driver efa) are present: info without an environment; with one, error when FI_PROVIDER names another provider, warning when no FI_PROVIDER/FI_EFA_*/NCCL_NET_PLUGIN setting points at the plugin.",
+        why: "NCCL's built-in IB transport cannot drive EFA; without aws-ofi-nccl and libfabric's efa provider NCCL falls back to TCP sockets.",
+        evidence: "/sys/class/infiniband (efa devices), env:FI_PROVIDER, env:FI_EFA_*, env:NCCL_NET_PLUGIN.",
+        fix: "Install the EFA software and aws-ofi-nccl, FI_PROVIDER=efa (FI_EFA_USE_DEVICE_RDMA=1 on p4d/p5 with older libfabric).",
+        sources: &[EFA_NCCL, OFI_49],
+    },
+    Rule {
+        id: "FAB-ENV-001",
+        severity: Severity::Error,
+        scope: Scope::Env,
+        title: "NCCL_IB_HCA names devices or ports that do not exist or are down",
+        checks: "Each NCCL_IB_HCA entry (prefix, `=` exact, `:port`, `^` exclusion) against the node's devices and port states.",
+        why: "NCCL silently ignores entries that match nothing and uses only what is left, or falls back to sockets when nothing is.",
+        evidence: "env:NCCL_IB_HCA, /sys/class/infiniband/*/ports/*/state.",
+        fix: "Name devices as /sys/class/infiniband does; select ACTIVE ports only.",
+        sources: &[NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-ENV-002",
+        severity: Severity::Error,
+        scope: Scope::Env,
+        title: "NCCL_SOCKET_IFNAME matches no usable interface",
+        checks: "NCCL_SOCKET_IFNAME (prefix, `=` exact, `^` exclusion) against running, addressed interfaces; a match that includes a bridge or virtual device is a warning.",
+        why: "With no match NCCL fails at init (`Bootstrap : no socket interface found`); names differ between nodes more often than expected.",
+        evidence: "env:NCCL_SOCKET_IFNAME, /sys/class/net/*.",
+        fix: "Name the physical interface exactly (`==eth0`), list several names for heterogeneous nodes, or set it per node in /etc/nccl.conf.",
+        sources: &[NCCL_ENV, SOCKET_286],
+    },
+    Rule {
+        id: "FAB-ENV-003",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "IB/RoCE disabled while healthy RDMA ports exist",
+        checks: "NCCL_IB_DISABLE=1 or NCCL_NET=Socket while an ACTIVE/LinkUp IB or RoCE hardware port is present.",
+        why: "NCCL then uses TCP sockets; jobs run but at a fraction of the bandwidth. Some platforms require it (Alibaba ACS P16EN documents NCCL_IB_DISABLE=1).",
+        evidence: "env:NCCL_IB_DISABLE, env:NCCL_NET, port states.",
+        fix: "Remove the setting unless the platform documents it.",
+        sources: &[NCCL_ENV, IB_DISABLE_1591, ACS_ALIBABA],
+    },
+    Rule {
+        id: "FAB-ENV-004",
+        severity: Severity::Error,
+        scope: Scope::Env,
+        title: "NCCL_IB_GID_INDEX points at an empty slot or a RoCE v1 GID",
+        checks: "For each ACTIVE RoCE port: the GID at NCCL_IB_GID_INDEX is missing (error), RoCE v1 (error) or a link-local RoCE v2 GID (warning).",
+        why: "An empty slot fails connection setup; RoCE v1 is not routable and mismatches RoCE v2 peers; link-local GIDs only reach one L2 segment.",
+        evidence: "env:NCCL_IB_GID_INDEX, /sys/class/infiniband/<dev>/ports/<n>/gid_attrs/types/<index>.",
+        fix: "Use the index of the RoCE v2 GID with the port's IPv4 address (fabrik prints it), or leave it unset with NCCL ≥ 2.21.",
+        sources: &[NCCL_ENV, NCCL_IB_CONNECT_SRC, JUNIPER_GID, KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-ENV-005",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "NCCL_NET_GDR_LEVEL below the GPU↔NIC distance",
+        checks: "For each GPU, the distance to its nearest NIC is greater than NCCL_NET_GDR_LEVEL (LOC, PIX, PXB, PHB, SYS or legacy integers 0-4).",
+        why: "NCCL then disables GPUDirect RDMA for that GPU and stages through host memory.",
+        evidence: "env:NCCL_NET_GDR_LEVEL, GPU↔NIC path classification.",
+        fix: "Unset it (default PXB) or raise it to the actual distance.",
+        sources: &[NCCL_ENV, NCCL_PATHS_SRC],
+    },
+    Rule {
+        id: "FAB-ENV-006",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set",
+        checks: "NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set to a non-zero integer.",
+        why: "They turn off NVLink/PCIe peer-to-peer or shared-memory transports; NVIDIA lists them as debugging variables, not for production.",
+        evidence: "env:NCCL_P2P_DISABLE, env:NCCL_SHM_DISABLE.",
+        fix: "Remove them after fixing the cause they worked around (ACS, IOMMU, container /dev/shm size).",
+        sources: &[NCCL_ENV, ACS_ISSUE],
+    },
+    Rule {
+        id: "FAB-X-001",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "Kernel versions differ across nodes",
+        checks: "/proc/sys/kernel/osrelease per node; nodes outside the majority are named.",
+        why: "RDMA, peer-memory and GPU drivers are built per kernel; a drifted node behaves differently and is a common cause of one-node-slow jobs.",
+        evidence: "Each node's kernel release.",
+        fix: "Reimage or update the odd node to the cluster's kernel.",
+        sources: &[NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-X-002",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "NVIDIA driver versions differ across nodes",
+        checks: "NVIDIA driver version per node.",
+        why: "Different drivers change CUDA, NCCL and peer-memory behaviour between ranks of one job.",
+        evidence: "/proc/driver/nvidia/version per node.",
+        fix: "Install the same driver everywhere.",
+        sources: &[GPU_OPERATOR_RDMA],
+    },
+    Rule {
+        id: "FAB-X-003",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "OFED / rdma-core versions differ across nodes",
+        checks: "`ofed_info -s` and the rdma-core version per node.",
+        why: "Mixed RDMA stacks differ in verbs features and bugs; field reports list OFED drift among the first causes of multi-node slowdowns.",
+        evidence: "fabrik/cmd/ofed_info.txt, rdma-core version per node.",
+        fix: "Install one OFED/DOCA-OFED or rdma-core release on every node.",
+        sources: &[NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-X-004",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "HCA firmware differs across nodes",
+        checks: "fw_ver of HCAs of the same model (hca_type) per node.",
+        why: "Firmware changes link training, congestion control and performance; mixed firmware is a classic source of one slow node.",
+        evidence: "/sys/class/infiniband/*/fw_ver, hca_type.",
+        fix: "Flash the same firmware on every HCA of a model (mlxfwmanager).",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-X-005",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "Link rates differ across nodes",
+        checks: "The multiset of ACTIVE port rates per node (e.g. 8x `400 Gb/sec (4X NDR)`).",
+        why: "A fabric that mixes generations (FDR and HDR) or a node with a degraded port runs collectives at the slowest node's pace.",
+        evidence: "/sys/class/infiniband/*/ports/*/rate per node.",
+        fix: "Repair or replace the odd node's links; keep generations separate.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-X-006",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "Different numbers of GPUs, RDMA devices or active ports",
+        checks: "Per node: GPU count, RDMA device count, ACTIVE hardware port count.",
+        why: "A GPU fallen off the bus, an HCA without driver or a dead port makes one node unlike the others; NCCL's rails and rings assume alike nodes.",
+        evidence: "GPU and RDMA device lists, port states per node.",
+        fix: "Find and repair what the odd node is missing before scheduling across it.",
+        sources: &[NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-X-007",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "RDMA MTU differs across nodes",
+        checks: "RoCE netdev MTUs and IB active MTUs per node.",
+        why: "The path MTU is negotiated down to the smaller side; mismatched MTUs also cause drops of oversized frames on switches.",
+        evidence: "/sys/class/net/<roce netdev>/mtu, active_mtu per node.",
+        fix: "Use one MTU on every node and switch.",
+        sources: &[ROCE_MTU_BLOG],
+    },
+    Rule {
+        id: "FAB-X-008",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "RoCE v2 GID indexes differ across nodes",
+        checks: "The RoCE v2 IPv4 GID indexes per node.",
+        why: "One NCCL_IB_GID_INDEX is set for the whole job; if the index differs between nodes some connect with the wrong GID type or fail (before NCCL 2.21's automatic selection).",
+        evidence: "/sys/class/infiniband/*/ports/*/gid_attrs/types/* per node.",
+        fix: "Make addressing alike on all nodes or leave NCCL_IB_GID_INDEX unset with NCCL ≥ 2.21.",
+        sources: &[JUNIPER_GID, NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-X-009",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "RoCE interfaces in different IP subnets",
+        checks: "The set of IPv4 subnets of each node's RoCE netdevs.",
+        why: "Rails are usually one subnet each; a node whose RoCE interface is in another subnet needs routing (RoCE v2 only) or cannot reach its peers on that rail.",
+        evidence: "Addresses of the RoCE netdevs per node.",
+        fix: "Put each rail's interfaces in one subnet on every node.",
+        sources: &[ROCE_MODE],
+    },
+];
+
+pub fn rules() -> &'static [Rule] {
+    RULES
+}
+
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
+}
+
+/// The rule's page in Markdown: what `fabrik explain ID` prints and what docs/rules/ holds.
+pub fn page(rule: &Rule) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("# {}: {}\n\n", rule.id, rule.title));
+    s.push_str(&format!(
+        "Severity: **{}** (at most) · Scope: {}\n\n",
+        rule.severity,
+        match rule.scope {
+            Scope::Node => "one node",
+            Scope::Env => "one node and the planned NCCL environment",
+            Scope::Cluster => "across nodes",
+        }
+    ));
+    s.push_str(&format!("## What it checks\n\n{}\n\n", rule.checks));
+    s.push_str(&format!("## Why it matters\n\n{}\n\n", rule.why));
+    s.push_str(&format!("## Evidence read\n\n{}\n\n", rule.evidence));
+    s.push_str(&format!("## Fix\n\n{}\n\n", rule.fix));
+    s.push_str("## Sources\n\n");
+    for src in rule.sources {
+        s.push_str(&format!("- [{}]({})\n", src.title, src.url));
+    }
+    s
+}
+
+/// `docs/rules/README.md`: the index of all pages.
+pub fn index_page() -> String {
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` (`fabrik explain --all docs/rules`); a test keeps these pages in sync.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    for r in RULES {
+        s.push_str(&format!(
+            "| [{}]({}.md) | {} | {:?} | {} |\n",
+            r.id, r.id, r.severity, r.scope, r.title
+        ));
+    }
+    s
+}

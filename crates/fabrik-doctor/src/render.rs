@@ -1,0 +1,167 @@
+//! Text renderings of a [`Report`]: a terminal table grouped by subject, and Markdown for a
+//! ticket. JSON is the report serialized as is.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use fabrik_model::{Finding, Severity};
+
+use crate::Report;
+
+fn label(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "ERROR",
+        Severity::Warning => "WARN ",
+        Severity::Info => "info ",
+    }
+}
+
+/// Subjects in the order of their worst finding (errors first), then by name; the findings of
+/// each subject keep the report's order.
+fn grouped(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
+    let mut groups: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
+    for f in findings {
+        groups.entry(f.subject.as_str()).or_default().push(f);
+    }
+    let mut v: Vec<(&str, Vec<&Finding>)> = groups.into_iter().collect();
+    v.sort_by(|a, b| {
+        let worst = |g: &Vec<&Finding>| g.iter().map(|f| f.severity).max();
+        worst(&b.1).cmp(&worst(&a.1)).then_with(|| a.0.cmp(b.0))
+    });
+    v
+}
+
+pub fn verdict(report: &Report) -> String {
+    let s = &report.summary;
+    let nodes = match report.nodes.len() {
+        1 => report.nodes[0].clone(),
+        n => format!("{n} nodes"),
+    };
+    if s.errors == 0 && s.warnings == 0 {
+        if s.infos == 0 {
+            format!("verdict: {nodes}: healthy, no findings")
+        } else {
+            format!(
+                "verdict: {nodes}: no problems found ({} informational)",
+                s.infos
+            )
+        }
+    } else {
+        format!(
+            "verdict: {nodes}: {} error(s), {} warning(s), {} info — {}",
+            s.errors,
+            s.warnings,
+            s.infos,
+            if s.errors > 0 {
+                "fix the errors before running multi-node jobs"
+            } else {
+                "usable, but below its best"
+            }
+        )
+    }
+}
+
+pub fn table(report: &Report) -> String {
+    let mut out = String::new();
+    if report.findings.is_empty() {
+        let _ = writeln!(out, "{}", verdict(report));
+        return out;
+    }
+    for (subject, findings) in grouped(&report.findings) {
+        let _ = writeln!(out, "{subject}");
+        for f in findings {
+            let _ = writeln!(out, "  {} {}  {}", label(f.severity), f.rule, f.message);
+            for e in &f.evidence {
+                let _ = writeln!(out, "          {} = {}", e.path, e.value);
+            }
+            let _ = writeln!(out, "          fix: {}", f.fix);
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "{}", verdict(report));
+    out
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## fabrik doctor: {}\n", report.nodes.join(", "));
+    let _ = writeln!(out, "**{}**\n", verdict(report));
+    if report.findings.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "| severity | rule | subject | finding |\n| --- | --- | --- | --- |"
+    );
+    for f in &report.findings {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            f.severity,
+            f.rule,
+            md_cell(&f.subject),
+            md_cell(&f.message)
+        );
+    }
+    let _ = writeln!(out);
+    for (subject, findings) in grouped(&report.findings) {
+        let _ = writeln!(out, "### {subject}\n");
+        for f in findings {
+            let _ = writeln!(out, "**{} {}**: {}\n", f.severity, f.rule, f.message);
+            if !f.evidence.is_empty() {
+                let _ = writeln!(out, "```");
+                for e in &f.evidence {
+                    let _ = writeln!(out, "{} = {}", e.path, e.value);
+                }
+                let _ = writeln!(out, "```");
+            }
+            let _ = writeln!(out, "Fix: {}\n", f.fix);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+    use crate::{diagnose, name_nodes};
+
+    #[test]
+    fn a_healthy_node_is_one_line() {
+        let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1")]), None);
+        assert_eq!(table(&r), "verdict: gpu1: healthy, no findings\n");
+    }
+
+    #[test]
+    fn findings_are_grouped_by_subject_and_end_with_the_verdict() {
+        let mut n = healthy_ib_node("gpu1");
+        n.rdma_devices[1].ports[0].state = state("1: DOWN");
+        n.rdma_devices[1].ports[0].phys_state = state("3: Disabled");
+        n.memlock = Some(fabrik_model::MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        let r = diagnose(&name_nodes(vec![n]), None);
+        let t = table(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "mlx5_1:1");
+        assert!(lines[1].starts_with("  ERROR FAB-PORT-001"));
+        assert_eq!(
+            t.matches("\nmlx5_1:1\n").count() + usize::from(t.starts_with("mlx5_1:1\n")),
+            1
+        );
+        assert!(lines
+            .last()
+            .unwrap()
+            .starts_with("verdict: gpu1: 2 error(s), 1 warning(s)"));
+        let md = markdown(&r);
+        assert!(md.contains("| error | FAB-PORT-001 | mlx5_1:1 |"));
+        assert!(md.contains("### mlx5_1:1"));
+    }
+}

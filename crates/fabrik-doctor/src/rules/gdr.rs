@@ -1,0 +1,171 @@
+//! GPUDirect RDMA: a peer-memory path must exist, and NCCL uses it only for near NICs.
+
+use fabrik_model::{Finding, GpuNicPath, Node, PathType, Severity};
+
+use crate::util::*;
+
+pub const NO_PEER_MEMORY: &str = "FAB-GDR-001";
+pub const FAR_NIC: &str = "FAB-GDR-002";
+
+/// NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA is used when the GPU↔NIC path is PXB or
+/// closer (`ncclTopoCheckGdr` in src/graph/paths.cc: `netGdrLevel = PATH_PXB`, enabled when
+/// `distance <= netGdrLevel`).
+pub const NCCL_DEFAULT_GDR_LEVEL: PathType = PathType::PXB;
+
+/// The nearest RDMA NIC of a GPU, by `nvidia-smi topo -m` distance. `None` when the node has
+/// no classified path for that GPU.
+pub fn nearest_nic<'a>(node: &'a Node, gpu: &str) -> Option<&'a GpuNicPath> {
+    node.gpu_nic_paths
+        .iter()
+        .filter(|p| p.gpu == gpu && p.path_type.is_some())
+        .filter(|p| {
+            node.rdma_device(&p.nic)
+                .is_some_and(|d| !is_software_device(d))
+        })
+        .min_by(|a, b| {
+            a.path_type
+                .cmp(&b.path_type)
+                .then_with(|| a.nic.cmp(&b.nic))
+        })
+}
+
+/// What the node tells about a dma-buf path (kernel ≥ 5.12 and NVIDIA's open kernel module,
+/// whose `/proc/driver/nvidia/version` line reads "NVIDIA UNIX Open Kernel Module").
+enum DmaBuf {
+    Capable,
+    NotCapable(String),
+    Unknown(String),
+}
+
+fn dma_buf(node: &Node) -> DmaBuf {
+    let kernel = node.os.kernel.as_deref();
+    let kernel_ok = kernel.and_then(kernel_major_minor).map(|v| v >= (5, 12));
+    let driver = node.versions.nvidia_driver.as_deref();
+    let open = driver.map(|d| d.contains("Open Kernel Module"));
+    match (kernel_ok, open) {
+        (Some(false), _) => DmaBuf::NotCapable(format!(
+            "kernel {} is older than 5.12, which dma-buf peer memory needs",
+            kernel.unwrap_or("?")
+        )),
+        (Some(true), Some(true)) => DmaBuf::Capable,
+        (Some(true), Some(false)) if driver.is_some_and(|d| d.contains("Kernel Module")) => {
+            DmaBuf::NotCapable("the NVIDIA driver is the proprietary kernel module; dma-buf export needs the open kernel module".into())
+        }
+        _ => DmaBuf::Unknown(
+            "fabrik cannot tell whether the open NVIDIA kernel module (needed for dma-buf) is loaded".into(),
+        ),
+    }
+}
+
+pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
+    let hw: Vec<_> = node
+        .rdma_devices
+        .iter()
+        .filter(|d| !is_software_device(d))
+        .collect();
+    if node.gpus.is_empty() || hw.is_empty() {
+        return vec![];
+    }
+    if node.has_module("nvidia_peermem") || node.has_module("nv_peer_mem") {
+        return vec![];
+    }
+    let reason = match dma_buf(node) {
+        DmaBuf::Capable => return vec![],
+        DmaBuf::NotCapable(r) => r,
+        DmaBuf::Unknown(r) => r,
+    };
+    vec![finding(
+        NO_PEER_MEMORY,
+        Severity::Warning,
+        "node",
+        format!(
+            "{} and {} but no peer-memory path: neither nvidia_peermem nor nv_peer_mem is loaded, and {reason}. Without GPUDirect RDMA NCCL stages every transfer through host memory",
+            plural(node.gpus.len(), "GPU", "GPUs"),
+            plural(hw.len(), "RDMA NIC", "RDMA NICs"),
+        ),
+        vec![
+            ev("/proc/modules", "no nvidia_peermem, no nv_peer_mem"),
+            ev("/proc/sys/kernel/osrelease", node.os.kernel.clone().unwrap_or_else(|| "unknown".into())),
+            ev("/proc/driver/nvidia/version", node.versions.nvidia_driver.clone().unwrap_or_else(|| "unknown".into())),
+        ],
+        "Load the peer-memory module shipped with the NVIDIA driver (R470+): `modprobe nvidia_peermem` (persist it in /etc/modules-load.d/), or use dma-buf: Linux ≥ 5.12, the open GPU kernel module, CUDA ≥ 11.7 and NCCL ≥ 2.13 (NCCL_DMABUF_ENABLE=1, the default). Check with NCCL_DEBUG=INFO: `GPU Direct RDMA Enabled`.",
+    )]
+}
+
+pub fn far_nic(node: &Node) -> Vec<Finding> {
+    if node.rdma_devices.iter().all(is_software_device) {
+        return vec![];
+    }
+    let mut out = vec![];
+    for gpu in &node.gpus {
+        let Some(p) = nearest_nic(node, &gpu.pci.address) else {
+            continue;
+        };
+        let Some(t) = p.path_type else { continue };
+        if t <= NCCL_DEFAULT_GDR_LEVEL {
+            continue;
+        }
+        out.push(finding(
+            FAR_NIC,
+            Severity::Warning,
+            format!("GPU {}", gpu.pci.address),
+            format!(
+                "the nearest RDMA NIC of GPU {} is {} at distance {}: beyond PXB, so NCCL disables GPUDirect RDMA for it by default and traffic crosses the CPU{}",
+                gpu.pci.address,
+                p.nic,
+                t.as_str(),
+                if t == PathType::SYS { " and the inter-socket link" } else { "" }
+            ),
+            vec![ev(
+                format!("nvidia-smi topo -m: GPU {} ↔ {}", gpu.pci.address, p.nic),
+                t.as_str(),
+            )],
+            "Put a NIC on the same PCIe switch as each GPU (PIX/PXB), as HGX-class servers do. If the layout is fixed, pin each rank to the NUMA node of its NIC; raising NCCL_NET_GDR_LEVEL (e.g. PHB or SYS) forces GPUDirect RDMA over the longer path, which only helps on some platforms: measure.",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn peermem_loaded_or_open_module_with_new_kernel_is_fine() {
+        let mut n = healthy_ib_node("a");
+        assert!(no_peer_memory(&n).is_empty());
+        n.modules.retain(|m| m.name != "nvidia_peermem");
+        let f = no_peer_memory(&n);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("cannot tell"));
+        n.versions.nvidia_driver = Some(
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.161.08  Release Build"
+                .into(),
+        );
+        assert!(no_peer_memory(&n).is_empty());
+        n.os.kernel = Some("5.4.0-150-generic".into());
+        assert!(no_peer_memory(&n)[0].message.contains("older than 5.12"));
+        n.os.kernel = Some("5.15.0-1".into());
+        n.versions.nvidia_driver =
+            Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08".into());
+        assert!(no_peer_memory(&n)[0].message.contains("proprietary"));
+    }
+
+    #[test]
+    fn far_nics_fire_per_gpu() {
+        let mut n = healthy_ib_node("a");
+        assert!(far_nic(&n).is_empty());
+        for p in n
+            .gpu_nic_paths
+            .iter_mut()
+            .filter(|p| p.gpu == n.gpus[2].pci.address && p.path_type == Some(PathType::PIX))
+        {
+            p.path_type = Some(PathType::PHB);
+        }
+        let f = far_nic(&n);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("mlx5_2 at distance PHB"));
+    }
+}

@@ -1,0 +1,246 @@
+//! PCIe: degraded links, ACS redirect between GPUs and NICs, IOMMU translation.
+
+use std::collections::BTreeSet;
+
+use fabrik_model::{Finding, NetKind, Node, PciFunction, Severity};
+
+use crate::util::*;
+
+pub const PCIE_LINK: &str = "FAB-PCI-001";
+pub const ACS_REDIRECT: &str = "FAB-PCI-002";
+pub const IOMMU_TRANSLATED: &str = "FAB-PCI-003";
+
+#[derive(Clone, Copy, PartialEq)]
+enum DeviceKind {
+    Gpu,
+    Nic,
+}
+
+fn check_link(kind: DeviceKind, label: &str, pci: &PciFunction, out: &mut Vec<Finding>) {
+    let l = &pci.link;
+    let mut problems = vec![];
+    let mut severity = Severity::Info;
+    if let (Some(cur), Some(max)) = (l.current_width, l.max_width) {
+        if cur < max {
+            problems.push(format!("width x{cur} of x{max}"));
+            severity = Severity::Warning;
+        }
+    }
+    if let (Some(cur), Some(max)) = (l.current_speed_gts, l.max_speed_gts) {
+        if cur + 0.01 < max {
+            problems.push(format!("speed {cur} GT/s of {max} GT/s"));
+            // GPUs lower their PCIe speed when idle to save power, so a slow GPU link read at
+            // rest is not a fault by itself; a NIC does not do that.
+            if kind == DeviceKind::Nic {
+                severity = Severity::Warning;
+            }
+        }
+    }
+    if problems.is_empty() {
+        return;
+    }
+    let idle_note = if kind == DeviceKind::Gpu && severity == Severity::Info {
+        " (GPUs drop PCIe speed when idle; read it again under load, e.g. `nvidia-smi -q -d PCI` during a run)"
+    } else {
+        ""
+    };
+    out.push(finding(
+        PCIE_LINK,
+        severity,
+        label.to_string(),
+        format!(
+            "PCIe link of {label} ({}) runs below its maximum: {}{idle_note}",
+            pci.address,
+            problems.join(", ")
+        ),
+        vec![
+            ev(pci_path(&pci.address, "current_link_width"), l.current_width.map(|w| w.to_string()).unwrap_or_default()),
+            ev(pci_path(&pci.address, "max_link_width"), l.max_width.map(|w| w.to_string()).unwrap_or_default()),
+            ev(pci_path(&pci.address, "current_link_speed"), l.current_speed.clone().unwrap_or_default()),
+            ev(pci_path(&pci.address, "max_link_speed"), l.max_speed.clone().unwrap_or_default()),
+        ],
+        format!("Reseat the card or riser of {label}, check the slot's wiring (some slots are x8 electrically) and BIOS PCIe settings; `lspci -vv -s {}` shows LnkSta against LnkCap.", pci.address),
+    ));
+}
+
+pub fn pcie_link(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    let mut seen = BTreeSet::new();
+    for dev in devices(node) {
+        if let Some(pci) = &dev.pci {
+            if pci.physfn.is_none() && seen.insert(pci.address.clone()) {
+                check_link(DeviceKind::Nic, &dev.name, pci, &mut out);
+            }
+        }
+    }
+    for nif in interfaces(node) {
+        if nif.kind != NetKind::Ethernet && nif.kind != NetKind::Ipoib {
+            continue;
+        }
+        if let Some(pci) = &nif.pci {
+            if pci.physfn.is_none() && seen.insert(pci.address.clone()) {
+                check_link(DeviceKind::Nic, &nif.name, pci, &mut out);
+            }
+        }
+    }
+    for gpu in &node.gpus {
+        if seen.insert(gpu.pci.address.clone()) {
+            check_link(
+                DeviceKind::Gpu,
+                &format!("GPU {}", gpu.pci.address),
+                &gpu.pci,
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+pub fn acs_redirect(node: &Node) -> Vec<Finding> {
+    if node.os.virtualized == Some(true) {
+        // In a VM the hypervisor owns ACS; passthrough needs it, and the guest's view of the
+        // bridges is virtual anyway.
+        return vec![];
+    }
+    let on_paths: BTreeSet<&str> = node
+        .gpus
+        .iter()
+        .map(|g| &g.pci)
+        .chain(node.rdma_devices.iter().filter_map(|d| d.pci.as_ref()))
+        .flat_map(|p| p.path.iter().map(String::as_str))
+        .collect();
+    let mut out = vec![];
+    let mut bridges: Vec<_> = node.pci_bridges.iter().collect();
+    bridges.sort_by(|a, b| a.address.cmp(&b.address));
+    for bridge in bridges {
+        if bridge.acs_redirects() != Some(true) {
+            continue;
+        }
+        if !on_paths.is_empty() && !on_paths.contains(bridge.address.as_str()) {
+            continue;
+        }
+        let bits = bridge.acs_ctl_enabled.clone().unwrap_or_default();
+        let (severity, where_) = match node.os.virtualized {
+            Some(false) => (Severity::Error, "on bare metal"),
+            _ => (
+                Severity::Warning,
+                "(fabrik could not tell whether this is a VM)",
+            ),
+        };
+        out.push(finding(
+            ACS_REDIRECT,
+            severity,
+            format!("bridge {}", bridge.address),
+            format!(
+                "ACS redirect is enabled {where_} on PCIe bridge {} between GPUs and NICs: peer-to-peer traffic (GPUDirect RDMA, GPU-to-GPU over PCIe) is forced up to the root complex, which cuts bandwidth and can hang NCCL",
+                bridge.address
+            ),
+            vec![ev(
+                format!("lspci -vvv -s {} (ACSCtl)", bridge.address),
+                bits.iter().map(|b| format!("{b}+")).collect::<Vec<_>>().join(" "),
+            )],
+            format!("Disable ACS on the bridges between GPUs and NICs on bare metal: in the BIOS (\"ACS\"/\"PCIe ACS control\"), or at boot with `setpci -s {} ECAP_ACS+0x6.w=0000` for each bridge (not persistent). Keep ACS only where VMs need device isolation.", bridge.address),
+        ));
+    }
+    out
+}
+
+pub fn iommu_translated(node: &Node) -> Vec<Finding> {
+    if node.os.virtualized == Some(true) || (node.rdma_devices.is_empty() && node.gpus.is_empty()) {
+        return vec![];
+    }
+    if node.iommu.enabled != Some(true) || node.iommu.passthrough != Some(false) {
+        return vec![];
+    }
+    let flags = if node.iommu.cmdline_flags.is_empty() {
+        "(none)".to_string()
+    } else {
+        node.iommu.cmdline_flags.join(" ")
+    };
+    vec![finding(
+        IOMMU_TRANSLATED,
+        Severity::Warning,
+        "node",
+        "the IOMMU is on and not in passthrough mode: every DMA of the NICs and GPUs is translated, which costs bandwidth and, with ACS, can break GPUDirect peer-to-peer traffic".to_string(),
+        vec![
+            ev("/proc/cmdline", flags),
+            ev("/sys/kernel/iommu_groups", match node.iommu.groups_present { Some(true) => "groups present", Some(false) => "no groups", None => "unknown" }),
+        ],
+        "On bare-metal GPU nodes boot with `iommu=pt` (Intel: `intel_iommu=on iommu=pt`; AMD: `amd_iommu=on iommu=pt`), or disable the IOMMU if no VM passthrough is needed; update the bootloader (`update-grub`) and reboot.",
+    )]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+    use fabrik_model::PciBridge;
+
+    #[test]
+    fn full_links_fire_nothing() {
+        let n = healthy_ib_node("a");
+        assert!(pcie_link(&n).is_empty());
+        assert!(acs_redirect(&n).is_empty());
+        assert!(iommu_translated(&n).is_empty());
+    }
+
+    #[test]
+    fn nic_width_and_speed_drop_warn_gpu_speed_drop_is_info() {
+        let mut n = healthy_ib_node("a");
+        let l = &mut n.rdma_devices[3].pci.as_mut().unwrap().link;
+        l.current_width = Some(8);
+        l.current_speed = Some("8.0 GT/s PCIe".into());
+        l.current_speed_gts = Some(8.0);
+        let g = &mut n.gpus[1].pci.link;
+        g.current_speed = Some("2.5 GT/s PCIe".into());
+        g.current_speed_gts = Some(2.5);
+        let f = pcie_link(&n);
+        assert_eq!(f.len(), 2);
+        let nic = f.iter().find(|x| x.subject == "mlx5_3").unwrap();
+        assert_eq!(nic.severity, Severity::Warning);
+        assert!(nic.message.contains("width x8 of x16"));
+        let gpu = f.iter().find(|x| x.subject.starts_with("GPU")).unwrap();
+        assert_eq!(gpu.severity, Severity::Info);
+        assert!(gpu.message.contains("idle"));
+    }
+
+    #[test]
+    fn acs_redirect_on_a_path_bridge_is_an_error_on_bare_metal_only() {
+        let mut n = healthy_ib_node("a");
+        let sw = n.gpus[0].pci.path[1].clone();
+        n.pci_bridges.push(PciBridge {
+            address: sw.clone(),
+            acs_ctl_enabled: Some(vec![
+                "SrcValid".into(),
+                "ReqRedir".into(),
+                "CmpltRedir".into(),
+            ]),
+        });
+        n.pci_bridges.push(PciBridge {
+            address: "0000:ff:00.0".into(),
+            acs_ctl_enabled: Some(vec!["ReqRedir".into()]),
+        });
+        let f = acs_redirect(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].subject, format!("bridge {sw}"));
+        n.os.virtualized = Some(true);
+        assert!(acs_redirect(&n).is_empty());
+        n.os.virtualized = None;
+        assert_eq!(acs_redirect(&n)[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn iommu_without_passthrough_fires() {
+        let mut n = healthy_ib_node("a");
+        n.iommu.enabled = Some(true);
+        n.iommu.passthrough = Some(false);
+        n.iommu.cmdline_flags = vec!["intel_iommu=on".into()];
+        let f = iommu_translated(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].evidence[0].value, "intel_iommu=on");
+        n.iommu.passthrough = Some(true);
+        assert!(iommu_translated(&n).is_empty());
+    }
+}

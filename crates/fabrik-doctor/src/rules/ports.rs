@@ -1,0 +1,360 @@
+//! Port health: logical and physical state, rate and width, values fabrik does not know.
+
+use std::collections::BTreeMap;
+
+use fabrik_model::{Finding, GidType, LinkLayer, Node, PhysState, PortState, Severity};
+
+use crate::util::*;
+
+pub const PORT_STATE: &str = "FAB-PORT-001";
+pub const PHYS_STATE: &str = "FAB-PORT-002";
+pub const BELOW_CAPABLE: &str = "FAB-PORT-003";
+pub const MIXED_RATES: &str = "FAB-PORT-004";
+pub const UNKNOWN_VALUE: &str = "FAB-DATA-001";
+
+pub fn port_state(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (dev, port) in all_ports(node) {
+        let Some(state) = &port.state else { continue };
+        let path = port_path(dev, port, "state");
+        let raw = format!(
+            "{}{}",
+            state.code.map(|c| format!("{c}: ")).unwrap_or_default(),
+            state.name
+        );
+        let (severity, message, fix) = match state.port_state() {
+            PortState::Active | PortState::ActiveDefer | PortState::Unknown => continue,
+            PortState::Init if is_ib(port) => (
+                Severity::Error,
+                "port is INIT: the link is up but no subnet manager has configured it (no LID), so no traffic can flow".to_string(),
+                "Start a subnet manager on the fabric (`systemctl start opensm` on one host, or enable the SM on a managed switch); check `sminfo` and `ibstat` (SM lid).".to_string(),
+            ),
+            PortState::Armed => (
+                Severity::Error,
+                "port is ARMED: the subnet manager has not finished bringing it to ACTIVE".to_string(),
+                "Check the subnet manager log (`/var/log/opensm.log`) and `ibstat`; a port stuck in ARMED usually clears after an SM sweep (`opensm` restart or `ibportstate` reset).".to_string(),
+            ),
+            PortState::Down => (
+                Severity::Error,
+                "port is DOWN: no link".to_string(),
+                format!("Check the cable and the switch port (`ibstat {} {}`, `mlxlink -d {} -p {}`); reseat or replace the cable.", dev.name, port.number, dev.name, port.number),
+            ),
+            other => (
+                Severity::Error,
+                format!("port is {other:?}, not ACTIVE"),
+                "Check the link with `ibstat` and the switch side.".to_string(),
+            ),
+        };
+        out.push(finding(
+            PORT_STATE,
+            severity,
+            port_subject(dev, port),
+            message,
+            vec![ev(path, raw)],
+            fix,
+        ));
+    }
+    out
+}
+
+pub fn phys_state(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (dev, port) in all_ports(node) {
+        let Some(state) = &port.phys_state else {
+            continue;
+        };
+        let path = port_path(dev, port, "phys_state");
+        let raw = format!(
+            "{}{}",
+            state.code.map(|c| format!("{c}: ")).unwrap_or_default(),
+            state.name
+        );
+        let (message, fix) = match state.phys_state() {
+            PhysState::LinkUp | PhysState::Unknown => continue,
+            PhysState::Polling => (
+                "physical link is Polling: the port sees no partner (cable unplugged or bad, or the peer port is down)".to_string(),
+                "Check the cable (`mlxlink` shows the module and the error counters) and that the switch or peer port is enabled.".to_string(),
+            ),
+            PhysState::Disabled => (
+                "physical link is Disabled: the port was administratively disabled".to_string(),
+                format!("Enable it (`ibportstate -D 0 {} enable` for IB, `ip link set <netdev> up` for RoCE) and check why it was disabled.", port.number),
+            ),
+            PhysState::LinkErrorRecovery => (
+                "physical link is in LinkErrorRecovery: the link is retraining after errors".to_string(),
+                "Check the error counters and the cable; a link that keeps recovering needs a new cable or transceiver.".to_string(),
+            ),
+            other => (
+                format!("physical link is {other:?}, not LinkUp"),
+                "Check the cable and the peer port.".to_string(),
+            ),
+        };
+        out.push(finding(
+            PHYS_STATE,
+            Severity::Error,
+            port_subject(dev, port),
+            message,
+            vec![ev(path, raw)],
+            fix,
+        ));
+    }
+    out
+}
+
+/// Width and lane speed are compared with the other active ports of the same HCA model on the
+/// node (what the same hardware reached elsewhere); a 1X InfiniBand link is reported on its own
+/// because HCA ports are built as 4X (2X only on split cables) and 1X means lanes failed.
+pub fn below_capable(node: &Node) -> Vec<Finding> {
+    let mut best: BTreeMap<String, (u32, u8)> = BTreeMap::new();
+    for (dev, port) in all_ports(node) {
+        if !is_active(port) || !is_ib(port) {
+            continue;
+        }
+        let Some(rate) = &port.rate else { continue };
+        let entry = best.entry(model_key(dev)).or_insert((0, 0));
+        if let Some(w) = rate.width {
+            entry.0 = entry.0.max(w);
+        }
+        if let Some(r) = rate.speed.as_deref().and_then(lane_speed_rank) {
+            entry.1 = entry.1.max(r);
+        }
+    }
+    let mut out = vec![];
+    for (dev, port) in all_ports(node) {
+        if !is_active(port) || !is_ib(port) {
+            continue;
+        }
+        let Some(rate) = &port.rate else { continue };
+        let Some(&(best_w, best_s)) = best.get(&model_key(dev)) else {
+            continue;
+        };
+        let mut problems = vec![];
+        if let Some(w) = rate.width {
+            if w < best_w {
+                problems.push(format!(
+                    "runs {w}X where another {} port on this node runs {best_w}X",
+                    model_key(dev)
+                ));
+            } else if w == 1 {
+                problems.push(
+                    "runs 1X: InfiniBand HCA ports are 4X links, so 1X means lanes failed to train"
+                        .to_string(),
+                );
+            }
+        }
+        if let Some(s) = rate.speed.as_deref() {
+            if let Some(r) = lane_speed_rank(s) {
+                if r < best_s {
+                    problems.push(format!(
+                        "lane speed {s} is slower than other {} ports on this node",
+                        model_key(dev)
+                    ));
+                }
+            }
+        }
+        if problems.is_empty() {
+            continue;
+        }
+        out.push(finding(
+            BELOW_CAPABLE,
+            Severity::Warning,
+            port_subject(dev, port),
+            format!("link rate `{}` {}", rate.text, problems.join("; ")),
+            vec![
+                ev(port_path(dev, port, "rate"), rate.text.clone()),
+                ev(dev_path(dev, "hca_type"), model_key(dev)),
+            ],
+            format!("Reseat or replace the cable/transceiver of {}:{} and check the switch port (`mlxlink -d {} -p {}` shows the lanes and errors); the port should train at the full width and speed.", dev.name, port.number, dev.name, port.number),
+        ));
+    }
+    out
+}
+
+pub fn mixed_rates(node: &Node) -> Vec<Finding> {
+    let mut by_layer: BTreeMap<&'static str, Vec<(String, String, f64, String)>> = BTreeMap::new();
+    for (dev, port) in all_ports(node) {
+        if !is_active(port) || is_software_device(dev) {
+            continue;
+        }
+        let layer = match port.link_layer {
+            Some(LinkLayer::Infiniband) => "InfiniBand",
+            Some(LinkLayer::Ethernet) => "Ethernet",
+            _ => continue,
+        };
+        if let Some(rate) = &port.rate {
+            if let Some(g) = rate.gbps {
+                by_layer.entry(layer).or_default().push((
+                    port_subject(dev, port),
+                    port_path(dev, port, "rate"),
+                    g,
+                    rate.text.clone(),
+                ));
+            }
+        }
+    }
+    let mut out = vec![];
+    for (layer, ports) in by_layer {
+        let max = ports.iter().map(|p| p.2).fold(f64::MIN, f64::max);
+        let min = ports.iter().map(|p| p.2).fold(f64::MAX, f64::min);
+        if ports.len() < 2 || (max - min).abs() < f64::EPSILON {
+            continue;
+        }
+        let slow: Vec<&(String, String, f64, String)> = ports
+            .iter()
+            .filter(|p| (p.2 - max).abs() > f64::EPSILON)
+            .collect();
+        out.push(finding(
+            MIXED_RATES,
+            Severity::Warning,
+            "node",
+            format!(
+                "active {layer} ports run at different rates ({min} to {max} Gb/s); NCCL rings and trees run at the pace of the slowest rail: {}",
+                slow.iter().map(|p| format!("{} at {} Gb/s", p.0, p.2)).collect::<Vec<_>>().join(", ")
+            ),
+            ports.iter().map(|p| ev(p.1.clone(), p.3.clone())).collect(),
+            "Bring the slow ports to the rate of the others (cable, transceiver, switch port speed), or exclude them with NCCL_IB_HCA until fixed.",
+        ));
+    }
+    out
+}
+
+/// Values this version of fabrik cannot interpret: reported, never judged.
+pub fn unknown_values(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    let cannot = "fabrik cannot judge this value; it is reported as read.";
+    for (dev, port) in all_ports(node) {
+        let subject = port_subject(dev, port);
+        if let Some(s) = &port.state {
+            if s.port_state() == PortState::Unknown {
+                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
+                    format!("port state `{}` is not a state fabrik knows; {cannot}", s.name),
+                    vec![ev(port_path(dev, port, "state"), s.name.clone())],
+                    "Check the port with `ibstat`/`ibv_devinfo`; report the value to fabrik if it is a new kernel state."));
+            }
+        }
+        if let Some(s) = &port.phys_state {
+            if s.phys_state() == PhysState::Unknown {
+                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
+                    format!("physical state `{}` is not a state fabrik knows; {cannot}", s.name),
+                    vec![ev(port_path(dev, port, "phys_state"), s.name.clone())],
+                    "Check the port with `ibstat`; report the value to fabrik if it is a new kernel state."));
+            }
+        }
+        if let Some(r) = &port.rate {
+            if r.gbps.is_none() {
+                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
+                    format!("link rate `{}` has no number fabrik can read; {cannot}", r.text),
+                    vec![ev(port_path(dev, port, "rate"), r.text.clone())],
+                    "Check the rate with `ibstat`; report the text to fabrik if the kernel writes a new format."));
+            }
+        }
+        if let Some(LinkLayer::Other(v)) = &port.link_layer {
+            out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
+                format!("link layer `{v}` is neither InfiniBand nor Ethernet; IB and RoCE rules were not applied to this port"),
+                vec![ev(port_path(dev, port, "link_layer"), v.clone())],
+                "Check the device with `ibv_devinfo`."));
+        }
+        for gid in &port.gids {
+            if let Some(GidType::Other(t)) = &gid.gid_type {
+                out.push(finding(
+                    UNKNOWN_VALUE,
+                    Severity::Info,
+                    &subject,
+                    format!(
+                        "GID {} has type `{t}`, which fabrik does not know",
+                        gid.index
+                    ),
+                    vec![ev(
+                        port_path(dev, port, &format!("gid_attrs/types/{}", gid.index)),
+                        t.clone(),
+                    )],
+                    "No action unless NCCL_IB_GID_INDEX points at it.",
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+
+    #[test]
+    fn healthy_ports_fire_nothing() {
+        let n = healthy_ib_node("a");
+        assert!(port_state(&n).is_empty());
+        assert!(phys_state(&n).is_empty());
+        assert!(below_capable(&n).is_empty());
+        assert!(mixed_rates(&n).is_empty());
+        assert!(unknown_values(&n).is_empty());
+    }
+
+    #[test]
+    fn init_on_ib_names_the_subnet_manager() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[2].ports[0].state = state("2: INIT");
+        let f = port_state(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].subject, "mlx5_2:1");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].message.contains("subnet manager"));
+        assert_eq!(
+            f[0].evidence[0].path,
+            "/sys/class/infiniband/mlx5_2/ports/1/state"
+        );
+        assert_eq!(f[0].evidence[0].value, "2: INIT");
+    }
+
+    #[test]
+    fn down_and_polling_fire() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.rdma_devices[0].ports[0].phys_state = state("2: Polling");
+        assert_eq!(port_state(&n)[0].message, "port is DOWN: no link");
+        assert!(phys_state(&n)[0].message.contains("Polling"));
+    }
+
+    #[test]
+    fn unknown_states_are_reported_as_unknown_not_judged() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[0].ports[0].state = state("9: SOMETHING_NEW");
+        n.rdma_devices[0].ports[0].phys_state = state("12: NewPhys");
+        n.rdma_devices[1].ports[0].rate = rate("fast (4X ZDR)");
+        n.rdma_devices[3].ports[0].link_layer = Some(LinkLayer::Other("OPA".into()));
+        assert!(port_state(&n).is_empty());
+        assert!(phys_state(&n).is_empty());
+        let u = unknown_values(&n);
+        assert_eq!(u.len(), 4);
+        assert!(u.iter().all(|f| f.rule == UNKNOWN_VALUE));
+        assert!(u.iter().any(|f| f.message.contains("SOMETHING_NEW")));
+        assert!(u.iter().any(|f| f.message.contains("fast (4X ZDR)")));
+    }
+
+    #[test]
+    fn a_1x_link_and_a_narrower_sibling_fire() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[5].ports[0].rate = rate("25 Gb/sec (1X EDR)");
+        let f = below_capable(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].subject, "mlx5_5:1");
+        assert!(f[0]
+            .message
+            .contains("runs 1X where another MT4129 port on this node runs 4X"));
+        assert!(f[0].message.contains("lane speed EDR"));
+        let m = mixed_rates(&n);
+        assert_eq!(m.len(), 1);
+        assert!(m[0].message.contains("mlx5_5:1 at 25 Gb/s"));
+    }
+
+    #[test]
+    fn a_lone_1x_port_still_fires() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices.truncate(1);
+        n.rdma_devices[0].ports[0].rate = rate("25 Gb/sec (1X EDR)");
+        let f = below_capable(&n);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("1X"));
+    }
+}

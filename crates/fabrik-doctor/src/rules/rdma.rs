@@ -1,0 +1,206 @@
+//! RDMA presence and the host settings verbs need: device nodes, memlock, SR-IOV.
+
+use fabrik_model::{Finding, Node, Severity};
+
+use crate::rules::cloud::looks_like_gcp_a3;
+use crate::socket;
+use crate::util::*;
+
+pub const NO_RDMA: &str = "FAB-RDMA-001";
+pub const NO_UVERBS: &str = "FAB-RDMA-002";
+pub const MEMLOCK: &str = "FAB-RDMA-003";
+pub const SRIOV_VF: &str = "FAB-RDMA-004";
+
+pub fn no_rdma(node: &Node) -> Vec<Finding> {
+    if !node.rdma_devices.is_empty() {
+        return vec![];
+    }
+    let gpus = node.gpus.len();
+    let socket_note = match socket::default_choice(node) {
+        Some(c) => format!(
+            "; NCCL would carry inter-node traffic over its socket transport on {}",
+            c.interfaces
+                .iter()
+                .map(|i| i.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => "; NCCL would fall back to its socket transport, and no usable interface was found for it".to_string(),
+    };
+    let (severity, message) = if looks_like_gcp_a3(node) {
+        (
+            Severity::Info,
+            format!("no RDMA device present, as expected on a GCP A3-like VM (GPUDirect-TCPX replaces RDMA there, see FAB-CLOUD-001){socket_note}"),
+        )
+    } else if gpus >= 2 {
+        (
+            Severity::Warning,
+            format!("{} but no RDMA device present (nothing under /sys/class/infiniband){socket_note}: multi-node training will be limited by TCP", plural(gpus, "GPU", "GPUs")),
+        )
+    } else {
+        (
+            Severity::Info,
+            format!("no RDMA device present (nothing under /sys/class/infiniband){socket_note}"),
+        )
+    };
+    vec![finding(
+        NO_RDMA,
+        severity,
+        "node",
+        message,
+        vec![
+            ev("/sys/class/infiniband", "no devices"),
+            ev("/sys/bus/pci/devices (class 0x03, vendor 0x10de)", plural(gpus, "GPU", "GPUs")),
+        ],
+        "For multi-node GPU training attach InfiniBand or RoCE NICs (and load mlx5_ib/ib_uverbs), or on clouds use the platform's fabric (EFA with aws-ofi-nccl, GPUDirect-TCPX/TCPXO on GCP). Without them, set NCCL_SOCKET_IFNAME to the fastest interface and expect TCP bandwidth.",
+    )]
+}
+
+pub fn no_uverbs(node: &Node) -> Vec<Finding> {
+    if node.rdma_devices.is_empty() {
+        return vec![];
+    }
+    let names = node.dev_infiniband.clone().unwrap_or_default();
+    if names.iter().any(|n| n.starts_with("uverbs")) {
+        return vec![];
+    }
+    let seen = match &node.dev_infiniband {
+        None => "absent".to_string(),
+        Some(v) if v.is_empty() => "empty".to_string(),
+        Some(v) => v.join(" "),
+    };
+    vec![finding(
+        NO_UVERBS,
+        Severity::Error,
+        "node",
+        format!(
+            "{} in sysfs but no /dev/infiniband/uverbs* device node: user-space verbs (NCCL, perftest) cannot open them. This is what a container started without the RDMA devices looks like, or ib_uverbs is not loaded",
+            plural(node.rdma_devices.len(), "RDMA device", "RDMA devices")
+        ),
+        vec![
+            ev("/dev/infiniband", seen),
+            ev("/sys/class/infiniband", devices(node).iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(" ")),
+        ],
+        "On the host: `modprobe ib_uverbs`. In Docker: `--device=/dev/infiniband` (plus `--cap-add=IPC_LOCK`); in Kubernetes: the RDMA shared device plugin or SR-IOV network operator resource (e.g. `rdma/rdma_shared_device_a: 1`).",
+    )]
+}
+
+pub fn memlock(node: &Node) -> Vec<Finding> {
+    if node.rdma_devices.is_empty() {
+        return vec![];
+    }
+    let Some(limit) = &node.memlock else {
+        return vec![];
+    };
+    if limit.is_unlimited() {
+        return vec![];
+    }
+    let show = |b: Option<u64>| {
+        b.map(|v| v.to_string())
+            .unwrap_or_else(|| "unlimited".into())
+    };
+    vec![finding(
+        MEMLOCK,
+        Severity::Warning,
+        "node",
+        format!(
+            "max locked memory is limited ({} bytes soft) while RDMA devices are present: memory registration (ibv_reg_mr) fails once NCCL's buffers exceed it (`NCCL WARN Call to ibv_reg_mr failed ... Cannot allocate memory`). The limit read is fabrik's own process's; check the job's too",
+            show(limit.soft_bytes)
+        ),
+        vec![ev(
+            "/proc/self/limits",
+            format!("Max locked memory {} {} bytes", show(limit.soft_bytes), show(limit.hard_bytes)),
+        )],
+        "Set `* soft memlock unlimited` and `* hard memlock unlimited` in /etc/security/limits.conf (log in again); for systemd services `LimitMEMLOCK=infinity`; for Slurm `PropagateResourceLimits`; for Docker `--ulimit memlock=-1:-1`.",
+    )]
+}
+
+pub fn sriov_vf(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for dev in devices(node) {
+        let Some(pci) = &dev.pci else { continue };
+        let Some(pf) = &pci.physfn else { continue };
+        let severity = if node.gpus.is_empty() {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
+        out.push(finding(
+            SRIOV_VF,
+            severity,
+            dev.name.clone(),
+            format!(
+                "{} is an SR-IOV virtual function (physical function {pf}): in a VM, GPUDirect RDMA writes into GPU memory can run far below line rate unless memory is registered with relaxed ordering (one report: 84 Gb/s from cudaMalloc memory vs ~400 Gb/s with IBV_ACCESS_RELAXED_ORDERING on a ConnectX-7 VF)",
+                dev.name
+            ),
+            vec![ev(pci_path(&pci.address, "physfn"), pf.clone())],
+            "NCCL's own IB transport registers with relaxed ordering when the device supports it (NCCL_IB_PCI_RELAXED_ORDERING, default 2 = auto; set 1 to require it). Custom net plugins and verbs code must pass IBV_ACCESS_RELAXED_ORDERING to ibv_reg_mr. Ask the hypervisor owner to enable ATS on the NIC and an ACS setup that allows it.",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::testkit::*;
+    use fabrik_model::MemlockLimit;
+
+    #[test]
+    fn bare_node_explains_no_rdma_and_the_socket_interface() {
+        let f = no_rdma(&bare_node());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].message.contains("no RDMA device present"));
+        assert!(f[0].message.contains("socket transport on eth0"));
+    }
+
+    #[test]
+    fn multi_gpu_without_rdma_warns() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices.clear();
+        let f = no_rdma(&n);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].message.starts_with("8 GPUs"));
+        assert!(no_rdma(&healthy_ib_node("a")).is_empty());
+    }
+
+    #[test]
+    fn missing_uverbs_fires_only_with_rdma() {
+        let mut n = healthy_ib_node("a");
+        assert!(no_uverbs(&n).is_empty());
+        n.dev_infiniband = Some(vec!["rdma_cm".into()]);
+        let f = no_uverbs(&n);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].evidence[0].value, "rdma_cm");
+        n.dev_infiniband = None;
+        assert_eq!(no_uverbs(&n)[0].evidence[0].value, "absent");
+        assert!(no_uverbs(&bare_node()).is_empty());
+    }
+
+    #[test]
+    fn limited_memlock_fires_only_with_rdma() {
+        let mut n = healthy_ib_node("a");
+        assert!(memlock(&n).is_empty());
+        n.memlock = Some(MemlockLimit {
+            soft_bytes: Some(8388608),
+            hard_bytes: Some(8388608),
+        });
+        let f = memlock(&n);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].evidence[0].value.contains("8388608"));
+        assert!(memlock(&bare_node()).is_empty());
+    }
+
+    #[test]
+    fn a_vf_recommends_relaxed_ordering() {
+        let mut n = healthy_ib_node("a");
+        assert!(sriov_vf(&n).is_empty());
+        n.rdma_devices[0].pci.as_mut().unwrap().physfn = Some("0000:17:00.0".into());
+        let f = sriov_vf(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].fix.contains("IBV_ACCESS_RELAXED_ORDERING"));
+    }
+}

@@ -1,0 +1,111 @@
+//! `docker run` for each node, running torchrun inside the container.
+
+use fabrik_nccl::Env;
+
+use crate::torchrun::{exports, torchrun_words};
+use crate::words::{quote, shell_lines, Word};
+use crate::{JobShape, LaunchError};
+
+/// `16Gi` (Kubernetes quantity) as docker's `16g`.
+pub(crate) fn docker_size(q: &str) -> String {
+    let lower = q.trim().to_ascii_lowercase();
+    for (suffix, unit) in [("ki", "k"), ("mi", "m"), ("gi", "g"), ("ti", "t")] {
+        if let Some(n) = lower.strip_suffix(suffix) {
+            return format!("{n}{unit}");
+        }
+    }
+    lower
+}
+
+pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    let rt = &env.runtime;
+    let master = shape.rendezvous_host().unwrap_or("127.0.0.1");
+    let image = shape.image.as_deref().unwrap_or_default();
+    let mut flags: Vec<Word> = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--ipc",
+        "host",
+        "--ulimit",
+        "memlock=-1",
+    ]
+    .into_iter()
+    .map(Word::lit)
+    .collect();
+    flags.push(Word::lit("--shm-size"));
+    flags.push(Word::lit(docker_size(&rt.shm_size)));
+    if rt.gpu_device_nodes {
+        // GCP documents device nodes and driver mounts for Container-Optimized OS, which has no
+        // NVIDIA container toolkit for --gpus.
+        for i in 0..shape.gpus_per_node {
+            flags.push(Word::lit("--device"));
+            flags.push(Word::lit(format!("/dev/nvidia{i}:/dev/nvidia{i}")));
+        }
+        for d in ["/dev/nvidia-uvm", "/dev/nvidiactl"] {
+            flags.push(Word::lit("--device"));
+            flags.push(Word::lit(format!("{d}:{d}")));
+        }
+    } else {
+        flags.push(Word::lit("--gpus"));
+        flags.push(Word::lit("all"));
+    }
+    if rt.ipc_lock {
+        flags.push(Word::lit("--cap-add"));
+        flags.push(Word::lit("IPC_LOCK"));
+    }
+    if rt.needs_rdma_devices {
+        flags.push(Word::lit("--device"));
+        flags.push(Word::lit("/dev/infiniband"));
+    }
+    for d in &rt.devices {
+        flags.push(Word::lit("--device"));
+        flags.push(Word::lit(d.clone()));
+    }
+    for m in &rt.mounts {
+        flags.push(Word::lit("--volume"));
+        flags.push(Word::lit(format!("{}:{}", m.host_path, m.container_path)));
+    }
+    flags.extend(rt.docker_extra_args.iter().cloned().map(Word::Lit));
+    // The variables are exported above; `-e NAME` passes each through without repeating values.
+    for v in &env.vars {
+        flags.push(Word::lit("-e"));
+        flags.push(Word::lit(v.name.clone()));
+    }
+    for v in ["MASTER_ADDR", "MASTER_PORT", "NODE_RANK"] {
+        flags.push(Word::lit("-e"));
+        flags.push(Word::lit(v));
+    }
+    flags.push(Word::lit(image));
+    flags.extend(torchrun_words(
+        shape,
+        Word::var("", "NODE_RANK"),
+        Word::var("", "MASTER_ADDR"),
+        Word::var("", "MASTER_PORT"),
+    )?);
+
+    let mut out = String::from("#!/usr/bin/env bash\n");
+    out.push_str(&format!(
+        "# fabrik launch docker: {} node(s) x {} GPU(s); run on every node with NODE_RANK=0..{}\n",
+        shape.nodes,
+        shape.gpus_per_node,
+        shape.nodes - 1
+    ));
+    if env.runtime.k8s_sidecar.is_some() {
+        out.push_str("# Start the platform's receive-datapath-manager container on each VM first (see the notes below).\n");
+    }
+    out.push_str("set -euo pipefail\n\n");
+    out.push_str(&exports(env)?);
+    out.push('\n');
+    out.push_str(&format!("export MASTER_ADDR={}\n", quote(master)?));
+    out.push_str(&format!("export MASTER_PORT={}\n", shape.master_port));
+    out.push_str("export NODE_RANK=\"${NODE_RANK:?set NODE_RANK to the rank of this node}\"\n\n");
+    out.push_str(&shell_lines(
+        &flags,
+        &["-e", "--volume", "--device", "torchrun"],
+    )?);
+    out.push('\n');
+    Ok(out)
+}

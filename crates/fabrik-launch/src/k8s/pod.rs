@@ -1,0 +1,215 @@
+//! The pod every Kubernetes kind runs: the trainer container with the environment, GPUs, RDMA
+//! access, and the platform's sidecar.
+
+use std::collections::BTreeMap;
+
+use fabrik_nccl::{Env, Runtime};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::words::Word;
+use crate::JobShape;
+
+/// How the trainer learns its node rank and the rendezvous address.
+pub(crate) struct Rendezvous {
+    /// Extra env entries (NODE_RANK from the completion index, MASTER_ADDR...).
+    pub env: Vec<EnvVar>,
+    pub command: Vec<Word>,
+}
+
+pub(crate) fn env_value(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    }
+}
+
+/// NODE_RANK from the Indexed Job's completion-index annotation, which every Kubernetes
+/// version with Indexed Jobs sets.
+pub(crate) fn node_rank_from_index() -> EnvVar {
+    EnvVar {
+        name: "NODE_RANK".into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                    .into(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+fn host_path_volume(name: &str, path: &str) -> Volume {
+    Volume {
+        name: name.into(),
+        host_path: Some(HostPathVolumeSource {
+            path: path.into(),
+            ..HostPathVolumeSource::default()
+        }),
+        ..Volume::default()
+    }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        ..VolumeMount::default()
+    }
+}
+
+/// Whether RDMA devices come from a privileged `/dev/infiniband` host path (no device plugin
+/// named).
+pub(crate) fn uses_dev_infiniband_host_path(rt: &Runtime, shape: &JobShape) -> bool {
+    rt.needs_rdma_devices && !rt.k8s_rdma_injected && shape.rdma_resource.is_none()
+}
+
+pub(crate) fn pod_template(
+    env: &Env,
+    shape: &JobShape,
+    rdv: Rendezvous,
+    restart_policy: Option<&str>,
+) -> PodTemplateSpec {
+    let rt = &env.runtime;
+    let mut labels = BTreeMap::new();
+    labels.insert("app.kubernetes.io/name".to_string(), shape.name.clone());
+    labels.insert(
+        "app.kubernetes.io/managed-by".to_string(),
+        "fabrik".to_string(),
+    );
+    labels.extend(rt.k8s_labels.clone());
+
+    let mut volumes = vec![Volume {
+        name: "dshm".into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".into()),
+            size_limit: Some(Quantity(rt.shm_size.clone())),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    let mut mounts = vec![mount("dshm", "/dev/shm")];
+    let dev_ib = uses_dev_infiniband_host_path(rt, shape);
+    if dev_ib {
+        volumes.push(host_path_volume("dev-infiniband", "/dev/infiniband"));
+        mounts.push(mount("dev-infiniband", "/dev/infiniband"));
+    }
+    let add_volume = |volumes: &mut Vec<Volume>, m: &fabrik_nccl::env::Mount| {
+        if !volumes.iter().any(|v| v.name == m.name) {
+            volumes.push(host_path_volume(
+                &m.name,
+                m.k8s_host_path.as_deref().unwrap_or(&m.host_path),
+            ));
+        }
+    };
+    for m in rt.mounts.iter().filter(|m| !m.docker_only) {
+        add_volume(&mut volumes, m);
+        mounts.push(mount(&m.name, &m.container_path));
+    }
+
+    let mut limits = BTreeMap::new();
+    limits.insert(
+        "nvidia.com/gpu".to_string(),
+        Quantity(shape.gpus_per_node.to_string()),
+    );
+    for (k, v) in &rt.k8s_resources {
+        limits.insert(k.clone(), Quantity(v.clone()));
+    }
+    if rt.needs_rdma_devices && !rt.k8s_rdma_injected {
+        if let Some(r) = &shape.rdma_resource {
+            limits.insert(r.clone(), Quantity("1".into()));
+        }
+    }
+
+    let mut env_list: Vec<EnvVar> = env
+        .vars
+        .iter()
+        .map(|v| env_value(&v.name, &v.value))
+        .collect();
+    env_list.extend(rdv.env);
+
+    let mut caps = Vec::new();
+    if rt.ipc_lock {
+        caps.push("IPC_LOCK".to_string());
+    }
+    let security = SecurityContext {
+        capabilities: (!caps.is_empty()).then(|| Capabilities {
+            add: Some(caps),
+            ..Capabilities::default()
+        }),
+        // Opening /dev/infiniband through a host path needs the device cgroup opened too.
+        privileged: dev_ib.then_some(true),
+        ..SecurityContext::default()
+    };
+
+    let trainer = Container {
+        name: "trainer".into(),
+        image: shape.image.clone(),
+        command: Some(rdv.command.iter().map(Word::k8s).collect()),
+        env: Some(env_list),
+        resources: Some(ResourceRequirements {
+            limits: Some(limits),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(security),
+        volume_mounts: Some(mounts),
+        ..Container::default()
+    };
+
+    // A native sidecar (init container that keeps running) lets the Job finish when the
+    // trainer does, which a plain second container would not.
+    let init_containers = rt.k8s_sidecar.as_ref().map(|s| {
+        for m in &s.mounts {
+            add_volume(&mut volumes, m);
+        }
+        vec![Container {
+            name: s.name.clone(),
+            image: Some(s.image.clone()),
+            command: Some(s.command.clone()),
+            args: Some(s.args.clone()),
+            restart_policy: Some("Always".into()),
+            env: Some(s.env.iter().map(|(k, v)| env_value(k, v)).collect()),
+            security_context: Some(SecurityContext {
+                capabilities: Some(Capabilities {
+                    add: Some(s.capabilities.clone()),
+                    ..Capabilities::default()
+                }),
+                ..SecurityContext::default()
+            }),
+            volume_mounts: Some(
+                s.mounts
+                    .iter()
+                    .map(|m| mount(&m.name, &m.container_path))
+                    .collect(),
+            ),
+            ..Container::default()
+        }]
+    });
+
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels),
+            annotations: (!rt.k8s_annotations.is_empty()).then(|| rt.k8s_annotations.clone()),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            host_network: rt.host_network.then_some(true),
+            dns_policy: rt
+                .host_network
+                .then(|| "ClusterFirstWithHostNet".to_string()),
+            restart_policy: restart_policy.map(Into::into),
+            init_containers,
+            containers: vec![trainer],
+            volumes: Some(volumes),
+            ..PodSpec::default()
+        }),
+    }
+}

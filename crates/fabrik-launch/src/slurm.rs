@@ -1,0 +1,56 @@
+//! An sbatch script: one task per node, torchrun spawning the GPU ranks.
+
+use fabrik_nccl::Env;
+
+use crate::torchrun::{exports, torchrun_words};
+use crate::words::{quote, shell_line, Word};
+use crate::{JobShape, LaunchError};
+
+pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    let mut out = String::from("#!/bin/bash\n");
+    out.push_str(&format!("#SBATCH --job-name={}\n", shape.name));
+    out.push_str(&format!("#SBATCH --nodes={}\n", shape.nodes));
+    out.push_str("#SBATCH --ntasks-per-node=1\n");
+    out.push_str(&format!(
+        "#SBATCH --gpus-per-node={}\n",
+        shape.gpus_per_node
+    ));
+    out.push_str("#SBATCH --exclusive\n");
+    if !shape.hosts.is_empty() {
+        out.push_str(&format!("#SBATCH --nodelist={}\n", shape.hosts.join(",")));
+    }
+    out.push_str(&format!(
+        "# fabrik launch slurm: {} node(s) x {} GPU(s); one srun task per node runs torchrun\n",
+        shape.nodes, shape.gpus_per_node
+    ));
+    out.push_str("set -euo pipefail\n\n");
+    out.push_str(&exports(env)?);
+    out.push('\n');
+    match &shape.master_addr {
+        Some(a) => out.push_str(&format!("export MASTER_ADDR={}\n", quote(a)?)),
+        None => out.push_str(
+            "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
+        ),
+    }
+    out.push_str(&format!("export MASTER_PORT={}\n\n", shape.master_port));
+    let inner = torchrun_words(
+        shape,
+        Word::var("", "SLURM_NODEID"),
+        Word::var("", "MASTER_ADDR"),
+        Word::var("", "MASTER_PORT"),
+    )?;
+    // SLURM_NODEID differs per task, so it must expand inside the task, not in the batch shell.
+    let inner = shell_line(&inner)?;
+    let srun = [
+        Word::lit("srun"),
+        Word::lit(format!("--nodes={}", shape.nodes)),
+        Word::lit("--ntasks-per-node=1"),
+        Word::lit("--export=ALL"),
+        Word::lit("bash"),
+        Word::lit("-c"),
+        Word::lit(inner),
+    ];
+    out.push_str(&shell_line(&srun)?);
+    out.push('\n');
+    Ok(out)
+}

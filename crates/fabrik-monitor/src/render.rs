@@ -1,0 +1,223 @@
+//! Text rendering of a [`Report`] (pure): one line per RDMA port and per netdev, with the
+//! counters that moved. `top` and `diff` print these lines.
+
+use crate::delta::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
+
+/// `16.00 Gb/s`, `3.20 kb/s`; `-` when unknown.
+pub fn bits(v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return "-".to_string();
+    };
+    let (scaled, unit) = if v >= 1e9 {
+        (v / 1e9, "Gb/s")
+    } else if v >= 1e6 {
+        (v / 1e6, "Mb/s")
+    } else if v >= 1e3 {
+        (v / 1e3, "kb/s")
+    } else {
+        (v, "b/s")
+    };
+    format!("{scaled:.2} {unit}")
+}
+
+/// `1.2M/s`, `350/s`; `-` when unknown.
+pub fn per_s(v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return "-".to_string();
+    };
+    if v >= 1e6 {
+        format!("{:.1}M/s", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k/s", v / 1e3)
+    } else {
+        format!("{v:.0}/s")
+    }
+}
+
+/// Bytes moved, when the interval is unknown: `4.0 kB`.
+pub fn bytes(v: Option<u64>) -> String {
+    let Some(v) = v else {
+        return "-".to_string();
+    };
+    let f = v as f64;
+    if f >= 1e9 {
+        format!("{:.1} GB", f / 1e9)
+    } else if f >= 1e6 {
+        format!("{:.1} MB", f / 1e6)
+    } else if f >= 1e3 {
+        format!("{:.1} kB", f / 1e3)
+    } else {
+        format!("{v} B")
+    }
+}
+
+/// The counters worth a look: trouble counters that moved, and any counter that reset,
+/// saturated, vanished or could not be read.
+pub fn notable(c: &CounterChange) -> bool {
+    match c.change {
+        Change::Unchanged => false,
+        Change::Moved { .. } | Change::Appeared => !is_traffic(c.source, &c.name),
+        Change::Reset | Change::Saturated { .. } | Change::Unreadable { .. } | Change::Vanished => {
+            true
+        }
+    }
+}
+
+/// `symbol_error +15 (1.50/s)`, `rp_cnp_handled reset`.
+pub fn note(c: &CounterChange) -> String {
+    match (&c.change, c.per_second) {
+        (Change::Moved { delta }, Some(r)) => format!("{} +{delta} ({r:.1}/s)", c.name),
+        (Change::Moved { delta }, None) => format!("{} +{delta}", c.name),
+        (Change::Reset, _) => format!("{} reset", c.name),
+        (Change::Saturated { .. }, _) => format!("{} saturated", c.name),
+        (Change::Unreadable { reason }, _) => format!("{} unreadable: {reason}", c.name),
+        (Change::Appeared, _) => format!("{} appeared", c.name),
+        (Change::Vanished, _) => format!("{} vanished", c.name),
+        (Change::Unchanged, _) => c.name.clone(),
+    }
+}
+
+const RED: &str = "\x1b[1;31m";
+const YELLOW: &str = "\x1b[33m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+struct Row {
+    name: String,
+    kind: String,
+    state: String,
+    traffic: Traffic,
+    notes: Vec<String>,
+    alarm: bool,
+}
+
+/// The table, one line per port and netdev. With `color`, the notes column is highlighted
+/// (red for error counters, yellow for resets/saturation/unreadable files).
+pub fn table(report: &Report, color: bool) -> Vec<String> {
+    let mut rows = Vec::new();
+    for p in &report.ports {
+        let mut notes: Vec<String> = p.changes.iter().filter(|c| notable(c)).map(note).collect();
+        notes.extend(p.problems.iter().cloned());
+        let kind = match (p.link_layer.as_deref(), p.device.starts_with("rxe")) {
+            (_, true) => "rxe".to_string(),
+            (Some("InfiniBand"), _) => "IB".to_string(),
+            (Some("Ethernet"), _) => "RoCE".to_string(),
+            (Some(o), _) => o.to_string(),
+            (None, _) => "?".to_string(),
+        };
+        rows.push(Row {
+            name: p.subject(),
+            kind,
+            state: state_word(p.state.as_deref(), p.presence),
+            traffic: p.traffic,
+            alarm: p
+                .changes
+                .iter()
+                .any(|c| notable(c) && matches!(c.change, Change::Moved { .. })),
+            notes,
+        });
+    }
+    for n in &report.netdevs {
+        let mut notes: Vec<String> = n.changes.iter().filter(|c| notable(c)).map(note).collect();
+        notes.extend(n.problems.iter().cloned());
+        let kind = if n.rdma_ports.is_empty() {
+            "netdev".to_string()
+        } else {
+            format!("netdev>{}", n.rdma_ports.join(","))
+        };
+        rows.push(Row {
+            name: n.name.clone(),
+            kind,
+            state: match n.presence {
+                Presence::Both => n.operstate.clone().unwrap_or_else(|| "?".into()),
+                Presence::Vanished => "GONE".into(),
+                Presence::Appeared => "NEW".into(),
+            },
+            traffic: n.traffic,
+            alarm: n
+                .changes
+                .iter()
+                .any(|c| notable(c) && matches!(c.change, Change::Moved { .. })),
+            notes,
+        });
+    }
+    let rated = report.interval_s.is_some();
+    let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let kind_w = rows.iter().map(|r| r.kind.len()).max().unwrap_or(4).max(4);
+    let mut out = Vec::with_capacity(rows.len() + 1);
+    let head = if rated {
+        format!(
+            "{:<name_w$}  {:<kind_w$}  {:<8}  {:>11}  {:>11}  {:>9}  {:>9}  COUNTERS",
+            "NAME", "KIND", "STATE", "TX", "RX", "TX PKT", "RX PKT"
+        )
+    } else {
+        format!(
+            "{:<name_w$}  {:<kind_w$}  {:<8}  {:>11}  {:>11}  {:>9}  {:>9}  COUNTERS",
+            "NAME", "KIND", "STATE", "TX BYTES", "RX BYTES", "TX PKTS", "RX PKTS"
+        )
+    };
+    out.push(if color {
+        format!("{BOLD}{head}{RESET}")
+    } else {
+        head
+    });
+    for r in rows {
+        let t = &r.traffic;
+        let (a, b, c, d) = if rated {
+            (
+                bits(t.tx_bits_per_s),
+                bits(t.rx_bits_per_s),
+                per_s(t.tx_packets_per_s),
+                per_s(t.rx_packets_per_s),
+            )
+        } else {
+            (
+                bytes(t.tx_bytes),
+                bytes(t.rx_bytes),
+                t.tx_packets.map_or("-".into(), |v| v.to_string()),
+                t.rx_packets.map_or("-".into(), |v| v.to_string()),
+            )
+        };
+        let notes = r.notes.join("; ");
+        let notes = if color && !notes.is_empty() {
+            let c = if r.alarm { RED } else { YELLOW };
+            format!("{c}{notes}{RESET}")
+        } else {
+            notes
+        };
+        let line = format!(
+            "{:<name_w$}  {:<kind_w$}  {:<8}  {a:>11}  {b:>11}  {c:>9}  {d:>9}  {notes}",
+            r.name, r.kind, r.state
+        );
+        out.push(line.trim_end().to_string());
+    }
+    out
+}
+
+fn state_word(state: Option<&str>, presence: Presence) -> String {
+    match presence {
+        Presence::Vanished => return "GONE".into(),
+        Presence::Appeared => return "NEW".into(),
+        Presence::Both => {}
+    }
+    // `4: ACTIVE` -> `ACTIVE`.
+    state
+        .map(|s| s.split_once(": ").map_or(s, |(_, w)| w).to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(bits(Some(16e9)), "16.00 Gb/s");
+        assert_eq!(bits(Some(3200.0)), "3.20 kb/s");
+        assert_eq!(bits(None), "-");
+        assert_eq!(per_s(Some(600_000.0)), "600.0k/s");
+        assert_eq!(per_s(Some(2_500_000.0)), "2.5M/s");
+        assert_eq!(bytes(Some(4000)), "4.0 kB");
+    }
+}

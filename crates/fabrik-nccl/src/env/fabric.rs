@@ -1,0 +1,278 @@
+//! What the RDMA side of a node offers NCCL: active ports by link layer, the RoCE v2 GID index,
+//! and the traffic class that lands RoCE on the lossless priority.
+
+use fabrik_model::{GidType, LinkLayer, Node, PortState, RdmaDevice};
+
+/// One RDMA port NCCL could use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsablePort {
+    pub device: String,
+    pub port: u32,
+    pub netdev: Option<String>,
+    pub rate: Option<String>,
+}
+
+impl UsablePort {
+    pub fn hca(&self) -> String {
+        format!("{}:{}", self.device, self.port)
+    }
+}
+
+/// The RDMA ports of a node sorted into what NCCL can use and what it cannot, with reasons.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RdmaInventory {
+    pub ib: Vec<UsablePort>,
+    pub roce: Vec<UsablePort>,
+    /// AWS EFA devices (their ports report link layer `Unspecified`).
+    pub efa: Vec<String>,
+    /// `mlx5_1:1 is DOWN (phys Disabled)`, `rxe0 is Soft-RoCE`...
+    pub unusable: Vec<String>,
+}
+
+impl RdmaInventory {
+    pub fn has_usable(&self) -> bool {
+        !self.ib.is_empty() || !self.roce.is_empty() || !self.efa.is_empty()
+    }
+}
+
+/// Software RDMA devices work but move data through the CPU: NCCL over them is slower than
+/// over plain sockets with several threads, so fabrik never picks them for a job.
+fn is_software_device(d: &RdmaDevice) -> bool {
+    d.name.starts_with("rxe") || d.name.starts_with("siw")
+}
+
+fn is_efa(d: &RdmaDevice) -> bool {
+    d.name.starts_with("efa")
+        || d.pci
+            .as_ref()
+            .and_then(|p| p.vendor.as_deref())
+            .is_some_and(|v| v.eq_ignore_ascii_case("0x1d0f"))
+}
+
+pub fn inventory(node: &Node) -> RdmaInventory {
+    let mut inv = RdmaInventory::default();
+    let mut devices: Vec<&RdmaDevice> = node.rdma_devices.iter().collect();
+    devices.sort_by_key(|d| natural_key(&d.name));
+    for d in devices {
+        if is_efa(d) {
+            inv.efa.push(d.name.clone());
+            continue;
+        }
+        if is_software_device(d) {
+            inv.unusable.push(format!(
+                "{} is a software RDMA device (Soft-RoCE/siw): no GPUDirect, slower than sockets",
+                d.name
+            ));
+            continue;
+        }
+        if d.ports.is_empty() {
+            inv.unusable.push(format!("{} has no ports listed", d.name));
+        }
+        for p in &d.ports {
+            let id = format!("{}:{}", d.name, p.number);
+            let state = p.state.as_ref().map(|s| s.port_state());
+            if state != Some(PortState::Active) {
+                let st = p
+                    .state
+                    .as_ref()
+                    .map_or("unknown".to_string(), |s| s.name.clone());
+                let phys = p
+                    .phys_state
+                    .as_ref()
+                    .map_or("unknown".to_string(), |s| s.name.clone());
+                inv.unusable
+                    .push(format!("{id} is not active (state {st}, phys {phys})"));
+                continue;
+            }
+            let usable = UsablePort {
+                device: d.name.clone(),
+                port: p.number,
+                netdev: p.netdev.clone(),
+                rate: p.rate.as_ref().map(|r| r.text.clone()),
+            };
+            match &p.link_layer {
+                Some(LinkLayer::Infiniband) => inv.ib.push(usable),
+                Some(LinkLayer::Ethernet) => inv.roce.push(usable),
+                Some(LinkLayer::Other(o)) => inv.unusable.push(format!(
+                    "{id} has link layer {o:?}, which NCCL's IB transport does not know"
+                )),
+                None => inv
+                    .unusable
+                    .push(format!("{id} is active but its link layer is unknown")),
+            }
+        }
+    }
+    inv
+}
+
+/// `mlx5_10` after `mlx5_9`.
+fn natural_key(name: &str) -> (String, u64) {
+    let digits: String = name
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let stem = name[..name.len() - digits.len()].to_string();
+    (stem, digits.parse().unwrap_or(0))
+}
+
+/// NCCL_IB_HCA listing exactly these ports: `=mlx5_0:1,mlx5_1:1`.
+pub fn hca_list(ports: &[UsablePort]) -> String {
+    let list: Vec<String> = ports.iter().map(UsablePort::hca).collect();
+    format!("={}", list.join(","))
+}
+
+/// The RoCE v2 GID index per port, or why none was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GidChoice {
+    /// Every port has its RoCE v2 IPv4 GID at the same index.
+    Same(u32),
+    /// Ports disagree; `(port, index)` for those that have one.
+    Differs(Vec<(String, u32)>),
+    /// Ports without a RoCE v2 IPv4-mapped GID.
+    Missing(Vec<String>),
+}
+
+fn strip_prefix_len(cidr: &str) -> &str {
+    cidr.split('/').next().unwrap_or(cidr)
+}
+
+/// Finds, for each RoCE port, the GID of type RoCE v2 whose IPv4-mapped address is an address of
+/// the port's netdev (NCCL needs the GID that routes over IPv4; the link-local and v1 entries
+/// do not).
+pub fn roce_gid_index(node: &Node, ports: &[UsablePort]) -> GidChoice {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for up in ports {
+        let port = node
+            .rdma_device(&up.device)
+            .and_then(|d| d.ports.iter().find(|p| p.number == up.port));
+        let addrs: Vec<String> = up
+            .netdev
+            .as_deref()
+            .and_then(|n| node.net_interface(n))
+            .map(|i| {
+                i.ipv4
+                    .iter()
+                    .map(|a| strip_prefix_len(a).to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gid = port.and_then(|p| {
+            let mut v2: Vec<_> = p
+                .gids
+                .iter()
+                .filter(|g| g.gid_type == Some(GidType::RoceV2) && g.ipv4.is_some())
+                .collect();
+            v2.sort_by_key(|g| g.index);
+            // Prefer the GID carrying one of the netdev's own addresses; with the netdev's
+            // addresses unknown, the first IPv4 RoCE v2 GID is what NCCL's auto-selection takes.
+            v2.iter()
+                .find(|g| {
+                    g.ipv4
+                        .as_ref()
+                        .is_some_and(|ip| addrs.iter().any(|a| a == ip))
+                })
+                .or_else(|| if addrs.is_empty() { v2.first() } else { None })
+                .map(|g| g.index)
+        });
+        match gid {
+            Some(i) => found.push((up.hca(), i)),
+            None => missing.push(up.hca()),
+        }
+    }
+    if !missing.is_empty() {
+        return GidChoice::Missing(missing);
+    }
+    let first = found.first().map(|(_, i)| *i);
+    match first {
+        Some(i) if found.iter().all(|(_, j)| *j == i) => GidChoice::Same(i),
+        _ => GidChoice::Differs(found),
+    }
+}
+
+/// The RoCE QoS setting NCCL needs so its traffic rides the lossless (PFC) priority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QosChoice {
+    /// DSCP trust: `NCCL_IB_TC` = DSCP << 2 | ECN-capable bits.
+    TrafficClass { tc: u32, dscp: u32, priority: u8 },
+    /// PCP trust: the VLAN priority comes from the service level.
+    ServiceLevel { sl: u8 },
+    /// Not decidable; the message says why.
+    Unknown(String),
+}
+
+/// From the PFC settings of the RoCE netdevs. mlx5's default DSCP→priority map puts DSCP 8p..8p+7
+/// on priority p; NVIDIA's RoCE recipes use DSCP 26 (AF31) on priority 3 and NCCL_IB_TC=106,
+/// which is 26 << 2 with ECT(0) (value 2) in the ECN bits. fabrik generalises that to DSCP
+/// 8p+2 on priority p.
+pub fn roce_qos(node: &Node, ports: &[UsablePort]) -> QosChoice {
+    let mut settings = Vec::new();
+    for up in ports {
+        let Some(netdev) = up.netdev.as_deref() else {
+            return QosChoice::Unknown(format!("{} has no netdev to read PFC from", up.hca()));
+        };
+        let Some(pfc) = node.net_interface(netdev).and_then(|i| i.pfc.as_ref()) else {
+            return QosChoice::Unknown(format!(
+                "PFC settings of {netdev} are unknown (no mlnx_qos capture)"
+            ));
+        };
+        settings.push((
+            netdev.to_string(),
+            pfc.enabled_priorities.clone(),
+            pfc.trust.clone(),
+        ));
+    }
+    let Some((first_dev, prios, trust)) = settings.first().cloned() else {
+        return QosChoice::Unknown("no RoCE ports".into());
+    };
+    if let Some((dev, ..)) = settings.iter().find(|(_, p, t)| *p != prios || *t != trust) {
+        return QosChoice::Unknown(format!(
+            "PFC differs between {first_dev} and {dev}; one NCCL_IB_TC cannot serve both"
+        ));
+    }
+    let priority = match prios.as_slice() {
+        [p] => *p,
+        [] => {
+            return QosChoice::Unknown(format!(
+                "PFC is off on every priority of {first_dev}: RoCE runs lossy, so no traffic class is lossless"
+            ))
+        }
+        many => {
+            return QosChoice::Unknown(format!(
+                "PFC is on for several priorities of {first_dev} ({many:?}); which one carries RDMA is the fabric's convention, not visible here"
+            ))
+        }
+    };
+    match trust.as_deref() {
+        Some("dscp") => {
+            let dscp = 8 * u32::from(priority) + 2;
+            QosChoice::TrafficClass {
+                tc: (dscp << 2) | 2,
+                dscp,
+                priority,
+            }
+        }
+        Some("pcp") => QosChoice::ServiceLevel { sl: priority },
+        Some(other) => QosChoice::Unknown(format!(
+            "trust mode {other:?} of {first_dev} is not pcp or dscp"
+        )),
+        None => QosChoice::Unknown(format!("trust mode of {first_dev} is unknown")),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_of_device_names() {
+        let mut v = vec!["mlx5_10", "mlx5_2", "mlx5_1"];
+        v.sort_by_key(|n| natural_key(n));
+        assert_eq!(v, vec!["mlx5_1", "mlx5_2", "mlx5_10"]);
+    }
+}

@@ -1,0 +1,618 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+
+use fabrik_model::*;
+
+use super::*;
+
+pub(crate) fn iface(name: &str, ip: &[&str], default_route: bool) -> NetInterface {
+    NetInterface {
+        name: name.into(),
+        kind: NetKind::Ethernet,
+        mtu: Some(9000),
+        operstate: Some("up".into()),
+        speed_mbps: None,
+        mac: None,
+        ipv4: ip.iter().map(|s| s.to_string()).collect(),
+        ipv6: vec![],
+        driver: None,
+        pci: None,
+        rdma_device: None,
+        default_route,
+        ecn: None,
+        pfc: None,
+        statistics: BTreeMap::new(),
+    }
+}
+
+fn port(n: u32, state: &str, layer: &str, netdev: Option<&str>, gids: Vec<Gid>) -> Port {
+    Port {
+        number: n,
+        state: Some(StateValue::parse(state)),
+        phys_state: Some(StateValue::parse(if state.contains("ACTIVE") {
+            "5: LinkUp"
+        } else {
+            "3: Disabled"
+        })),
+        rate: Some(LinkRate {
+            text: "400 Gb/sec (4X NDR)".into(),
+            gbps: Some(400.0),
+            width: Some(4),
+            speed: Some("NDR".into()),
+        }),
+        link_layer: Some(LinkLayer::parse(layer)),
+        netdev: netdev.map(Into::into),
+        gids,
+        ..Port::default()
+    }
+}
+
+fn gid(index: u32, ty: &str, ipv4: Option<&str>, netdev: &str) -> Gid {
+    Gid {
+        index,
+        gid: ipv4.map_or("fe80:0000:0000:0000:0000:5eff:fe00:0001".into(), |ip| {
+            format!("0000:0000:0000:0000:0000:ffff:{ip}")
+        }),
+        gid_type: Some(GidType::parse(ty)),
+        netdev: Some(netdev.into()),
+        ipv4: ipv4.map(Into::into),
+    }
+}
+
+fn dev(name: &str, ports: Vec<Port>) -> RdmaDevice {
+    RdmaDevice {
+        name: name.into(),
+        ports,
+        ..RdmaDevice::default()
+    }
+}
+
+pub(crate) fn ib_node() -> Node {
+    Node {
+        rdma_devices: vec![
+            dev(
+                "mlx5_10",
+                vec![port(1, "4: ACTIVE", "InfiniBand", None, vec![])],
+            ),
+            dev(
+                "mlx5_0",
+                vec![port(1, "4: ACTIVE", "InfiniBand", None, vec![])],
+            ),
+            dev(
+                "mlx5_1",
+                vec![port(1, "1: DOWN", "InfiniBand", None, vec![])],
+            ),
+        ],
+        net_interfaces: vec![
+            iface("eno1", &["10.0.0.5/24"], true),
+            iface("docker0", &["172.17.0.1/16"], false),
+        ],
+        dev_infiniband: Some(vec!["uverbs0".into(), "uverbs1".into(), "rdma_cm".into()]),
+        memlock: Some(MemlockLimit {
+            soft_bytes: None,
+            hard_bytes: None,
+        }),
+        ..Node::default()
+    }
+}
+
+/// Two RoCE ports with the IPv4 RoCE v2 GID at index 3, PFC on priority 3 with DSCP trust, and
+/// a front-end port carrying the default route.
+pub(crate) fn roce_node() -> Node {
+    let mut e0 = iface("ens1f0np0", &["192.168.1.10/24"], false);
+    let mut e1 = iface("ens1f1np1", &["192.168.2.10/24"], false);
+    for (i, e) in [&mut e0, &mut e1].into_iter().enumerate() {
+        e.pfc = Some(Pfc {
+            enabled_priorities: vec![3],
+            trust: Some("dscp".into()),
+            source: format!("fabrik/cmd/mlnx_qos-ens1f{i}.txt"),
+        });
+    }
+    let front = iface("eth0", &["10.0.0.5/24"], true);
+    let gids = |netdev: &str, ip: &str| {
+        vec![
+            gid(0, "IB/RoCE v1", None, netdev),
+            gid(1, "RoCE v2", None, netdev),
+            gid(2, "IB/RoCE v1", Some(ip), netdev),
+            gid(3, "RoCE v2", Some(ip), netdev),
+        ]
+    };
+    Node {
+        rdma_devices: vec![
+            dev(
+                "mlx5_0",
+                vec![port(
+                    1,
+                    "4: ACTIVE",
+                    "Ethernet",
+                    Some("ens1f0np0"),
+                    gids("ens1f0np0", "192.168.1.10"),
+                )],
+            ),
+            dev(
+                "mlx5_1",
+                vec![port(
+                    1,
+                    "4: ACTIVE",
+                    "Ethernet",
+                    Some("ens1f1np1"),
+                    gids("ens1f1np1", "192.168.2.10"),
+                )],
+            ),
+            dev(
+                "mlx5_2",
+                vec![port(
+                    1,
+                    "4: ACTIVE",
+                    "Ethernet",
+                    Some("eth0"),
+                    gids("eth0", "10.0.0.5"),
+                )],
+            ),
+        ],
+        net_interfaces: vec![front, e0, e1],
+        dev_infiniband: Some(vec!["uverbs0".into()]),
+        ..Node::default()
+    }
+}
+
+pub(crate) fn socket_node() -> Node {
+    Node {
+        net_interfaces: vec![
+            NetInterface {
+                kind: NetKind::Loopback,
+                ..iface("lo", &["127.0.0.1/8"], false)
+            },
+            iface("eth0", &["172.18.0.3/16"], true),
+        ],
+        ..Node::default()
+    }
+}
+
+fn gen(profile: Profile, node: Option<&Node>) -> Env {
+    let empty = BTreeMap::new();
+    generate(&Request {
+        profile,
+        node,
+        existing: &empty,
+        keep_env: false,
+    })
+    .unwrap()
+}
+
+fn val<'a>(env: &'a Env, name: &str) -> Option<&'a str> {
+    env.var(name).map(|v| v.value.as_str())
+}
+
+#[test]
+fn auto_on_infiniband_lists_active_ports_in_natural_order() {
+    let env = gen(Profile::Auto, Some(&ib_node()));
+    assert_eq!(env.profile, "generic-ib");
+    assert_eq!(env.transport, Transport::Infiniband);
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+    assert_eq!(val(&env, "NCCL_SOCKET_IFNAME"), Some("=eno1"));
+    assert_eq!(val(&env, "NCCL_IB_DISABLE"), None);
+    assert!(env
+        .notes
+        .iter()
+        .any(|n| n.message.contains("mlx5_1:1 is not active")));
+    assert!(env.runtime.needs_rdma_devices && env.runtime.ipc_lock);
+    assert_eq!(env.warnings().count(), 0, "{:?}", env.notes);
+}
+
+#[test]
+fn auto_on_roce_derives_gid_and_traffic_class() {
+    let env = gen(Profile::Auto, Some(&roce_node()));
+    assert_eq!(env.transport, Transport::Roce);
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_1:1"));
+    assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), Some("3"));
+    assert_eq!(val(&env, "NCCL_IB_TC"), Some("106"));
+    assert_eq!(val(&env, "NCCL_SOCKET_IFNAME"), Some("=eth0"));
+    assert!(env.summary.contains("GID index 3"), "{}", env.summary);
+}
+
+#[test]
+fn roce_pcp_trust_sets_service_level_instead() {
+    let mut node = roce_node();
+    for i in &mut node.net_interfaces {
+        if let Some(p) = &mut i.pfc {
+            p.trust = Some("pcp".into());
+            p.enabled_priorities = vec![4];
+        }
+    }
+    let env = gen(Profile::GenericRoce, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_SL"), Some("4"));
+    assert_eq!(val(&env, "NCCL_IB_TC"), None);
+}
+
+#[test]
+fn roce_dscp_priority_four_gives_dscp_34() {
+    let mut node = roce_node();
+    for i in &mut node.net_interfaces {
+        if let Some(p) = &mut i.pfc {
+            p.enabled_priorities = vec![4];
+        }
+    }
+    let env = gen(Profile::GenericRoce, Some(&node));
+    // DSCP 34 (AF41) << 2 | ECT(0)
+    assert_eq!(val(&env, "NCCL_IB_TC"), Some("138"));
+}
+
+#[test]
+fn roce_without_pfc_facts_says_so_and_sets_no_tc() {
+    let mut node = roce_node();
+    for i in &mut node.net_interfaces {
+        i.pfc = None;
+    }
+    let env = gen(Profile::GenericRoce, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_TC"), None);
+    assert!(env.warnings().any(|n| n.message.contains("PFC settings")));
+}
+
+#[test]
+fn roce_gid_index_that_differs_between_ports_is_not_guessed() {
+    let mut node = roce_node();
+    let p = &mut node.rdma_devices[1].ports[0];
+    p.gids.retain(|g| g.index != 3);
+    p.gids
+        .push(gid(5, "RoCE v2", Some("192.168.2.10"), "ens1f1np1"));
+    let env = gen(Profile::GenericRoce, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), None);
+    let w: Vec<_> = env.warnings().map(|n| n.message.clone()).collect();
+    assert!(
+        w.iter()
+            .any(|m| m.contains("mlx5_0:1: 3") && m.contains("mlx5_1:1: 5")),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn roce_gid_must_carry_the_netdev_address() {
+    let mut node = roce_node();
+    // The IPv4 GID belongs to another address than the netdev's.
+    for g in &mut node.rdma_devices[0].ports[0].gids {
+        if g.ipv4.is_some() {
+            g.ipv4 = Some("192.168.99.1".into());
+        }
+    }
+    let env = gen(Profile::GenericRoce, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), None);
+    assert!(env.warnings().any(|n| n.message.contains("mlx5_0:1")));
+}
+
+#[test]
+fn bare_machine_says_only_sockets_and_names_the_interface() {
+    let env = gen(Profile::Auto, Some(&socket_node()));
+    assert_eq!(env.transport, Transport::Socket);
+    assert_eq!(val(&env, "NCCL_SOCKET_IFNAME"), Some("=eth0"));
+    assert_eq!(val(&env, "NCCL_IB_DISABLE"), Some("1"));
+    assert!(env
+        .warnings()
+        .any(|n| n.message.contains("only sockets are available") && n.message.contains("eth0")));
+    assert_eq!(env.summary, "Only TCP sockets: NCCL sends data over eth0.");
+}
+
+#[test]
+fn usable_rdma_is_never_disabled_by_auto() {
+    for node in [ib_node(), roce_node()] {
+        let env = gen(Profile::Auto, Some(&node));
+        assert_eq!(val(&env, "NCCL_IB_DISABLE"), None);
+    }
+}
+
+#[test]
+fn all_ports_down_falls_back_to_sockets_with_reason() {
+    let mut node = ib_node();
+    for d in &mut node.rdma_devices {
+        for p in &mut d.ports {
+            p.state = Some(StateValue::parse("1: DOWN"));
+        }
+    }
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(env.transport, Transport::Socket);
+    assert_eq!(val(&env, "NCCL_IB_DISABLE"), Some("1"));
+    assert!(env
+        .var("NCCL_IB_DISABLE")
+        .unwrap()
+        .reason
+        .contains("no RDMA port is usable"));
+}
+
+#[test]
+fn soft_roce_is_not_used_for_jobs() {
+    let mut node = socket_node();
+    node.rdma_devices = vec![dev(
+        "rxe0",
+        vec![port(1, "4: ACTIVE", "Ethernet", Some("eth0"), vec![])],
+    )];
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(env.transport, Transport::Socket);
+    assert!(env
+        .notes
+        .iter()
+        .any(|n| n.message.contains("rxe0 is a software RDMA device")));
+}
+
+#[test]
+fn efa_devices_select_the_aws_profile() {
+    let mut node = socket_node();
+    node.rdma_devices = (0..4)
+        .map(|i| {
+            dev(
+                &format!("efa_{i}"),
+                vec![port(1, "4: ACTIVE", "Unspecified", None, vec![])],
+            )
+        })
+        .collect();
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(env.profile, "aws-efa");
+    assert_eq!(env.transport, Transport::Efa);
+    assert_eq!(
+        env.runtime
+            .k8s_resources
+            .get("vpc.amazonaws.com/efa")
+            .map(String::as_str),
+        Some("4")
+    );
+    // Modern aws-ofi-nccl needs none of the legacy variables.
+    assert_eq!(val(&env, "FI_EFA_USE_DEVICE_RDMA"), None);
+    assert_eq!(val(&env, "NCCL_PROTO"), None);
+}
+
+#[test]
+fn gve_interfaces_hint_at_tcpx_without_assuming_it() {
+    let mut node = socket_node();
+    for i in 1..=4 {
+        let mut e = iface(&format!("eth{i}"), &[&format!("10.{i}.0.2/32")], false);
+        e.driver = Some("gve".into());
+        node.net_interfaces.push(e);
+    }
+    node.net_interfaces[1].driver = Some("gve".into());
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(env.transport, Transport::Socket);
+    assert!(env.warnings().any(|n| n.message.contains("gcp-a3-tcpx")));
+}
+
+#[test]
+fn auto_without_a_node_is_an_error() {
+    let empty = BTreeMap::new();
+    let r = generate(&Request {
+        profile: Profile::Auto,
+        node: None,
+        existing: &empty,
+        keep_env: false,
+    });
+    assert_eq!(r.unwrap_err(), EnvError::AutoNeedsNode);
+}
+
+#[test]
+fn every_named_profile_renders_without_a_node_and_every_var_has_reason_and_source() {
+    for p in Profile::named() {
+        let env = gen(p, None);
+        assert_eq!(env.profile, p.as_str());
+        for v in &env.vars {
+            assert!(!v.reason.is_empty(), "{p}: {} has no reason", v.name);
+            assert!(
+                v.source.starts_with("https://"),
+                "{p}: {} source {}",
+                v.name,
+                v.source
+            );
+        }
+    }
+}
+
+#[test]
+fn alibaba_types_follow_acs_documentation() {
+    let t1 = gen(Profile::AlibabaAcsRdma, None);
+    assert_eq!(val(&t1, "NCCL_SOCKET_IFNAME"), Some("eth0"));
+    assert_eq!(val(&t1, "NCCL_IB_HCA"), Some("mlx5"));
+    assert_eq!(val(&t1, "NCCL_IB_DISABLE"), None);
+    assert_eq!(
+        t1.runtime
+            .k8s_labels
+            .get("alibabacloud.com/hpn-type")
+            .map(String::as_str),
+        Some("rdma")
+    );
+    let t2 = gen(Profile::AlibabaAcsRdmaType2, None);
+    assert_eq!(val(&t2, "NCCL_IB_DISABLE"), Some("1"));
+    assert_eq!(val(&t2, "NCCL_IB_HCA"), Some(""));
+}
+
+#[test]
+fn tcpx_profile_has_google_data_nics_and_plugin_path() {
+    let env = gen(Profile::GcpA3Tcpx, None);
+    assert_eq!(
+        val(&env, "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"),
+        Some("eth1,eth2,eth3,eth4")
+    );
+    assert_eq!(val(&env, "NCCL_GPUDIRECTTCPX_CTRL_DEV"), Some("eth0"));
+    assert_eq!(val(&env, "NCCL_PROTO"), Some("Simple"));
+    assert!(val(&env, "LD_LIBRARY_PATH")
+        .unwrap()
+        .contains("/usr/local/tcpx/lib64"));
+    assert!(env.runtime.k8s_sidecar.is_some());
+    let warn = gen(Profile::GcpA3Tcpx, Some(&socket_node()));
+    assert!(warn
+        .warnings()
+        .any(|n| n.message.contains("eth1, eth2, eth3, eth4")));
+}
+
+#[test]
+fn existing_variables_are_reported_and_kept_with_keep_env() {
+    let node = roce_node();
+    let mut existing = BTreeMap::new();
+    existing.insert("NCCL_IB_GID_INDEX".to_string(), "5".to_string());
+    existing.insert("NCCL_DEBUG".to_string(), "INFO".to_string());
+    existing.insert("PATH".to_string(), "/bin".to_string());
+    let kept = generate(&Request {
+        profile: Profile::Auto,
+        node: Some(&node),
+        existing: &existing,
+        keep_env: true,
+    })
+    .unwrap();
+    assert_eq!(val(&kept, "NCCL_IB_GID_INDEX"), Some("5"));
+    assert_eq!(kept.var("NCCL_IB_GID_INDEX").unwrap().source, "environment");
+    assert_eq!(val(&kept, "NCCL_DEBUG"), Some("INFO"));
+    assert!(kept.var("PATH").is_none());
+    assert_eq!(kept.existing.len(), 2);
+    assert!(kept
+        .existing
+        .iter()
+        .all(|e| e.action == ExistingAction::Kept));
+
+    let over = generate(&Request {
+        profile: Profile::Auto,
+        node: Some(&node),
+        existing: &existing,
+        keep_env: false,
+    })
+    .unwrap();
+    assert_eq!(val(&over, "NCCL_IB_GID_INDEX"), Some("3"));
+    let e = over
+        .existing
+        .iter()
+        .find(|e| e.name == "NCCL_IB_GID_INDEX")
+        .unwrap();
+    assert_eq!(e.action, ExistingAction::Overridden);
+    assert!(over
+        .warnings()
+        .any(|n| n.message.contains("NCCL_IB_GID_INDEX=\"5\"")));
+}
+
+#[test]
+fn memlock_and_missing_uverbs_are_warned_for_rdma() {
+    let mut node = ib_node();
+    node.memlock = Some(MemlockLimit {
+        soft_bytes: Some(65536),
+        hard_bytes: Some(65536),
+    });
+    node.dev_infiniband = Some(vec!["rdma_cm".into()]);
+    let env = gen(Profile::Auto, Some(&node));
+    let w: Vec<_> = env.warnings().map(|n| n.message.clone()).collect();
+    assert!(w.iter().any(|m| m.contains("64 KiB")), "{w:?}");
+    assert!(w.iter().any(|m| m.contains("no uverbs")), "{w:?}");
+}
+
+mod render_tests {
+    use super::*;
+    use crate::env::render;
+
+    #[test]
+    fn shell_output_quotes_values_and_explains_each() {
+        let env = gen(Profile::AlibabaAcsRdmaType2, None);
+        let text = render::shell(&env).unwrap();
+        assert!(text.contains("export NCCL_IB_HCA=''\n"), "{text}");
+        assert!(text.contains("# RDMA NIC type 2 (P16EN)"));
+        let env = gen(Profile::Auto, Some(&roce_node()));
+        let text = render::shell(&env).unwrap();
+        assert!(text.contains("export NCCL_IB_TC=106\n"), "{text}");
+    }
+
+    #[test]
+    fn shell_quote_survives_hostile_values() {
+        assert_eq!(render::shell_quote("a b").unwrap(), "'a b'");
+        assert_eq!(render::shell_quote("").unwrap(), "''");
+        assert!(render::shell_quote("x\0y").is_err());
+    }
+
+    #[test]
+    fn k8s_env_list_parses_back() {
+        let env = gen(Profile::GcpA3Tcpx, None);
+        let text = render::k8s_env(&env).unwrap();
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+        let list = v.get("env").unwrap().as_sequence().unwrap();
+        assert_eq!(list.len(), env.vars.len());
+        assert_eq!(
+            list[0].get("name").unwrap().as_str(),
+            Some(env.vars[0].name.as_str())
+        );
+    }
+
+    #[test]
+    fn docker_flags_are_e_pairs() {
+        let env = gen(Profile::AlibabaAcsRdma, None);
+        let text = render::docker_flags(&env).unwrap();
+        let words = shlex::split(&text).unwrap();
+        assert_eq!(words.len(), env.vars.len() * 2);
+        assert_eq!(words[0], "-e");
+        assert_eq!(words[1], "NCCL_SOCKET_IFNAME=eth0");
+    }
+
+    #[test]
+    fn json_has_schema_version_and_vars() {
+        let env = gen(Profile::Socket, Some(&socket_node()));
+        let v: serde_json::Value = serde_json::from_str(&render::json(&env).unwrap()).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["profile"], "socket");
+        assert!(v["vars"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["reason"].is_string() && x["source"].is_string()));
+    }
+
+    #[test]
+    fn dotenv_quotes_only_when_needed() {
+        let env = gen(Profile::GcpA3Tcpx, None);
+        let text = render::dotenv(&env);
+        assert!(text.contains("\nNCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4\n"));
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any value survives shell quoting: bash reads back exactly what was written.
+        #[test]
+        fn shell_quoting_round_trips(s in "[^\u{0}]{0,40}") {
+            let q = crate::env::render::shell_quote(&s).unwrap();
+            let back = shlex::split(&q).unwrap();
+            prop_assert_eq!(back.len(), 1);
+            prop_assert_eq!(&back[0], &s);
+        }
+
+        /// Arbitrary PFC priorities and trust strings never panic and never set both TC and SL.
+        #[test]
+        fn qos_never_panics(prios in proptest::collection::vec(0u8..8, 0..4), trust in "[a-z]{0,5}") {
+            let mut node = roce_node();
+            for i in &mut node.net_interfaces {
+                if let Some(p) = &mut i.pfc {
+                    p.enabled_priorities = prios.clone();
+                    p.trust = Some(trust.clone());
+                }
+            }
+            let env = gen(Profile::GenericRoce, Some(&node));
+            prop_assert!(!(env.var("NCCL_IB_TC").is_some() && env.var("NCCL_IB_SL").is_some()));
+        }
+    }
+}
+
+#[test]
+fn default_route_roce_port_with_fabric_pfc_stays_and_is_flagged() {
+    // A dual-port NIC whose first port also carries the default route, PFC alike on both.
+    let mut node = roce_node();
+    node.rdma_devices.retain(|d| d.name != "mlx5_2");
+    node.net_interfaces.retain(|i| i.name != "eth0");
+    node.net_interfaces[0].default_route = true;
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_1:1"));
+    assert_eq!(val(&env, "NCCL_SOCKET_IFNAME"), Some("=ens1f0np0"));
+    assert_eq!(val(&env, "NCCL_IB_TC"), Some("106"));
+    assert!(env.warnings().any(|n| n
+        .message
+        .contains("mlx5_0:1 (ens1f0np0) also carries the default route")));
+}
+
+#[test]
+fn front_end_roce_port_without_pfc_is_left_out() {
+    let env = gen(Profile::Auto, Some(&roce_node()));
+    assert!(env.notes.iter().any(|n| n
+        .message
+        .contains("mlx5_2:1 (eth0) carries the default route and lacks the PFC")));
+}

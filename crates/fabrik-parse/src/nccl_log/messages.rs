@@ -1,0 +1,538 @@
+//! Reading facts out of NCCL INFO/WARN messages, one message at a time.
+
+use memchr::memmem;
+
+use super::prefix::parse_u64;
+use super::report::*;
+use super::{Hints, ProcState, MAX_KEYS};
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn after<'a>(hay: &'a [u8], needle: &str) -> Option<&'a [u8]> {
+    memmem::find(hay, needle.as_bytes()).map(|p| &hay[p + needle.len()..])
+}
+
+fn has(hay: &[u8], needle: &str) -> bool {
+    memmem::find(hay, needle.as_bytes()).is_some()
+}
+
+/// `2.18.5+cuda12.2` → (`2.18.5`, `12.2`).
+pub fn split_version(v: &str) -> (String, Option<String>) {
+    match v.split_once('+') {
+        Some((ver, rest)) => (
+            ver.to_string(),
+            rest.strip_prefix("cuda").map(str::to_string),
+        ),
+        None => (v.to_string(), None),
+    }
+}
+
+/// Facts from an INFO message.
+pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
+    let r = &mut st.report;
+    match msg.first() {
+        Some(b'C') if msg.starts_with(b"Channel ") || msg.starts_with(b"CollNet ") => {
+            channel(st, msg);
+            return;
+        }
+        Some(b'R') if msg.starts_with(b"Ring ") => {
+            channel(st, msg);
+            return;
+        }
+        _ => {}
+    }
+    if let Some(rest) = msg.strip_prefix(b"NCCL version ") {
+        let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        let (v, cuda) = split_version(&String::from_utf8_lossy(tok));
+        r.nccl_version = Some(v);
+        r.cuda_runtime = cuda;
+    } else if let Some(rest) = msg.strip_prefix(b"cudaDriverVersion ") {
+        if let Some(v) = parse_u64(rest.trim_ascii()) {
+            r.cuda_driver = Some(format!("{}.{}", v / 1000, (v % 1000) / 10));
+        }
+    } else if msg.starts_with(b"Bootstrap") {
+        if let Some(rest) = after(msg, "Using") {
+            r.bootstrap = endpoint(rest);
+        }
+    } else if msg.starts_with(b"NET/Plugin") {
+        plugin_line(r, msg);
+    } else if let Some(rest) = msg.strip_prefix(b"Plugin Path : ") {
+        r.plugin.status = PluginStatus::Loaded;
+        r.plugin.path = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"P2P plugin ") {
+        r.plugin.status = PluginStatus::Loaded;
+        r.plugin.name = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Using network ") {
+        r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Initializing network ") {
+        let name = rest.split(|&b| b == b',').next().unwrap_or(rest);
+        r.network = Some(lossy(name.trim_ascii()));
+    } else if msg.starts_with(b"NET/IB") && has(msg, " : Using ") {
+        ib_using(r, msg);
+    } else if msg.starts_with(b"NET/IB") && has(msg, "No device found") {
+        r.ib_no_device = true;
+    } else if msg.starts_with(b"NET/Socket : Using ") {
+        socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
+    } else if msg.starts_with(b"NET/OFI") {
+        st.hints.ofi = true;
+        if let Some(rest) = after(msg, "Selected Provider is ") {
+            let p = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+            st.report.ofi_provider = Some(lossy(p));
+        }
+    } else if msg.starts_with(b"NET/GPUDirectTCPX") {
+        st.hints.tcpx = true;
+    } else if msg.starts_with(b"NET/FasTrak") {
+        st.hints.fastrak = true;
+    } else if has(msg, "GPU Direct RDMA") {
+        gdr_line(r, msg);
+    } else if msg.starts_with(b"NVLS ") || msg.starts_with(b"Connected NVLS") {
+        if msg.starts_with(b"NVLS comm") || msg.starts_with(b"Connected NVLS") {
+            r.nvls = Some(true);
+        }
+    } else if has(msg, " coll channels, ") {
+        channel_counts(r, msg);
+    } else if msg.starts_with(b"SHARP rank") {
+        r.sharp = Some(true);
+    } else if (msg.starts_with(b"comm 0x") || msg.starts_with(b"ncclCommInit"))
+        && (has(msg, " nranks ") || has(msg, " nRanks "))
+    {
+        comm_line(r, msg);
+    } else if let Some(p) = memmem::find(msg, b" set by environment to ") {
+        env_line(r, &msg[..p], &msg[p + b" set by environment to ".len()..]);
+    } else if msg.starts_with(b"NCCL_") {
+        if let Some(p) = memmem::find(msg, b" set to ") {
+            env_line(r, &msg[..p], &msg[p + b" set to ".len()..]);
+        }
+    }
+}
+
+/// Facts from a WARN message (its diagnosis is made elsewhere).
+pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) {
+    let src = source.unwrap_or(b"");
+    if has(src, "tcpx") {
+        st.hints.tcpx = true;
+    }
+    if msg.starts_with(b"NET/OFI") || has(src, "ofi") {
+        st.hints.ofi = true;
+    }
+    if msg.starts_with(b"NET/IB") || has(msg, "ibv_") || has(src, "net_ib") || has(src, "ib_plugin")
+    {
+        st.hints.ib_attempt = true;
+    }
+    if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
+        st.report.collnet = Some(false);
+    }
+}
+
+fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
+    let loaded = r.plugin.status == PluginStatus::Loaded;
+    if let Some(rest) = after(msg, "Loaded net plugin ") {
+        r.plugin.status = PluginStatus::Loaded;
+        r.plugin.name = Some(lossy(strip_version_suffix(rest.trim_ascii())));
+    } else if let Some(rest) = after(msg, "Loaded collnet plugin ") {
+        let name = lossy(strip_version_suffix(rest.trim_ascii()));
+        if name.contains("SHARP") {
+            r.sharp = Some(true);
+        }
+        r.plugin.collnet = Some(name);
+    } else if has(msg, "Failed to find ncclNetPlugin symbol") && has(msg, "not supported") {
+        if !loaded {
+            r.plugin.status = PluginStatus::Unusable;
+        }
+    } else if (has(msg, "No plugin found")
+        || has(msg, "returned 2")
+        || has(msg, "Could not find")
+        || has(msg, "Using internal"))
+        && !loaded
+        && r.plugin.status != PluginStatus::Unusable
+    {
+        r.plugin.status = PluginStatus::NotFound;
+    }
+}
+
+/// `NCCL RDMA Plugin v8 (v8)` → `NCCL RDMA Plugin v8`.
+fn strip_version_suffix(s: &[u8]) -> &[u8] {
+    match memchr::memrchr(b'(', s) {
+        Some(p) if s.ends_with(b")") => s[..p].trim_ascii(),
+        _ => s,
+    }
+}
+
+/// `eth0:10.0.0.1<0>`, `[0]br0:10.1.1.1<0>`, `[1]virbr0:fe80::1%virbr0<0>`.
+fn endpoint(text: &[u8]) -> Option<Endpoint> {
+    let t = text.trim_ascii();
+    let t = match t.first() {
+        Some(b'[') => match memchr::memchr(b']', t) {
+            Some(c) => &t[c + 1..],
+            None => t,
+        },
+        _ => t,
+    };
+    let t = t.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+    if t.is_empty() {
+        return None;
+    }
+    let (iface, addr) = match memchr::memchr(b':', t) {
+        Some(c) => (&t[..c], Some(&t[c + 1..])),
+        None => (t, None),
+    };
+    let addr = addr.map(|a| match memchr::memchr(b'<', a) {
+        Some(lt) => &a[..lt],
+        None => a,
+    });
+    Some(Endpoint {
+        interface: lossy(iface),
+        address: addr.filter(|a| !a.is_empty()).map(lossy),
+    })
+}
+
+fn ib_using(r: &mut ProcessReport, msg: &[u8]) {
+    let Some(rest) = after(msg, " : Using ") else {
+        return;
+    };
+    let (devs, oob) = match memchr::memchr(b';', rest) {
+        Some(p) => (&rest[..p], Some(&rest[p + 1..])),
+        None => (rest, None),
+    };
+    let mut nics = Vec::new();
+    for tok in devs
+        .split(u8::is_ascii_whitespace)
+        .filter(|t| !t.is_empty())
+    {
+        if tok == b"[RO]" {
+            r.relaxed_ordering = true;
+            continue;
+        }
+        if let Some(nic) = ib_nic(tok) {
+            if nics.len() < MAX_KEYS {
+                nics.push(nic);
+            }
+        }
+    }
+    if nics.iter().any(|n| n.sharp) {
+        r.sharp = Some(true);
+    }
+    if !nics.is_empty() {
+        r.ib_nics = nics;
+    }
+    if let Some(oob) = oob.and_then(|o| after(o, "OOB ")) {
+        r.ib_oob = endpoint(oob);
+    }
+}
+
+/// `[0]mlx5_0:1/IB`, `[3]mlx5_3:1/IB/SHARP`, `[1]mlx5_1:1/RoCE`.
+fn ib_nic(tok: &[u8]) -> Option<IbNic> {
+    let rest = tok.strip_prefix(b"[")?;
+    let close = memchr::memchr(b']', rest)?;
+    let index = u32::try_from(parse_u64(&rest[..close])?).ok()?;
+    let body = &rest[close + 1..];
+    let mut parts = body.split(|&b| b == b'/');
+    let devport = parts.next()?;
+    let (device, port) = match memchr::memrchr(b':', devport) {
+        Some(c) => (
+            &devport[..c],
+            parse_u64(&devport[c + 1..]).and_then(|p| u32::try_from(p).ok()),
+        ),
+        None => (devport, None),
+    };
+    if device.is_empty() {
+        return None;
+    }
+    let link = parts.next().map(lossy);
+    let sharp = parts.any(|p| p == b"SHARP");
+    Some(IbNic {
+        index,
+        device: lossy(device),
+        port,
+        link,
+        sharp,
+    })
+}
+
+fn socket_using(r: &mut ProcessReport, rest: &[u8]) {
+    let mut out = Vec::new();
+    for tok in rest
+        .split(u8::is_ascii_whitespace)
+        .filter(|t| !t.is_empty())
+    {
+        if let Some(ep) = endpoint(tok) {
+            if out.len() < MAX_KEYS {
+                out.push(ep);
+            }
+        }
+    }
+    if !out.is_empty() {
+        r.socket_interfaces = out;
+    }
+}
+
+fn gdr_line(r: &mut ProcessReport, msg: &[u8]) {
+    let lower_has = |n: &[u8]| msg.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+    let enabled = if lower_has(b"disabled") {
+        false
+    } else if lower_has(b"enable") {
+        true
+    } else {
+        return;
+    };
+    let hca = if let Some(q) = memchr::memchr(b'\'', msg) {
+        let rest = &msg[q + 1..];
+        let end = memchr::memchr(b'\'', rest).unwrap_or(rest.len());
+        lossy(&rest[..end])
+    } else if let Some(rest) = after(msg, "for ") {
+        // 2.4-2.6: `for GPU 1[1] / HCA 0 (distance 4 <= 4), read 0`
+        let end = memchr::memchr(b'(', rest).unwrap_or(rest.len());
+        lossy(rest[..end].trim_ascii())
+    } else {
+        return;
+    };
+    if let Some(e) = r.gdr_hcas.iter_mut().find(|e| e.hca == hca) {
+        e.enabled = enabled;
+    } else if r.gdr_hcas.len() < MAX_KEYS {
+        r.gdr_hcas.push(GdrHca { hca, enabled });
+    }
+}
+
+/// `16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, ...`
+fn channel_counts(r: &mut ProcessReport, msg: &[u8]) {
+    let mut prev: Option<u64> = None;
+    let mut words = msg
+        .split(|&b| b.is_ascii_whitespace() || b == b',')
+        .filter(|w| !w.is_empty());
+    while let Some(w) = words.next() {
+        if let Some(n) = parse_u64(w) {
+            prev = Some(n);
+            continue;
+        }
+        if let Some(n) = prev.take() {
+            match w {
+                b"nvls" | b"nvlcls" if r.nvls != Some(true) => r.nvls = Some(n > 0),
+                b"collnet" if r.collnet != Some(true) => r.collnet = Some(n > 0),
+                _ => {}
+            }
+            let _ = words.next();
+        }
+    }
+}
+
+fn comm_line(r: &mut ProcessReport, msg: &[u8]) {
+    let mut rank = None;
+    let mut nranks = None;
+    let mut cuda_dev = None;
+    let mut bus_id = None;
+    let mut words = msg.split(u8::is_ascii_whitespace).filter(|w| !w.is_empty());
+    while let Some(w) = words.next() {
+        match w {
+            b"rank" => rank = words.next().and_then(parse_u64),
+            b"nranks" | b"nRanks" => nranks = words.next().and_then(parse_u64),
+            b"cudaDev" => cuda_dev = words.next().and_then(parse_u64),
+            b"busId" => bus_id = words.next().map(lossy),
+            _ => {}
+        }
+    }
+    let Some(rank) = rank.and_then(|v| u32::try_from(v).ok()) else {
+        return;
+    };
+    let nranks = nranks.and_then(|v| u32::try_from(v).ok());
+    let cuda_dev = cuda_dev.and_then(|v| u32::try_from(v).ok());
+    if let Some(e) = r
+        .ranks
+        .iter_mut()
+        .find(|e| e.rank == rank && e.nranks == nranks)
+    {
+        if e.cuda_dev.is_none() {
+            e.cuda_dev = cuda_dev;
+        }
+        if e.bus_id.is_none() {
+            e.bus_id = bus_id;
+        }
+    } else if r.ranks.len() < MAX_KEYS {
+        r.ranks.push(RankInfo {
+            rank,
+            nranks,
+            cuda_dev,
+            bus_id,
+        });
+    }
+}
+
+fn env_line(r: &mut ProcessReport, name: &[u8], value: &[u8]) {
+    let name = name.trim_ascii();
+    let name = match memchr::memrchr(b' ', name) {
+        Some(p) => &name[p + 1..],
+        None => name,
+    };
+    if name.is_empty()
+        || !name
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+    {
+        return;
+    }
+    let value = value.trim_ascii();
+    let value = value.strip_suffix(b".").unwrap_or(value);
+    let name = lossy(name);
+    if r.env.len() < MAX_KEYS || r.env.contains_key(&name) {
+        r.env.insert(name, lossy(value));
+    }
+}
+
+/// `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` and every older shape.
+fn channel(st: &mut ProcState, msg: &[u8]) {
+    let Some(via) = after(msg, " via ") else {
+        return;
+    };
+    let via = via.trim_ascii();
+    let mut parts = via.split(|&b| b == b'/');
+    let first = parts.next().unwrap_or(b"");
+    let gdr = memmem::find(via, b"/GDRDMA").is_some();
+    let (kind, name): (&str, &[u8]) = match first {
+        b"NET" => ("NET/", parts.next().unwrap_or(b"")),
+        b"COLLNET" => {
+            st.report.collnet = Some(true);
+            ("COLLNET/", parts.next().unwrap_or(b""))
+        }
+        b"P2P" => ("P2P/", parts.next().unwrap_or(b"")),
+        b"SHM" => ("SHM", b""),
+        _ if via.starts_with(b"direct shared memory") => ("SHM", b""),
+        other => ("", &other[..other.len().min(32)]),
+    };
+    if kind == "COLLNET/" && name == b"SHARP" {
+        st.report.sharp = Some(true);
+    }
+    let name = &name[..name.len().min(48)];
+    let suffix = if gdr && (kind == "NET/" || kind == "COLLNET/") {
+        "/GDRDMA"
+    } else {
+        ""
+    };
+    let matches = |k: &str| {
+        k.len() == kind.len() + name.len() + suffix.len()
+            && k.as_bytes().starts_with(kind.as_bytes())
+            && &k.as_bytes()[kind.len()..kind.len() + name.len()] == name
+            && k.ends_with(suffix)
+    };
+    if let Some(e) = st.channels.iter_mut().find(|(k, _)| matches(k)) {
+        e.1 += 1;
+        return;
+    }
+    if st.channels.len() < MAX_KEYS {
+        st.channels.push((
+            format!("{kind}{}{suffix}", String::from_utf8_lossy(name)),
+            1,
+        ));
+    }
+}
+
+/// Derives what the raw facts imply, once all lines are read.
+pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
+    // The busiest inter-node net of the channels names the network when NCCL did not.
+    let mut best_net: Option<(&str, u64)> = None;
+    let mut net_channels = 0u64;
+    let mut gdr_channels = 0u64;
+    for (k, n) in &r.channels {
+        if let Some(rest) = k
+            .strip_prefix("NET/")
+            .or_else(|| k.strip_prefix("COLLNET/"))
+        {
+            net_channels += n;
+            if rest.ends_with("/GDRDMA") {
+                gdr_channels += n;
+            }
+            if k.starts_with("NET/") {
+                let name = rest.trim_end_matches("/GDRDMA");
+                let total: u64 = r
+                    .channels
+                    .iter()
+                    .filter(|(k2, _)| {
+                        k2.strip_prefix("NET/")
+                            .map(|r2| r2.trim_end_matches("/GDRDMA") == name)
+                            .unwrap_or(false)
+                    })
+                    .map(|(_, c)| c)
+                    .sum();
+                if best_net.is_none_or(|(_, c)| total > c) {
+                    best_net = Some((name, total));
+                }
+            }
+        }
+    }
+    let channel_net = best_net.map(|(n, _)| n.to_string());
+    if r.network.is_none() {
+        r.network = channel_net.clone();
+    }
+    let net = r.network.clone();
+    r.transport = Some(match net.as_deref() {
+        Some(n) => transport_of(n),
+        None if !r.ib_nics.is_empty() => Transport::Ib,
+        None if hints.fastrak => Transport::FasTrak,
+        None if hints.tcpx => Transport::GpuDirectTcpx,
+        None if hints.ofi || r.ofi_provider.is_some() => Transport::Ofi,
+        // NCCL < 2.6 prints `NET/Socket : Using` for its bootstrap in every process, so the
+        // socket list alone proves nothing; after `NET/IB : No device found` it is the network.
+        None if !r.socket_interfaces.is_empty() && r.ib_no_device => Transport::Socket,
+        None => Transport::Unknown,
+    });
+    if r.transport == Some(Transport::Unknown) {
+        r.transport = None;
+    }
+    // A network that is not one of NCCL's internal ones is a plugin's.
+    if let Some(n) = net.as_deref() {
+        if !matches!(n, "IB" | "Socket") {
+            if r.plugin.name.is_none() {
+                r.plugin.name = Some(n.to_string());
+            }
+            r.plugin.status = PluginStatus::Loaded;
+        }
+    } else if hints.tcpx {
+        r.plugin
+            .name
+            .get_or_insert_with(|| "GPUDirectTCPX".to_string());
+    }
+    r.gdr = if gdr_channels > 0 {
+        Some(true)
+    } else if net_channels > 0 {
+        Some(false)
+    } else if r.gdr_hcas.iter().any(|h| h.enabled) {
+        Some(true)
+    } else if !r.gdr_hcas.is_empty() {
+        Some(false)
+    } else {
+        None
+    };
+    let uses_socket = r.transport == Some(Transport::Socket)
+        || r.channels.keys().any(|k| k.starts_with("NET/Socket"));
+    let deliberate_socket_plugin = net
+        .as_deref()
+        .is_some_and(|n| n.to_ascii_lowercase().starts_with("fastsocket"));
+    let plugin_tried = matches!(
+        r.plugin.status,
+        PluginStatus::Unusable | PluginStatus::Loaded
+    ) && !deliberate_socket_plugin;
+    let ib_disabled = r
+        .env
+        .get("NCCL_IB_DISABLE")
+        .is_some_and(|v| v.trim() == "1");
+    let rdma_seen = !r.ib_nics.is_empty() || (hints.ib_attempt && !ib_disabled) || hints.ofi;
+    r.socket_fallback = uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried);
+}
+
+/// Maps NCCL's network names (and plugins') to the transport kinds of the summary.
+pub fn transport_of(name: &str) -> Transport {
+    let l = name.to_ascii_lowercase();
+    if l.starts_with("ib") {
+        Transport::Ib
+    } else if l == "socket" || l.starts_with("fastsocket") {
+        Transport::Socket
+    } else if l.contains("libfabric") || l.contains("ofi") {
+        Transport::Ofi
+    } else if l.starts_with("fastrak") || l.starts_with("tcpxo") {
+        Transport::FasTrak
+    } else if l.starts_with("gpudirecttcpx") || l.starts_with("tcpx") {
+        Transport::GpuDirectTcpx
+    } else {
+        Transport::Unknown
+    }
+}

@@ -1,0 +1,338 @@
+//! NCCL_DEBUG=INFO log analysis: streaming, one line at a time, any number of interleaved
+//! processes, every NCCL 2.x format (2.4 `Ring 00 : 0[0] -> 1[0] via ...` to 2.2x
+//! `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`).
+
+mod diagnose;
+mod messages;
+mod prefix;
+mod report;
+mod summary;
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+pub use diagnose::{diagnose_program_line, diagnose_warn, Diagnosis};
+pub use prefix::{Level, NcclLine, Splitter};
+pub use report::*;
+
+use crate::error::ParseError;
+use crate::input::{for_each_line, open_input};
+
+/// Most distinct issues kept per process; more are counted in the last slot, never stored.
+const MAX_ISSUES: usize = 64;
+/// Most distinct channel kinds, env settings, ranks kept per process (all bounded by NCCL itself;
+/// the caps only guard memory against hostile input).
+const MAX_KEYS: usize = 128;
+/// Most processes tracked; lines of further processes are counted under the last one.
+const MAX_PROCESSES: usize = 1 << 16;
+
+/// Accumulates what a set of log files says. Feed it lines (or files), then call [`finish`].
+///
+/// [`finish`]: LogAnalyzer::finish
+pub struct LogAnalyzer {
+    splitter: Splitter,
+    processes: Vec<ProcState>,
+    index: HashMap<Vec<u8>, usize>,
+    /// Process of the previous NCCL line of the current input (for unprefixed lines).
+    current: Option<usize>,
+    inputs: Vec<String>,
+    input_name: String,
+    line_no: u64,
+    lines_read: u64,
+    nccl_lines: u64,
+    /// Versions from unprefixed `NCCL version` lines, which only rank 0 prints.
+    bare_versions: Vec<String>,
+    /// The previous non-NCCL line said `Last error:`; the next one is the detail.
+    last_error_pending: bool,
+}
+
+#[derive(Default)]
+struct ProcState {
+    report: ProcessReport,
+    /// Channel kinds and counts; a short list scanned linearly (a handful of kinds per process).
+    channels: Vec<(String, u64)>,
+    issues: Vec<LogIssue>,
+    hints: Hints,
+}
+
+/// Facts that decide the transport when NCCL did not print `Using network`.
+#[derive(Default, Clone, Copy)]
+struct Hints {
+    ofi: bool,
+    tcpx: bool,
+    fastrak: bool,
+    /// An IB-specific warning: NCCL tried to use IB.
+    ib_attempt: bool,
+}
+
+impl Default for LogAnalyzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LogAnalyzer {
+    pub fn new() -> Self {
+        LogAnalyzer {
+            splitter: Splitter::default(),
+            processes: Vec::new(),
+            index: HashMap::new(),
+            current: None,
+            inputs: Vec::new(),
+            input_name: String::new(),
+            line_no: 0,
+            lines_read: 0,
+            nccl_lines: 0,
+            bare_versions: Vec::new(),
+            last_error_pending: false,
+        }
+    }
+
+    /// Reads a whole input (`-` for stdin; gzip detected) into the analysis.
+    pub fn read_path(&mut self, path: &Path) -> Result<(), ParseError> {
+        let mut reader = open_input(path).map_err(|e| ParseError::io(path, e))?;
+        let name = path.display().to_string();
+        self.read(&name, &mut reader)
+            .map_err(|e| ParseError::io(path, e))
+    }
+
+    /// Reads every line of `reader`, naming the input `name` in the report.
+    pub fn read<R: BufRead + ?Sized>(&mut self, name: &str, reader: &mut R) -> std::io::Result<()> {
+        self.begin_input(name);
+        for_each_line(reader, |line| self.line(line))?;
+        Ok(())
+    }
+
+    /// Starts a new input: unprefixed lines no longer belong to the previous file's process.
+    pub fn begin_input(&mut self, name: &str) {
+        self.inputs.push(name.to_string());
+        self.input_name = name.to_string();
+        self.line_no = 0;
+        self.current = None;
+        self.last_error_pending = false;
+    }
+
+    /// Feeds one line (without its newline).
+    pub fn line(&mut self, line: &[u8]) {
+        self.line_no += 1;
+        self.lines_read += 1;
+        match self.splitter.split(line) {
+            Some(nl) => {
+                self.nccl_lines += 1;
+                self.last_error_pending = false;
+                let idx = self.process_for(&nl);
+                self.current = Some(idx);
+                self.nccl_line(idx, &nl);
+            }
+            None => self.other_line(line),
+        }
+    }
+
+    fn process_for(&mut self, nl: &NcclLine<'_>) -> usize {
+        // Lines without `host:pid` (stripped prefixes) all go to one unknown process.
+        let key: &[u8] = nl.key.unwrap_or(b"");
+        if let Some(&i) = self.index.get(key) {
+            return i;
+        }
+        if self.processes.len() >= MAX_PROCESSES {
+            return self.processes.len() - 1;
+        }
+        let mut st = ProcState::default();
+        st.report.host = nl.host.map(|h| String::from_utf8_lossy(h).into_owned());
+        st.report.pid = nl.pid;
+        self.processes.push(st);
+        let i = self.processes.len() - 1;
+        self.index.insert(key.to_vec(), i);
+        i
+    }
+
+    fn nccl_line(&mut self, idx: usize, nl: &NcclLine<'_>) {
+        let location = Location {
+            input: &self.input_name,
+            line: self.line_no,
+        };
+        let st = &mut self.processes[idx];
+        st.report.lines += 1;
+        if let Some(dev) = nl.cuda_dev {
+            if !st.report.cuda_devices.contains(&dev) && st.report.cuda_devices.len() < MAX_KEYS {
+                st.report.cuda_devices.push(dev);
+            }
+        }
+        match nl.level {
+            Level::Info => {
+                messages::info(st, nl.message);
+                if let Some(d) = diagnose::diagnose_info(nl.message) {
+                    add_issue(&mut st.issues, d, nl.message, &location);
+                }
+            }
+            Level::Warn => {
+                messages::warn_facts(st, nl.message, nl.source);
+                let d = diagnose::diagnose_warn(nl.message, nl.source);
+                add_issue(&mut st.issues, d, nl.message, &location);
+            }
+        }
+    }
+
+    fn other_line(&mut self, line: &[u8]) {
+        // Rank 0 of NCCL < 2.9 prints its version without any prefix.
+        if let Some(pos) = memchr::memmem::find(line, b"NCCL version ") {
+            let rest = &line[pos + 13..];
+            let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+            if tok.first().is_some_and(u8::is_ascii_digit) {
+                let v = String::from_utf8_lossy(tok);
+                let v = v.trim_end_matches(',');
+                let (ver, cuda) = messages::split_version(v);
+                if !self.bare_versions.contains(&ver) && self.bare_versions.len() < MAX_KEYS {
+                    self.bare_versions.push(ver.clone());
+                }
+                if let Some(cur) = self.current {
+                    let r = &mut self.processes[cur].report;
+                    if r.nccl_version.is_none() {
+                        r.nccl_version = Some(ver);
+                        r.cuda_runtime = cuda;
+                    }
+                }
+            }
+        }
+        let pending = std::mem::replace(&mut self.last_error_pending, false);
+        if memchr::memmem::find(line, b"Last error:").is_some() {
+            self.last_error_pending = true;
+        }
+        let diagnosis = diagnose::diagnose_program_line(line).or_else(|| {
+            if pending {
+                // The detail line after `Last error:` is an NCCL WARN text without its prefix.
+                let text = strip_launcher_prefix(line);
+                let d = diagnose::diagnose_warn(text, None);
+                (d.rule != "FAB-NCCL-WARN").then_some(d)
+            } else {
+                None
+            }
+        });
+        if let Some(d) = diagnosis {
+            let location = format!("{}:{}", self.input_name, self.line_no);
+            let idx = match self.current {
+                Some(i) => i,
+                None => self.unknown_process(),
+            };
+            add_issue(
+                &mut self.processes[idx].issues,
+                d,
+                strip_launcher_prefix(line),
+                &location,
+            );
+        }
+    }
+
+    fn unknown_process(&mut self) -> usize {
+        if let Some(&i) = self.index.get(&b""[..]) {
+            return i;
+        }
+        self.processes.push(ProcState::default());
+        let i = self.processes.len() - 1;
+        self.index.insert(Vec::new(), i);
+        i
+    }
+
+    /// Builds the report.
+    pub fn finish(self) -> LogReport {
+        let processes: Vec<ProcessReport> = self
+            .processes
+            .into_iter()
+            .map(|mut st| {
+                for (k, n) in st.channels {
+                    st.report.channels.insert(k, n);
+                }
+                st.report.issues = st.issues;
+                st.report.ranks.sort();
+                st.report.cuda_devices.sort_unstable();
+                messages::settle(&mut st.report, st.hints);
+                st.report
+            })
+            .collect();
+        summary::build(
+            self.inputs,
+            processes,
+            self.bare_versions,
+            self.lines_read,
+            self.nccl_lines,
+        )
+    }
+}
+
+struct Location<'a> {
+    input: &'a str,
+    line: u64,
+}
+
+impl std::fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.input, self.line)
+    }
+}
+
+fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
+    // `[rank0]: text`, `[1,0]<stderr>: text`, `[trainer0|0]:text`
+    let t = line.trim_ascii_start();
+    if t.first() == Some(&b'[') {
+        if let Some(close) = memchr::memchr(b']', t) {
+            let rest = &t[close + 1..];
+            let rest = rest
+                .strip_prefix(b"<stdout>")
+                .or_else(|| rest.strip_prefix(b"<stderr>"))
+                .unwrap_or(rest);
+            if let Some(r) = rest.strip_prefix(b":") {
+                return r.trim_ascii();
+            }
+        }
+    }
+    t.trim_ascii_end()
+}
+
+fn add_issue(
+    issues: &mut Vec<LogIssue>,
+    d: Diagnosis,
+    message: &[u8],
+    location: &dyn std::fmt::Display,
+) {
+    if let Some(i) = issues.iter_mut().find(|i| i.rule == d.rule) {
+        i.count += 1;
+        return;
+    }
+    if issues.len() >= MAX_ISSUES {
+        if let Some(last) = issues.last_mut() {
+            last.count += 1;
+        }
+        return;
+    }
+    let text = String::from_utf8_lossy(message);
+    let message: String = text.chars().take(300).collect();
+    issues.push(LogIssue {
+        rule: d.rule.to_string(),
+        severity: d.severity,
+        message,
+        cause: d.cause.to_string(),
+        fix: d.fix.to_string(),
+        count: 1,
+        first_seen: location.to_string(),
+    });
+}
+
+/// Analyses the given inputs (`-` is stdin) into one report.
+pub fn analyze_paths<P: AsRef<Path>>(paths: &[P]) -> Result<LogReport, ParseError> {
+    let mut a = LogAnalyzer::new();
+    for p in paths {
+        a.read_path(p.as_ref())?;
+    }
+    Ok(a.finish())
+}
+
+/// Analyses a text held in memory (tests, small inputs).
+pub fn analyze_str(name: &str, text: &str) -> LogReport {
+    let mut a = LogAnalyzer::new();
+    a.begin_input(name);
+    let mut reader = text.as_bytes();
+    // Reading from a byte slice cannot fail.
+    let _ = for_each_line(&mut reader, |l| a.line(l));
+    a.finish()
+}

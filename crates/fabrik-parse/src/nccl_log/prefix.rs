@@ -1,0 +1,232 @@
+//! Splitting an NCCL debug line into its prefix (`host:pid:tid [dev]`, optional source location)
+//! and its message. Every NCCL 2.x version prints `%s:%d:%d [%d] NCCL INFO ` (WARN lines add the
+//! source location `file.cc:123` before `NCCL WARN`); launchers and log collectors add their own
+//! prefixes in front (`[1,7]<stdout>:`, `[trainer3]:`, `[0] `, timestamps), which are skipped.
+
+use memchr::memmem;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+}
+
+/// One NCCL line, borrowed from the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NcclLine<'a> {
+    pub level: Level,
+    /// `host` of `host:pid:tid`, when printed.
+    pub host: Option<&'a [u8]>,
+    pub pid: Option<u64>,
+    /// `host:pid` bytes, the per-process key (no allocation needed to look it up).
+    pub key: Option<&'a [u8]>,
+    pub cuda_dev: Option<u32>,
+    /// `file.cc:123` or `function():123` printed before `NCCL WARN`.
+    pub source: Option<&'a [u8]>,
+    pub message: &'a [u8],
+}
+
+/// Finds the markers of NCCL lines; built once per parse.
+pub struct Splitter {
+    marker: memmem::FinderRev<'static>,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Splitter {
+            marker: memmem::FinderRev::new(b"NCCL "),
+        }
+    }
+}
+
+impl Splitter {
+    /// Returns the NCCL line in `line`, if it is one. The last `NCCL INFO`/`NCCL WARN` marker wins:
+    /// log collectors that print a line twice (`ts | prefix msg | prefix msg`) keep the cleaner copy.
+    pub fn split<'a>(&self, line: &'a [u8]) -> Option<NcclLine<'a>> {
+        let mut end = line.len();
+        loop {
+            let pos = self.marker.rfind(&line[..end])?;
+            let after = &line[pos + 5..];
+            let level = if after.starts_with(b"INFO") {
+                Some(Level::Info)
+            } else if after.starts_with(b"WARN") {
+                Some(Level::Warn)
+            } else {
+                None
+            };
+            let boundary_ok = pos == 0 || line[pos - 1].is_ascii_whitespace();
+            if let (Some(level), true) = (level, boundary_ok) {
+                let message = trim(&after[4..]);
+                return Some(parse_head(&line[..pos], level, message));
+            }
+            if pos == 0 {
+                return None;
+            }
+            end = pos;
+        }
+    }
+}
+
+fn parse_head<'a>(head: &'a [u8], level: Level, message: &'a [u8]) -> NcclLine<'a> {
+    let mut out = NcclLine {
+        level,
+        host: None,
+        pid: None,
+        key: None,
+        cuda_dev: None,
+        source: None,
+        message,
+    };
+    let head = trim(head);
+    // Find the `[dev]` token; what precedes it is `host:pid:tid`, what follows is the source.
+    let Some(dev_end) = find_dev_token(head) else {
+        if !head.is_empty() {
+            out.source = last_token(head);
+        }
+        return out;
+    };
+    let (dev_start, dev_close) = dev_end;
+    out.cuda_dev = parse_u64(&head[dev_start + 1..dev_close]).and_then(|v| u32::try_from(v).ok());
+    let rest = trim(&head[dev_close + 1..]);
+    if !rest.is_empty() {
+        out.source = Some(rest);
+    }
+    let before = trim(&head[..dev_start]);
+    if let Some(tok) = last_token(before) {
+        parse_host_pid_tid(tok, &mut out);
+    }
+    out
+}
+
+/// Position of the last `[digits]` token in `head`: (index of `[`, index of `]`).
+fn find_dev_token(head: &[u8]) -> Option<(usize, usize)> {
+    let mut search_end = head.len();
+    while let Some(close) = memchr::memrchr(b']', &head[..search_end]) {
+        let open = memchr::memrchr(b'[', &head[..close])?;
+        let inner = &head[open + 1..close];
+        let standalone = open == 0 || head[open - 1].is_ascii_whitespace();
+        if !inner.is_empty() && inner.iter().all(u8::is_ascii_digit) && standalone {
+            return Some((open, close));
+        }
+        search_end = open;
+    }
+    None
+}
+
+fn parse_host_pid_tid<'a>(tok: &'a [u8], out: &mut NcclLine<'a>) {
+    // host:pid:tid — the host may carry a launcher prefix ending in ':' (`[1,7]<stdout>:ip-...`).
+    let Some(c2) = memchr::memrchr(b':', tok) else {
+        return;
+    };
+    let Some(c1) = memchr::memrchr(b':', &tok[..c2]) else {
+        return;
+    };
+    let (Some(pid), Some(_tid)) = (parse_u64(&tok[c1 + 1..c2]), parse_u64(&tok[c2 + 1..])) else {
+        return;
+    };
+    let host_part = &tok[..c1];
+    let host = match memchr::memrchr(b':', host_part) {
+        Some(c0) => &host_part[c0 + 1..],
+        None => host_part,
+    };
+    let key_start = c1 - host.len();
+    out.pid = Some(pid);
+    if !host.is_empty() {
+        out.host = Some(host);
+    }
+    out.key = Some(&tok[key_start..c2]);
+}
+
+fn last_token(s: &[u8]) -> Option<&[u8]> {
+    let s = trim(s);
+    if s.is_empty() {
+        return None;
+    }
+    let start = s
+        .iter()
+        .rposition(u8::is_ascii_whitespace)
+        .map_or(0, |p| p + 1);
+    Some(&s[start..])
+}
+
+pub fn trim(s: &[u8]) -> &[u8] {
+    s.trim_ascii()
+}
+
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(b - b'0');
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn split(s: &str) -> Option<NcclLine<'_>> {
+        Splitter::default().split(s.as_bytes())
+    }
+
+    #[test]
+    fn plain_prefix() {
+        let l = split("node1:1234:5678 [3] NCCL INFO Using network IB").unwrap();
+        assert_eq!(l.host, Some(&b"node1"[..]));
+        assert_eq!(l.pid, Some(1234));
+        assert_eq!(l.cuda_dev, Some(3));
+        assert_eq!(l.key, Some(&b"node1:1234"[..]));
+        assert_eq!(l.message, b"Using network IB");
+        assert_eq!(l.level, Level::Info);
+    }
+
+    #[test]
+    fn launcher_prefixes_are_skipped() {
+        let l = split("[1,7]<stdout>:ip-172-32-38-1:21471:22316 [7] NCCL INFO x").unwrap();
+        assert_eq!(l.host, Some(&b"ip-172-32-38-1"[..]));
+        assert_eq!(l.key, Some(&b"ip-172-32-38-1:21471"[..]));
+        let l = split("[trainer3]:twshared1016:1958:1958 [3] NCCL INFO y").unwrap();
+        assert_eq!(l.host, Some(&b"twshared1016"[..]));
+        let l = split("[0] node0:13571:13571 [0] NCCL INFO z").unwrap();
+        assert_eq!(l.host, Some(&b"node0"[..]));
+        assert_eq!(l.cuda_dev, Some(0));
+    }
+
+    #[test]
+    fn warn_with_source_location() {
+        let l = split("h:1:2 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion").unwrap();
+        assert_eq!(l.level, Level::Warn);
+        assert_eq!(l.source, Some(&b"ib_plugin.c:1615"[..]));
+        assert_eq!(l.cuda_dev, Some(4));
+        assert_eq!(l.message, b"NET/IB : Got completion");
+    }
+
+    #[test]
+    fn no_host_and_no_prefix() {
+        let l = split(" [0] NCCL INFO Ring 00 : 0 -> 1").unwrap();
+        assert_eq!(l.host, None);
+        assert_eq!(l.cuda_dev, Some(0));
+        let l = split("NCCL INFO Using network FasTrak").unwrap();
+        assert_eq!(l.host, None);
+        assert_eq!(l.message, b"Using network FasTrak");
+        let l = split("misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr failed").unwrap();
+        assert_eq!(l.source, Some(&b"misc/ibvwrap.cc:182"[..]));
+        assert!(split("NCCL version 2.4.7+cuda9.2").is_none());
+        assert!(split("plain program output").is_none());
+    }
+
+    #[test]
+    fn duplicated_collector_lines_use_the_last_copy() {
+        let s = "  | 2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0> | ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0>";
+        let l = split(s).unwrap();
+        assert_eq!(l.host, Some(&b"ip-10-36-29-253"[..]));
+        assert_eq!(l.message, b"Bootstrap : Using eth0:10.36.29.253<0>");
+    }
+}

@@ -1,0 +1,274 @@
+//! From per-process facts to the job summary and its findings.
+
+use std::collections::BTreeMap;
+
+use fabrik_model::{sort_findings, Evidence, Finding, Severity, SCHEMA_VERSION};
+
+use super::report::*;
+
+pub(super) fn build(
+    inputs: Vec<String>,
+    processes: Vec<ProcessReport>,
+    bare_versions: Vec<String>,
+    lines_read: u64,
+    nccl_lines: u64,
+) -> LogReport {
+    let mut host_names: Vec<String> = processes.iter().filter_map(|p| p.host.clone()).collect();
+    host_names.sort();
+    host_names.dedup();
+
+    let transports: Vec<Transport> = {
+        let mut t: Vec<Transport> = processes.iter().filter_map(|p| p.transport).collect();
+        t.sort();
+        t.dedup();
+        t
+    };
+    let transport = match transports.as_slice() {
+        [] => Transport::Unknown,
+        [one] => *one,
+        _ => Transport::Mixed,
+    };
+    let plugin = processes
+        .iter()
+        .filter(|p| p.plugin.status == PluginStatus::Loaded)
+        .find_map(|p| p.plugin.name.clone());
+
+    let gdr_values: Vec<bool> = processes.iter().filter_map(|p| p.gdr).collect();
+    let gdr = if gdr_values.is_empty() {
+        None
+    } else {
+        Some(gdr_values.iter().any(|&g| g))
+    };
+
+    let mixed_rdma_and_socket = transports.contains(&Transport::Socket)
+        && transports
+            .iter()
+            .any(|t| !matches!(t, Transport::Socket | Transport::Unknown));
+    let socket_fallback = processes.iter().any(|p| p.socket_fallback) || mixed_rdma_and_socket;
+
+    // Versions: prefixed `NCCL INFO NCCL version` lines and rank 0's bare line.
+    let mut versions: BTreeMap<String, u32> = BTreeMap::new();
+    for v in processes.iter().filter_map(|p| p.nccl_version.clone()) {
+        *versions.entry(v).or_default() += 1;
+    }
+    for v in bare_versions {
+        versions.entry(v).or_insert(1);
+    }
+    let nccl_version = versions
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(v, _)| v.clone());
+
+    let nvls = merge_flag(processes.iter().map(|p| p.nvls));
+    let collnet = merge_flag(processes.iter().map(|p| p.collnet));
+
+    let mut errors = 0u32;
+    let mut warnings = 0u32;
+    for p in &processes {
+        for i in &p.issues {
+            match i.severity {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+                Severity::Info => {}
+            }
+        }
+    }
+
+    let mut findings = Vec::new();
+    job_findings(
+        &processes,
+        transport,
+        gdr,
+        socket_fallback,
+        &versions,
+        &mut findings,
+    );
+    for p in &processes {
+        let subject = process_name(p);
+        for i in &p.issues {
+            findings.push(Finding {
+                rule: i.rule.clone(),
+                severity: i.severity,
+                subject: subject.clone(),
+                message: format!(
+                    "{} (cause: {}; seen {} time(s))",
+                    i.message, i.cause, i.count
+                ),
+                evidence: vec![Evidence::new(i.first_seen.clone(), i.message.clone())],
+                fix: i.fix.clone(),
+            });
+        }
+    }
+    sort_findings(&mut findings);
+
+    let hosts = u32::try_from(host_names.len()).unwrap_or(u32::MAX);
+    let nproc = u32::try_from(processes.len()).unwrap_or(u32::MAX);
+    let text = summary_text(
+        transport,
+        plugin.as_deref(),
+        gdr,
+        socket_fallback,
+        hosts,
+        nproc,
+        errors,
+    );
+    LogReport {
+        schema_version: SCHEMA_VERSION,
+        inputs,
+        summary: Summary {
+            transport,
+            plugin,
+            gdr,
+            socket_fallback,
+            nccl_version,
+            hosts,
+            processes: nproc,
+            errors,
+            warnings,
+            nvls,
+            collnet,
+            text,
+        },
+        host_names,
+        processes,
+        findings,
+        lines_read,
+        nccl_lines,
+    }
+}
+
+fn merge_flag(values: impl Iterator<Item = Option<bool>>) -> Option<bool> {
+    let mut out = None;
+    for v in values.flatten() {
+        out = Some(out.unwrap_or(false) || v);
+    }
+    out
+}
+
+pub fn process_name(p: &ProcessReport) -> String {
+    match (&p.host, p.pid) {
+        (Some(h), Some(pid)) => format!("{h}:{pid}"),
+        (Some(h), None) => h.clone(),
+        (None, Some(pid)) => format!("pid {pid}"),
+        (None, None) => "unknown process".to_string(),
+    }
+}
+
+fn summary_text(
+    transport: Transport,
+    plugin: Option<&str>,
+    gdr: Option<bool>,
+    fallback: bool,
+    hosts: u32,
+    processes: u32,
+    errors: u32,
+) -> String {
+    let mut s = format!("transport {}", transport.as_str());
+    if let Some(p) = plugin {
+        s.push_str(&format!(" (plugin {p})"));
+    }
+    s.push_str(match gdr {
+        Some(true) => ", GPUDirect RDMA used",
+        Some(false) => ", GPUDirect RDMA not used",
+        None => ", GPUDirect RDMA not shown",
+    });
+    if fallback {
+        s.push_str(", FELL BACK TO SOCKETS although RDMA or a plugin was present");
+    }
+    s.push_str(&format!(
+        "; {hosts} host(s), {processes} process(es), {errors} error(s)"
+    ));
+    s
+}
+
+fn job_findings(
+    processes: &[ProcessReport],
+    transport: Transport,
+    gdr: Option<bool>,
+    socket_fallback: bool,
+    versions: &BTreeMap<String, u32>,
+    out: &mut Vec<Finding>,
+) {
+    if socket_fallback {
+        let evidence = processes
+            .iter()
+            .filter(|p| p.socket_fallback || p.transport == Some(Transport::Socket))
+            .take(8)
+            .map(|p| {
+                Evidence::new(
+                    process_name(p),
+                    format!(
+                        "network {}, IB NICs {}, plugin {:?}",
+                        p.network.as_deref().unwrap_or("?"),
+                        p.ib_nics.len(),
+                        p.plugin.status
+                    ),
+                )
+            })
+            .collect();
+        out.push(Finding {
+            rule: "FAB-NCCL-SOCKET-FALLBACK".into(),
+            severity: Severity::Error,
+            subject: "job".into(),
+            message: "NCCL carried traffic over TCP sockets although the log shows RDMA NICs, a network plugin, or an IB attempt".into(),
+            evidence,
+            fix: "Find why the RDMA transport was not usable: `fabrik doctor` on each host (devices, ports ACTIVE, /dev/infiniband in the container, memlock), the plugin's own warnings, NCCL_IB_HCA and NCCL_NET settings".into(),
+        });
+    }
+    let ib_like = matches!(transport, Transport::Ib | Transport::Ofi | Transport::Mixed);
+    if gdr == Some(false) && ib_like {
+        out.push(Finding {
+            rule: "FAB-NCCL-GDR-OFF".into(),
+            severity: Severity::Warning,
+            subject: "job".into(),
+            message: "GPUDirect RDMA was not used: network traffic is staged through host memory".into(),
+            evidence: processes
+                .iter()
+                .filter(|p| p.gdr == Some(false))
+                .take(8)
+                .map(|p| Evidence::new(process_name(p), "no GDRDMA channel / GDR disabled for HCA"))
+                .collect(),
+            fix: "Load nvidia_peermem (or use a DMA-BUF capable driver and kernel), disable PCIe ACS between GPU and NIC on bare metal, check NCCL_NET_GDR_LEVEL".into(),
+        });
+    }
+    let partial: Vec<&ProcessReport> = processes
+        .iter()
+        .filter(|p| {
+            let g = p
+                .channels
+                .keys()
+                .any(|k| k.starts_with("NET/") && k.ends_with("/GDRDMA"));
+            let n = p.channels.keys().any(|k| {
+                k.starts_with("NET/") && !k.ends_with("/GDRDMA") && !k.starts_with("NET/Socket")
+            });
+            g && n
+        })
+        .collect();
+    if !partial.is_empty() {
+        out.push(Finding {
+            rule: "FAB-NCCL-GDR-PARTIAL".into(),
+            severity: Severity::Warning,
+            subject: "job".into(),
+            message: "Some network channels use GPUDirect RDMA and others do not".into(),
+            evidence: partial
+                .iter()
+                .take(8)
+                .map(|p| Evidence::new(process_name(p), format!("{:?}", p.channels)))
+                .collect(),
+            fix: "Check the GPU-NIC distance of the NICs without GDR (`fabrik inventory`); NCCL_NET_GDR_LEVEL raises the distance allowed".into(),
+        });
+    }
+    if versions.len() > 1 {
+        out.push(Finding {
+            rule: "FAB-NCCL-VERSION-MIX".into(),
+            severity: Severity::Warning,
+            subject: "job".into(),
+            message: format!(
+                "Processes run different NCCL versions: {}",
+                versions.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            evidence: Vec::new(),
+            fix: "Use one container image (one NCCL) on every node".into(),
+        });
+    }
+}

@@ -1,0 +1,606 @@
+//! nccl-tests output (`all_reduce_perf` and the other collectives) into [`CollectiveReport`]:
+//! the text tables of every version (with or without `redop`/`root`, `error` or `#wrong`,
+//! per-iteration columns) and the JSON file nccl-tests >= 2.17 writes with `-J`.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use fabrik_model::{
+    CollTiming, CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ParseError;
+use crate::input::{for_each_line, open_input};
+use crate::text::{parse_f64, strip_launcher_prefix};
+
+/// One nccl-tests run, and what the text says beside the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcclTestsRun {
+    pub report: CollectiveReport,
+    /// `# Out of bounds values : N`.
+    pub out_of_bounds: Option<u64>,
+    /// Largest value of the `error` column of old nccl-tests (a numeric deviation, not a count).
+    pub max_error: Option<f64>,
+}
+
+#[derive(Default)]
+struct Layout {
+    prefix: Vec<String>,
+    group: usize,
+    /// The 4th column of a group is `error` (old float deviation) rather than `#wrong`.
+    error_column: bool,
+}
+
+struct Builder {
+    runs: Vec<NcclTestsRun>,
+    cur: NcclTestsRun,
+    layout: Option<Layout>,
+    n_gpus: Option<u32>,
+}
+
+fn empty_run() -> NcclTestsRun {
+    NcclTestsRun {
+        report: CollectiveReport {
+            schema_version: SCHEMA_VERSION,
+            source: ResultSource::NcclTests,
+            op: "unknown".to_string(),
+            backend: None,
+            ranks: None,
+            hosts: Vec::new(),
+            devices: Vec::new(),
+            rows: Vec::new(),
+            avg_busbw: None,
+            notes: Vec::new(),
+        },
+        out_of_bounds: None,
+        max_error: None,
+    }
+}
+
+/// `all_reduce_perf`, `./build/all_gather_perf_mpi` → `all_reduce`, `all_gather`.
+pub fn op_from_program(name: &str) -> Option<String> {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let base = base.strip_suffix("_mpi").unwrap_or(base);
+    let op = base.strip_suffix("_perf")?;
+    (!op.is_empty() && op.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .then(|| op.to_string())
+}
+
+impl Builder {
+    fn new() -> Self {
+        Builder {
+            runs: Vec::new(),
+            cur: empty_run(),
+            layout: None,
+            n_gpus: None,
+        }
+    }
+
+    fn start_new_run(&mut self) {
+        let done = std::mem::replace(&mut self.cur, empty_run());
+        self.runs.push(done);
+        self.layout = None;
+        self.n_gpus = None;
+    }
+
+    fn has_data(&self) -> bool {
+        !self.cur.report.rows.is_empty() || self.cur.report.avg_busbw.is_some()
+    }
+
+    fn line(&mut self, raw: &[u8]) {
+        let line = strip_launcher_prefix(raw);
+        if memchr::memmem::find(line, b"NCCL INFO").is_some()
+            || memchr::memmem::find(line, b"NCCL WARN").is_some()
+        {
+            return;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            return;
+        };
+        let t = text.trim();
+        if let Some(body) = t.strip_prefix('#') {
+            self.comment(body.trim());
+        } else if t.starts_with("Out of bounds values") || t.starts_with("Avg bus bandwidth") {
+            self.comment(t);
+        } else if t.starts_with("nThread ") {
+            // nccl-tests 1.x printed its parameters without `#`.
+            self.comment(t);
+        } else if t.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            self.row(t);
+        } else if let Some(op) = t.split_whitespace().find_map(op_from_program) {
+            if self.has_data() {
+                self.start_new_run();
+            }
+            self.cur.report.op = op;
+        }
+    }
+
+    fn comment(&mut self, body: &str) {
+        if let Some(rest) = body.strip_prefix("nThread ") {
+            if self.has_data() {
+                self.start_new_run();
+            }
+            let toks: Vec<&str> = rest.split_whitespace().collect();
+            let n_threads = toks.first().and_then(|v| v.parse::<u32>().ok());
+            let n_gpus = toks
+                .windows(2)
+                .find(|w| w[0] == "nGpus")
+                .and_then(|w| w[1].parse::<u32>().ok());
+            self.n_gpus = n_gpus.zip(n_threads).map(|(g, t)| g * t);
+        } else if let Some(rest) = body.strip_prefix("Collective test starting:") {
+            if let Some(op) = op_from_program(rest.trim()) {
+                self.cur.report.op = op;
+            }
+        } else if body.starts_with("nccl-tests version") {
+            self.cur.report.notes.push(body.to_string());
+        } else if body.starts_with("Rank ") {
+            if let Some(d) = device_line(body) {
+                if !self.cur.report.hosts.contains(&d.host) {
+                    self.cur.report.hosts.push(d.host.clone());
+                }
+                self.cur.report.devices.push(d);
+            }
+        } else if let Some(rest) = body.strip_prefix("Avg bus bandwidth") {
+            let v = rest
+                .trim_start_matches([' ', ':'])
+                .split_whitespace()
+                .next();
+            self.cur.report.avg_busbw = v.and_then(parse_f64);
+        } else if let Some(rest) = body.strip_prefix("Out of bounds values") {
+            let v = rest
+                .trim_start_matches([' ', ':'])
+                .split_whitespace()
+                .next();
+            self.cur.out_of_bounds = v.and_then(|v| v.parse().ok());
+        } else {
+            let toks: Vec<&str> = body.split_whitespace().collect();
+            if toks.contains(&"size") && toks.contains(&"count") {
+                self.layout = layout_from_header(&toks);
+            }
+        }
+    }
+
+    fn row(&mut self, t: &str) {
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        let inferred;
+        let layout = match &self.layout {
+            Some(l) => l,
+            None => {
+                inferred = infer_layout(&toks);
+                match &inferred {
+                    Some(l) => l,
+                    None => return,
+                }
+            }
+        };
+        if let Some((row, err)) = parse_row(&toks, layout) {
+            if let Some(e) = err {
+                self.cur.max_error = Some(self.cur.max_error.map_or(e, |m: f64| m.max(e)));
+            }
+            self.cur.report.rows.push(row);
+        }
+    }
+
+    fn finish(mut self) -> Vec<NcclTestsRun> {
+        self.start_new_run();
+        let mut runs: Vec<NcclTestsRun> = self
+            .runs
+            .into_iter()
+            .filter(|r| {
+                !r.report.rows.is_empty()
+                    || !r.report.devices.is_empty()
+                    || r.report.avg_busbw.is_some()
+            })
+            .collect();
+        for r in &mut runs {
+            finish_run(r);
+        }
+        runs
+    }
+}
+
+fn finish_run(r: &mut NcclTestsRun) {
+    let mut ranks: Vec<u32> = r.report.devices.iter().map(|d| d.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    if !ranks.is_empty() {
+        r.report.ranks = u32::try_from(ranks.len()).ok();
+    }
+    if let Some(n) = r.out_of_bounds {
+        r.report.notes.push(format!("out of bounds values: {n}"));
+    }
+    if let Some(e) = r.max_error {
+        r.report
+            .notes
+            .push(format!("max error column value: {e:e}"));
+    }
+}
+
+fn layout_from_header(toks: &[&str]) -> Option<Layout> {
+    let is_time = |t: &&str| *t == "time" || *t == "cputime";
+    let first = toks.iter().position(is_time)?;
+    let second = toks[first + 1..]
+        .iter()
+        .position(is_time)
+        .map(|p| p + first + 1);
+    let group = match second {
+        Some(s) => s - first,
+        None => toks.len() - first,
+    };
+    if group < 4 {
+        return None;
+    }
+    Some(Layout {
+        prefix: toks[..first].iter().map(|s| s.to_string()).collect(),
+        group,
+        error_column: toks.get(first + 3) == Some(&"error"),
+    })
+}
+
+/// Without a header: `size count type [redop] [root] (time algbw busbw wrong){1,2}`.
+fn infer_layout(toks: &[&str]) -> Option<Layout> {
+    if toks.len() < 7 {
+        return None;
+    }
+    let alpha = |t: &str| t.bytes().next().is_some_and(|b| b.is_ascii_alphabetic());
+    if !alpha(toks[2]) {
+        return None;
+    }
+    let mut prefix = vec!["size".to_string(), "count".to_string(), "type".to_string()];
+    if alpha(toks[3]) {
+        prefix.push("redop".to_string());
+    }
+    let rest = toks.len() - prefix.len();
+    // Groups are 4 wide; one column more means a root column.
+    if rest % 4 == 1 && toks[prefix.len()].parse::<i64>().is_ok() {
+        prefix.push("root".to_string());
+    }
+    let wrong_tok = toks.get(prefix.len() + 3).copied().unwrap_or("");
+    Some(Layout {
+        prefix,
+        group: 4,
+        error_column: wrong_tok.contains('e') || wrong_tok.contains('.'),
+    })
+}
+
+fn parse_row(toks: &[&str], layout: &Layout) -> Option<(CollectiveRow, Option<f64>)> {
+    let np = layout.prefix.len();
+    if toks.len() < np + 4 {
+        return None;
+    }
+    let mut row = CollectiveRow {
+        size: 0,
+        count: 0,
+        dtype: String::new(),
+        redop: None,
+        root: None,
+        out_of_place: None,
+        in_place: None,
+    };
+    let mut have_size = false;
+    for (name, tok) in layout.prefix.iter().zip(toks) {
+        match name.as_str() {
+            "size" => {
+                row.size = tok.parse().ok()?;
+                have_size = true;
+            }
+            "count" => row.count = tok.parse().ok()?,
+            "type" => {
+                if parse_f64(tok).is_some() {
+                    return None;
+                }
+                row.dtype = tok.to_string();
+            }
+            "redop" => row.redop = Some(tok.to_string()),
+            "root" => row.root = tok.parse().ok(),
+            _ => {}
+        }
+    }
+    if !have_size {
+        return None;
+    }
+    let mut max_err: Option<f64> = None;
+    let mut timings = Vec::new();
+    for g in 0..2 {
+        let start = np + g * layout.group;
+        let Some(cols) = toks.get(start..start + 4) else {
+            break;
+        };
+        let (Some(time_us), Some(algbw), Some(busbw)) =
+            (parse_f64(cols[0]), parse_f64(cols[1]), parse_f64(cols[2]))
+        else {
+            break;
+        };
+        let wrong = if cols[3] == "N/A" {
+            None
+        } else if layout.error_column {
+            let e = parse_f64(cols[3])?;
+            max_err = Some(max_err.map_or(e, |m| m.max(e)));
+            None
+        } else {
+            let v = parse_f64(cols[3])?;
+            if v < 0.0 {
+                return None;
+            }
+            // nccl-tests prints the count with %g: large counts come as 1.2e+06.
+            Some(v as u64)
+        };
+        timings.push(CollTiming {
+            time_us,
+            algbw,
+            busbw,
+            wrong,
+        });
+    }
+    let mut it = timings.into_iter();
+    row.out_of_place = it.next();
+    row.out_of_place.as_ref()?;
+    row.in_place = it.next();
+    Some((row, max_err))
+}
+
+/// `Rank  0 Group  0 Pid  28307 on      gpu59 device  0 [0x16] NVIDIA GeForce RTX 4090`, and the
+/// older forms without `Group` and without `Pid`, and the newer `[0002:00:01]` bus id.
+fn device_line(body: &str) -> Option<RankDevice> {
+    let toks: Vec<&str> = body.split_whitespace().collect();
+    let mut d = RankDevice {
+        rank: 0,
+        group: None,
+        pid: None,
+        host: String::new(),
+        device: None,
+        bus_id: None,
+        name: None,
+    };
+    let mut i = 0;
+    let mut have_rank = false;
+    while i < toks.len() {
+        match toks[i] {
+            "Rank" => {
+                d.rank = toks.get(i + 1)?.parse().ok()?;
+                have_rank = true;
+                i += 2;
+            }
+            "Group" => {
+                d.group = toks.get(i + 1).and_then(|v| v.parse().ok());
+                i += 2;
+            }
+            "Pid" => {
+                d.pid = toks.get(i + 1).and_then(|v| v.parse().ok());
+                i += 2;
+            }
+            "on" => {
+                d.host = toks.get(i + 1)?.to_string();
+                i += 2;
+            }
+            "device" => {
+                d.device = toks.get(i + 1).and_then(|v| v.parse().ok());
+                i += 2;
+                if let Some(b) = toks.get(i).filter(|b| b.starts_with('[')) {
+                    d.bus_id = Some(b.trim_matches(['[', ']']).to_string());
+                    i += 1;
+                }
+                let name = toks[i.min(toks.len())..].join(" ");
+                if !name.is_empty() {
+                    d.name = Some(name);
+                }
+                break;
+            }
+            _ => i += 1,
+        }
+    }
+    (have_rank && !d.host.is_empty()).then_some(d)
+}
+
+/// Parses nccl-tests output (text or JSON, detected by content) from a reader.
+pub fn parse_reader<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<Vec<NcclTestsRun>> {
+    let head = reader.fill_buf()?;
+    let first = head.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first == Some(b'{') {
+        let mut buf = Vec::new();
+        reader.read_to_end(&mut buf)?;
+        let v: Value = serde_json::from_slice(&buf)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        return Ok(parse_json_value(&v).into_iter().collect());
+    }
+    let mut b = Builder::new();
+    for_each_line(reader, |l| b.line(l))?;
+    Ok(b.finish())
+}
+
+/// Parses a file (`-` is stdin; gzip detected).
+pub fn parse_path(path: &Path) -> Result<Vec<NcclTestsRun>, ParseError> {
+    let mut r = open_input(path).map_err(|e| ParseError::io(path, e))?;
+    parse_reader(&mut r).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            match e
+                .into_inner()
+                .map(|inner| inner.downcast::<serde_json::Error>())
+            {
+                Some(Ok(j)) => ParseError::Json {
+                    path: path.to_path_buf(),
+                    source: *j,
+                },
+                Some(Err(other)) => ParseError::io(path, std::io::Error::other(other)),
+                None => ParseError::io(path, std::io::Error::other("invalid data")),
+            }
+        } else {
+            ParseError::io(path, e)
+        }
+    })
+}
+
+/// Parses text held in memory.
+pub fn parse_str(text: &str) -> Vec<NcclTestsRun> {
+    let mut reader = text.as_bytes();
+    parse_reader(&mut reader).unwrap_or_default()
+}
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => parse_f64(s.trim()),
+        _ => None,
+    }
+}
+
+fn timing(v: &Value) -> Option<CollTiming> {
+    let o = v.as_object()?;
+    let time_us = num(o.get("time").or_else(|| o.get("cpu_time"))?)?;
+    Some(CollTiming {
+        time_us,
+        algbw: o.get("alg_bw").and_then(num)?,
+        busbw: o.get("bus_bw").and_then(num)?,
+        wrong: o
+            .get("nwrong")
+            .and_then(num)
+            .filter(|w| *w >= 0.0)
+            .map(|w| w as u64),
+    })
+}
+
+/// The JSON document of `nccl-tests -J FILE` (writer: nccl-tests src/util.cu).
+pub fn parse_json_value(v: &Value) -> Option<NcclTestsRun> {
+    let o = v.as_object()?;
+    let mut run = empty_run();
+    if let Some(prog) = o
+        .get("args")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+    {
+        if let Some(op) = op_from_program(prog) {
+            run.report.op = op;
+        }
+    }
+    if let Some(n) = o.get("nccl_version").and_then(Value::as_i64) {
+        run.report.notes.push(format!("nccl version code {n}"));
+    }
+    let devices = o
+        .get("devices")
+        .or_else(|| o.get("config").and_then(|c| c.get("devices")))
+        .and_then(Value::as_array);
+    for d in devices.into_iter().flatten() {
+        let Some(rank) = d.get("rank").and_then(Value::as_u64) else {
+            continue;
+        };
+        let host = d
+            .get("hostname")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if !host.is_empty() && !run.report.hosts.contains(&host) {
+            run.report.hosts.push(host.clone());
+        }
+        run.report.devices.push(RankDevice {
+            rank: u32::try_from(rank).unwrap_or(u32::MAX),
+            group: d
+                .get("group")
+                .and_then(Value::as_u64)
+                .and_then(|g| u32::try_from(g).ok()),
+            pid: d.get("pid").and_then(Value::as_u64),
+            host,
+            device: d
+                .get("device")
+                .and_then(Value::as_u64)
+                .and_then(|g| u32::try_from(g).ok()),
+            bus_id: d
+                .get("device_hex")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            name: d
+                .get("device_info")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        });
+    }
+    for r in o
+        .get("results")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(size) = r.get("size").and_then(Value::as_u64) else {
+            continue;
+        };
+        run.report.rows.push(CollectiveRow {
+            size,
+            count: r.get("count").and_then(Value::as_u64).unwrap_or(0),
+            dtype: r
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+            redop: r
+                .get("redop")
+                .and_then(Value::as_str)
+                .map(|s| s.trim().to_string()),
+            root: r.get("root").and_then(num).map(|v| v as i64),
+            out_of_place: r.get("out_of_place").and_then(timing),
+            in_place: r.get("in_place").and_then(timing),
+        });
+    }
+    run.report.avg_busbw = o
+        .get("average_bus_bandwidth")
+        .and_then(|a| a.get("bandwidth"))
+        .and_then(num);
+    run.out_of_bounds = o
+        .get("out_of_bounds")
+        .and_then(|a| a.get("count"))
+        .and_then(Value::as_u64);
+    finish_run(&mut run);
+    Some(run)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_iteration_layout_from_the_writer() {
+        // Header as nccl-tests src/util.cu writes it with per-iteration timing (-I).
+        let text = "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%\n\
+                    1048576  262144  float  sum  -1  27.76  37.78  66.11  0  20.1  30.2  29.9  1.5  27.49  38.15  66.76  0  20.0  30.0  29.0  1.2\n";
+        let runs = parse_str(text);
+        let row = &runs[0].report.rows[0];
+        assert_eq!(row.in_place.as_ref().unwrap().busbw, 66.76);
+        assert_eq!(row.out_of_place.as_ref().unwrap().time_us, 27.76);
+    }
+
+    #[test]
+    fn json_document_from_the_writer() {
+        let doc = r#"{"version":3,"start_time":"2025-01-01 00:00:00","args":["./build/all_reduce_perf","-b","8"],"env":[],"nccl_version":22703,
+        "config":{"nthreads":1,"ngpus":1,"devices":[{"rank":0,"group":0,"pid":12,"hostname":"node-a","device":0,"device_hex":"0000:07:00","device_info":"NVIDIA H100 80GB HBM3"},{"rank":1,"group":0,"pid":13,"hostname":"node-b","device":0,"device_hex":"0000:07:00","device_info":"NVIDIA H100 80GB HBM3"}]},
+        "results":[{"size":1048576,"count":262144,"type":"float","redop":"sum","root":"    -1","out_of_place":{"time":27.5,"alg_bw":38.1,"bus_bw":38.1,"nwrong":0.000000},"in_place":{"time":27.1,"alg_bw":38.6,"bus_bw":38.6,"nwrong":null},"actual_iterations":20,"experiment_name":"x"}],
+        "out_of_bounds":{"count":0,"okay":"true"},"average_bus_bandwidth":{"bandwidth":38.3,"okay":"unchecked"}}"#;
+        let mut r = doc.as_bytes();
+        let runs = parse_reader(&mut r).unwrap();
+        let rep = &runs[0].report;
+        assert_eq!(rep.op, "all_reduce");
+        assert_eq!(rep.ranks, Some(2));
+        assert_eq!(rep.hosts, vec!["node-a", "node-b"]);
+        assert_eq!(rep.rows[0].root, Some(-1));
+        assert_eq!(rep.rows[0].out_of_place.as_ref().unwrap().wrong, Some(0));
+        assert_eq!(rep.rows[0].in_place.as_ref().unwrap().wrong, None);
+        assert_eq!(rep.avg_busbw, Some(38.3));
+        assert_eq!(runs[0].out_of_bounds, Some(0));
+    }
+
+    #[test]
+    fn op_names() {
+        assert_eq!(
+            op_from_program("./build/all_reduce_perf").as_deref(),
+            Some("all_reduce")
+        );
+        assert_eq!(
+            op_from_program("all_gather_perf_mpi").as_deref(),
+            Some("all_gather")
+        );
+        assert_eq!(op_from_program("mpirun"), None);
+    }
+}

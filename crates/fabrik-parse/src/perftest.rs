@@ -1,0 +1,454 @@
+//! perftest reports (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`, `ib_*_lat`, every version's
+//! header and table) into [`P2pReport`].
+
+use std::io::BufRead;
+use std::path::Path;
+
+use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, SCHEMA_VERSION};
+
+use crate::error::ParseError;
+use crate::input::{for_each_line, open_input};
+use crate::text::{parse_f64, strip_launcher_prefix};
+
+/// Header keys perftest prints in its parameter block (`ctx_print_test_info`).
+const KEYS: &[&str] = &[
+    "Dual-port",
+    "Number of qps",
+    "Connection type",
+    "PCIe relax order",
+    "ibv_wr* API",
+    "TX depth",
+    "RX depth",
+    "CQ Moderation",
+    "Post List",
+    "Mtu",
+    "Link type",
+    "GID index",
+    "Max inline data",
+    "rdma_cm QPs",
+    "Data ex. method",
+    "Outstand reads",
+    "Use ODP",
+    "Using Enhanced Reorder",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// Bandwidth in Gb/s (`--report_gbits`) or in MiB/s (perftest's `MB/sec` is 2^20 bytes).
+    Bw {
+        gbits: bool,
+        qos: bool,
+    },
+    Lat {
+        avg: bool,
+        stdev: bool,
+        p99: bool,
+        p999: bool,
+    },
+    LatDuration,
+}
+
+struct Builder {
+    reports: Vec<P2pReport>,
+    cur: P2pReport,
+    table: Option<Table>,
+    bw: Vec<BwRow>,
+    lat: Vec<LatRow>,
+    started: bool,
+    /// The current report already has its title line.
+    titled: bool,
+}
+
+fn empty() -> P2pReport {
+    P2pReport {
+        schema_version: SCHEMA_VERSION,
+        source: ResultSource::Perftest,
+        test: P2pTest::Bw,
+        transport: "rdma".to_string(),
+        op: None,
+        streams: 1,
+        interfaces: Vec::new(),
+        device: None,
+        link_type: None,
+        mtu: None,
+        gid_index: None,
+        results: P2pRows::Bw(Vec::new()),
+        per_stream: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+impl Builder {
+    fn new() -> Self {
+        Builder {
+            reports: Vec::new(),
+            cur: empty(),
+            table: None,
+            bw: Vec::new(),
+            lat: Vec::new(),
+            started: false,
+            titled: false,
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut r = std::mem::replace(&mut self.cur, empty());
+        let bw = std::mem::take(&mut self.bw);
+        let lat = std::mem::take(&mut self.lat);
+        r.results = if r.test == P2pTest::Lat {
+            P2pRows::Lat(lat)
+        } else {
+            P2pRows::Bw(bw)
+        };
+        if self.started {
+            self.reports.push(r);
+        }
+        self.started = false;
+        self.titled = false;
+        self.table = None;
+    }
+
+    fn has_rows(&self) -> bool {
+        !self.bw.is_empty() || !self.lat.is_empty()
+    }
+
+    fn line(&mut self, raw: &[u8]) {
+        let Ok(text) = std::str::from_utf8(strip_launcher_prefix(raw)) else {
+            return;
+        };
+        let t = text.trim();
+        if t.is_empty() || t.starts_with("---") || t.starts_with('*') {
+            return;
+        }
+        if t.ends_with(" BW Test") || t.ends_with(" Latency Test") || t.ends_with(" Lat Test") {
+            if self.has_rows() || self.titled || self.cur.device.is_some() {
+                self.flush();
+            }
+            self.started = true;
+            self.titled = true;
+            self.title(t);
+            return;
+        }
+        if let Some(v) = t.strip_prefix("Version:") {
+            self.started = true;
+            let note = format!("perftest version {}", v.trim());
+            if !self.cur.notes.contains(&note) {
+                self.cur.notes.push(note);
+            }
+            return;
+        }
+        if t.starts_with("#bytes") {
+            if self.has_rows() {
+                // A second table: a second run (perhaps without its own header block).
+                let keep = self.cur.clone();
+                self.flush();
+                self.cur = P2pReport {
+                    results: P2pRows::Bw(Vec::new()),
+                    ..keep
+                };
+            }
+            self.started = true;
+            self.table = table_kind(t);
+            if let Some(Table::Lat { .. } | Table::LatDuration) = self.table {
+                self.cur.test = P2pTest::Lat;
+            }
+            return;
+        }
+        if t.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            self.row(t);
+            return;
+        }
+        if KEYS.iter().any(|k| t.starts_with(k)) {
+            self.started = true;
+            for (k, v) in key_values(t) {
+                self.kv(&k, &v);
+            }
+        }
+    }
+
+    fn title(&mut self, t: &str) {
+        self.cur.test = if t.contains("Latency") || t.contains("Lat Test") {
+            P2pTest::Lat
+        } else {
+            P2pTest::Bw
+        };
+        let op = if t.starts_with("RDMA_Write") {
+            Some("write")
+        } else if t.starts_with("RDMA_Read") {
+            Some("read")
+        } else if t.starts_with("Send") {
+            Some("send")
+        } else if t.starts_with("Atomic") {
+            Some("atomic")
+        } else {
+            None
+        };
+        self.cur.op = op.map(str::to_string);
+        self.cur.notes.push(format!("test: {t}"));
+    }
+
+    fn kv(&mut self, key: &str, value: &str) {
+        match key {
+            "Device" => {
+                self.cur.device = Some(value.to_string());
+                if !self.cur.interfaces.iter().any(|i| i == value) {
+                    self.cur.interfaces.push(value.to_string());
+                }
+            }
+            "Transport type" => self.cur.transport = value.to_string(),
+            "Link type" => self.cur.link_type = Some(value.to_string()),
+            "Mtu" => self.cur.mtu = value.trim_end_matches("[B]").trim().parse().ok(),
+            "GID index" => self.cur.gid_index = value.parse().ok(),
+            "Number of qps" => self.cur.streams = value.parse().unwrap_or(1),
+            _ => self.cur.notes.push(format!("{key}: {value}")),
+        }
+    }
+
+    fn row(&mut self, t: &str) {
+        let Some(table) = self.table else {
+            return;
+        };
+        let toks: Vec<&str> = t
+            .split_whitespace()
+            .map(|s| s.trim_matches('*'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        match table {
+            Table::Bw { gbits, qos } => {
+                let skip = usize::from(qos);
+                let need = 5 + skip;
+                if toks.len() < need {
+                    return;
+                }
+                let (Ok(bytes), Ok(iterations)) =
+                    (toks[0].parse::<u64>(), toks[1 + skip].parse::<u64>())
+                else {
+                    return;
+                };
+                let vals: Option<Vec<f64>> = toks[2 + skip..5 + skip]
+                    .iter()
+                    .map(|s| parse_f64(s))
+                    .collect();
+                let Some(v) = vals else { return };
+                let to_gbps = |x: f64| {
+                    if gbits {
+                        x
+                    } else {
+                        x * 1_048_576.0 * 8.0 / 1e9
+                    }
+                };
+                self.bw.push(BwRow {
+                    bytes,
+                    iterations,
+                    bw_peak_gbps: to_gbps(v[0]),
+                    bw_avg_gbps: to_gbps(v[1]),
+                    msg_rate_mpps: v[2],
+                });
+            }
+            Table::Lat {
+                avg,
+                stdev,
+                p99,
+                p999,
+            } => {
+                let need = 5
+                    + usize::from(avg)
+                    + usize::from(stdev)
+                    + usize::from(p99)
+                    + usize::from(p999);
+                if toks.len() < need {
+                    return;
+                }
+                let (Ok(bytes), Ok(iterations)) = (toks[0].parse::<u64>(), toks[1].parse::<u64>())
+                else {
+                    return;
+                };
+                let vals: Option<Vec<f64>> = toks[2..need].iter().map(|s| parse_f64(s)).collect();
+                let Some(v) = vals else { return };
+                let mut i = 3;
+                let mut next = |present: bool| {
+                    if present {
+                        i += 1;
+                        Some(v[i - 1])
+                    } else {
+                        None
+                    }
+                };
+                let t_typical = v[2];
+                let t_avg = next(avg);
+                let t_stdev = next(stdev);
+                let p99v = next(p99);
+                let p999v = next(p999);
+                if t_avg.is_none() && !self.cur.notes.iter().any(|n| n.starts_with("t_avg")) {
+                    self.cur.notes.push(
+                        "t_avg not printed by this perftest; t_avg_us holds t_typical".into(),
+                    );
+                }
+                self.lat.push(LatRow {
+                    bytes,
+                    iterations,
+                    t_min_us: v[0],
+                    t_typical_us: t_typical,
+                    t_avg_us: t_avg.unwrap_or(t_typical),
+                    t_max_us: v[1],
+                    t_stdev_us: t_stdev,
+                    p99_us: p99v,
+                    p999_us: p999v,
+                });
+            }
+            Table::LatDuration => {
+                if !self
+                    .cur
+                    .notes
+                    .iter()
+                    .any(|n| n.starts_with("duration mode"))
+                {
+                    self.cur.notes.push(
+                        "duration mode (-D): perftest prints only t_avg and tps; rows not kept"
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<P2pReport> {
+        self.flush();
+        self.reports
+    }
+}
+
+fn table_kind(header: &str) -> Option<Table> {
+    if header.contains("BW peak") || header.contains("BW average") || header.contains("BW_") {
+        return Some(Table::Bw {
+            gbits: header.contains("Gb/sec"),
+            qos: header.contains("#sl"),
+        });
+    }
+    if header.contains("t_min") {
+        return Some(Table::Lat {
+            avg: header.contains("t_avg"),
+            stdev: header.contains("t_stdev"),
+            p99: header.contains("99%"),
+            p999: header.contains("99.9%"),
+        });
+    }
+    if header.contains("t_avg") {
+        return Some(Table::LatDuration);
+    }
+    None
+}
+
+/// ` Dual-port       : OFF\t\tDevice         : mlx5_0` → [(Dual-port, OFF), (Device, mlx5_0)].
+fn key_values(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let parts: Vec<&str> = line.split(':').collect();
+    if parts.len() < 2 {
+        return out;
+    }
+    let mut key = parts[0].trim().to_string();
+    for (i, part) in parts.iter().enumerate().skip(1) {
+        let last = i == parts.len() - 1;
+        if last {
+            out.push((key.clone(), part.trim().to_string()));
+            break;
+        }
+        // `value<gap>NextKey`: the gap is a tab or 2+ spaces.
+        let p = part.trim();
+        let split = p
+            .find('\t')
+            .or_else(|| p.find("  "))
+            .map(|g| (p[..g].trim(), p[g..].trim()));
+        match split {
+            Some((value, next_key)) if !next_key.is_empty() => {
+                out.push((key.clone(), value.to_string()));
+                key = next_key.to_string();
+            }
+            _ => {
+                // A value that itself contains ':' — join the rest.
+                out.push((key.clone(), parts[i..].join(":").trim().to_string()));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Parses perftest output from a reader; one report per test printed.
+pub fn parse_reader<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<Vec<P2pReport>> {
+    let mut b = Builder::new();
+    for_each_line(reader, |l| b.line(l))?;
+    Ok(b.finish())
+}
+
+pub fn parse_path(path: &Path) -> Result<Vec<P2pReport>, ParseError> {
+    let mut r = open_input(path).map_err(|e| ParseError::io(path, e))?;
+    parse_reader(&mut r).map_err(|e| ParseError::io(path, e))
+}
+
+pub fn parse_str(text: &str) -> Vec<P2pReport> {
+    let mut reader = text.as_bytes();
+    parse_reader(&mut reader).unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_rows_in_perftest_report_format() {
+        // Built with REPORT_FMT_LAT of perftest_parameters.h.
+        let text = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n 2       1000          5.43           7.90         5.84     \t       5.90     \t0.12\t\t6.80 \t\t7.90\n";
+        let r = parse_str(text);
+        let P2pRows::Lat(rows) = &r[0].results else {
+            panic!("latency expected")
+        };
+        assert_eq!(rows[0].t_min_us, 5.43);
+        assert_eq!(rows[0].t_max_us, 7.90);
+        assert_eq!(rows[0].t_typical_us, 5.84);
+        assert_eq!(rows[0].t_avg_us, 5.90);
+        assert_eq!(rows[0].t_stdev_us, Some(0.12));
+        assert_eq!(rows[0].p99_us, Some(6.80));
+        assert_eq!(rows[0].p999_us, Some(7.90));
+    }
+
+    #[test]
+    fn old_latency_table_without_avg() {
+        let text = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n 2       1000          1.10           9.37         1.14\n";
+        let r = parse_str(text);
+        let P2pRows::Lat(rows) = &r[0].results else {
+            panic!("latency expected")
+        };
+        assert_eq!(rows[0].t_avg_us, 1.14);
+        assert_eq!(rows[0].t_stdev_us, None);
+        assert!(r[0]
+            .notes
+            .iter()
+            .any(|n| n.starts_with("t_avg not printed")));
+    }
+
+    #[test]
+    fn mib_rows_convert_to_gbps() {
+        let text = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n 65536      5000             11000.00            10000.00\t\t   0.160000\n";
+        let r = parse_str(text);
+        let P2pRows::Bw(rows) = &r[0].results else {
+            panic!("bw expected")
+        };
+        assert!((rows[0].bw_avg_gbps - 83.886_08).abs() < 1e-6);
+    }
+
+    #[test]
+    fn key_value_pairs() {
+        let kv = key_values(" Dual-port       : OFF\t\tDevice         : mlx5_0");
+        assert_eq!(
+            kv,
+            vec![
+                ("Dual-port".to_string(), "OFF".to_string()),
+                ("Device".to_string(), "mlx5_0".to_string())
+            ]
+        );
+        let kv = key_values(" Connection type : RC           Using SRQ      : OFF");
+        assert_eq!(kv[1], ("Using SRQ".to_string(), "OFF".to_string()));
+    }
+}

@@ -1,0 +1,177 @@
+//! Every nccl-tests fixture against the ground truth in fixtures/nccl-tests/README.md.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use fabrik_model::CollectiveReport;
+use fabrik_parse::check::check_collective;
+use fabrik_parse::nccl_tests::{parse_path, NcclTestsRun};
+
+fn load(name: &str) -> Vec<NcclTestsRun> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/nccl-tests")
+        .join(name);
+    parse_path(&p).expect("fixture readable")
+}
+
+fn one(name: &str) -> NcclTestsRun {
+    let mut runs = load(name);
+    assert_eq!(runs.len(), 1, "{name}: one run");
+    runs.remove(0)
+}
+
+fn max_busbw(r: &CollectiveReport) -> f64 {
+    r.rows
+        .iter()
+        .flat_map(|x| [&x.out_of_place, &x.in_place])
+        .filter_map(|t| t.as_ref().map(|t| t.busbw))
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn t01_old_header_devices_without_group() {
+    let run = one("01-v2.0-era-old-header-pid-error-column.txt");
+    let r = &run.report;
+    assert!(r.rows.is_empty());
+    assert_eq!(r.devices.len(), 2);
+    assert_eq!(r.hosts, vec!["ip-172-31-20-228", "ip-172-31-22-230"]);
+    assert_eq!(r.devices[0].pid, Some(1320));
+    assert_eq!(r.devices[0].group, None);
+    assert_eq!(r.devices[0].bus_id.as_deref(), Some("0x00"));
+    assert_eq!(r.devices[0].name.as_deref(), Some("Tesla V100-SXM2-16GB"));
+}
+
+#[test]
+fn t02_no_redop_error_float_column() {
+    let runs = load("02-nccl-2.6.4-era-no-redop-error-float.txt");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    let r = &run.report;
+    assert_eq!(r.rows.len(), 12);
+    let first = &r.rows[0];
+    assert_eq!(
+        (first.size, first.count, first.dtype.as_str()),
+        (65536, 8192, "float")
+    );
+    assert_eq!(first.redop, None);
+    assert_eq!(first.root, None);
+    let oop = first.out_of_place.as_ref().unwrap();
+    assert_eq!(
+        (oop.time_us, oop.algbw, oop.busbw, oop.wrong),
+        (16.57, 1.98, 1.98, None)
+    );
+    assert_eq!(first.in_place.as_ref().unwrap().time_us, 13.83);
+    assert_eq!(run.max_error, Some(0.0));
+    assert_eq!(r.avg_busbw, Some(6.6972));
+    assert_eq!(run.out_of_bounds, Some(0));
+    assert!(check_collective(run, None).is_empty());
+}
+
+#[test]
+fn t03_na_wrong_and_cut_last_row() {
+    let run = one("03-a3-mega-tcpxo-all-reduce-na-wrong.txt");
+    let r = &run.report;
+    assert_eq!(r.rows.len(), 11);
+    assert!(r
+        .rows
+        .iter()
+        .flat_map(|x| [&x.out_of_place, &x.in_place])
+        .flatten()
+        .all(|t| t.wrong.is_none()));
+    let last = r.rows.last().unwrap();
+    assert_eq!(last.size, 4294967296);
+    assert!(last.in_place.is_none());
+    assert_eq!(last.root, Some(-1));
+    assert_eq!(last.redop.as_deref(), Some("sum"));
+    assert_eq!(max_busbw(r), 89.25);
+    // 89.25 GB/s = 714 Gb/s: fine on an 800 Gb/s budget, far below on 3200.
+    assert!(check_collective(&run, Some(800.0)).is_empty());
+    let f = check_collective(&run, Some(3200.0));
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].rule, "FAB-BENCH-LOW-BUSBW");
+}
+
+#[test]
+fn t04_new_header_wrong_column() {
+    let run = one("04-reduce-scatter-wrong-column-zero-size.txt");
+    let r = &run.report;
+    assert_eq!(r.rows.len(), 7);
+    assert_eq!(r.rows.iter().filter(|x| x.size == 0).count(), 5);
+    let row = &r.rows[5];
+    assert_eq!(row.size, 128);
+    assert_eq!(row.out_of_place.as_ref().unwrap().wrong, Some(0));
+    assert_eq!(row.in_place.as_ref().unwrap().algbw, 0.01);
+}
+
+#[test]
+fn t05_mpirun_prefixes() {
+    let run = one("05-p5-mpirun-prefixed-rows.txt");
+    let sizes: Vec<u64> = run.report.rows.iter().map(|x| x.size).collect();
+    assert_eq!(sizes, vec![8, 16, 32]);
+    assert_eq!(run.report.rows[2].in_place.as_ref().unwrap().time_us, 13.34);
+}
+
+#[test]
+fn t06_nccl_lines_mixed_in() {
+    let run = one("06-two-gpus-destroy-lines-avg.txt");
+    assert_eq!(run.report.rows.len(), 1);
+    assert_eq!(run.report.avg_busbw, Some(8.62002));
+    assert_eq!(run.out_of_bounds, Some(0));
+    assert_eq!(run.report.rows[0].in_place.as_ref().unwrap().busbw, 25.88);
+}
+
+#[test]
+fn t07_group_header_and_op_from_command() {
+    let run = one("07-rtx4090-group-header-tree.txt");
+    let r = &run.report;
+    assert_eq!(r.op, "all_reduce");
+    assert_eq!(r.ranks, Some(8));
+    assert_eq!(r.hosts, vec!["gpu59"]);
+    assert!(r
+        .devices
+        .iter()
+        .all(|d| d.pid == Some(28307) && d.group == Some(0)));
+    assert_eq!(r.devices[3].bus_id.as_deref(), Some("0x5a"));
+    assert_eq!(r.rows.len(), 1);
+    assert!(r.rows[0].in_place.is_none());
+}
+
+#[test]
+fn t08_domain_bus_ids_two_hosts() {
+    let run = one("08-h100-two-hosts-domain-busid.txt");
+    let r = &run.report;
+    assert_eq!(r.hosts, vec!["h100-2", "h100-4"]);
+    assert_eq!(r.devices.len(), 13);
+    assert_eq!(r.devices[8].bus_id.as_deref(), Some("0002:00:01"));
+    assert_eq!(r.devices[8].rank, 8);
+    assert_eq!(r.devices[8].device, Some(0));
+}
+
+#[test]
+fn t09_rows_without_header() {
+    let run = one("09-mooncake-all-reduce-rows.txt");
+    let r = &run.report;
+    assert_eq!(r.rows.len(), 11);
+    assert_eq!(max_busbw(r), 300.52);
+    assert!(r.rows.iter().all(|x| x.root == Some(-1)));
+}
+
+#[test]
+fn json_round_trips_into_the_model() {
+    let run = one("03-a3-mega-tcpxo-all-reduce-na-wrong.txt");
+    let text = serde_json::to_string(&run.report).unwrap();
+    let back: CollectiveReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, run.report);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(v["rows"][0]["out_of_place"]["time_us"].is_number());
+    assert!(v["rows"][0].get("type").is_some());
+}
+
+#[test]
+fn wrong_results_are_flagged() {
+    let text = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n  1048576  262144  float  sum  -1  27.76  37.78  66.11  3  27.49  38.15  66.76  0\n# Out of bounds values : 3 FAILED\n";
+    let runs = fabrik_parse::nccl_tests::parse_str(text);
+    let f = check_collective(&runs[0], None);
+    assert_eq!(f.len(), 2);
+    assert!(f.iter().all(|f| f.rule == "FAB-BENCH-WRONG"));
+}

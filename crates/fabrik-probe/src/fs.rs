@@ -1,0 +1,400 @@
+//! Reading files under a root directory as if it were `/`.
+//!
+//! Symlinks are resolved by hand, one component at a time, so that an absolute target is taken
+//! inside the root and `..` never climbs above it: a snapshot's `/sys/class/net/eth0` link must
+//! lead to the snapshot's own `/sys/devices/...`, never the host's. Every access can be recorded,
+//! which is how `snapshot` knows exactly which names probing reads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use fabrik_model::ProbeWarning;
+
+/// The most symlinks followed for one name, as the kernel's own limit (ELOOP).
+const MAX_LINK_HOPS: usize = 40;
+/// sysfs and procfs files fabrik reads are small; this bounds a hostile or odd one.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One thing probing touched, keyed by its resolved path inside the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    File(Vec<u8>),
+    /// A directory and the names it listed.
+    Dir(Vec<String>),
+    /// A symlink and its target as written.
+    Link(String),
+    /// A file that exists but refused to be read, with the OS error number (sysfs answers
+    /// EINVAL or EIO for some attributes), so a snapshot can answer the same.
+    Failed(i32),
+}
+
+/// Where a snapshot lists the files that could not be read on the machine: `ERRNO<TAB>PATH`.
+pub const UNREADABLE_MANIFEST: &str = "/fabrik/unreadable.txt";
+
+fn parse_manifest(text: &str) -> BTreeMap<String, i32> {
+    text.lines()
+        .filter_map(|l| {
+            let (code, path) = l.split_once('\t')?;
+            Some((path.to_string(), code.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+pub struct RootFs {
+    root: PathBuf,
+    pub warnings: Vec<ProbeWarning>,
+    record: Option<BTreeMap<String, Recorded>>,
+    /// Files a snapshot saw fail, answered with the same error.
+    unreadable: BTreeMap<String, i32>,
+}
+
+/// Splits a path into its normal components.
+fn components(p: &str) -> impl Iterator<Item = &str> {
+    p.split('/').filter(|c| !c.is_empty() && *c != ".")
+}
+
+/// Joins a root-relative path: `/a` + `b` → `/a/b`.
+pub fn join(base: &str, name: &str) -> String {
+    if base.ends_with('/') {
+        format!("{base}{name}")
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+/// The last component of a path.
+pub fn base_name(p: &str) -> &str {
+    p.rsplit('/').find(|c| !c.is_empty()).unwrap_or(p)
+}
+
+/// The parent of a root-relative path (`/` for a top-level name).
+pub fn parent(p: &str) -> String {
+    match p.trim_end_matches('/').rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((head, _)) => head.to_string(),
+    }
+}
+
+impl RootFs {
+    pub fn new(root: &Path) -> Self {
+        let mut manifest = root.to_path_buf();
+        manifest.extend(components(UNREADABLE_MANIFEST));
+        let unreadable = std::fs::read_to_string(manifest)
+            .map(|t| parse_manifest(&t))
+            .unwrap_or_default();
+        RootFs {
+            root: root.to_path_buf(),
+            warnings: Vec::new(),
+            record: None,
+            unreadable,
+        }
+    }
+
+    /// Records every name touched from now on (for `snapshot`).
+    pub fn recording(mut self) -> Self {
+        self.record = Some(BTreeMap::new());
+        self
+    }
+
+    pub fn take_record(&mut self) -> BTreeMap<String, Recorded> {
+        self.record.take().unwrap_or_default()
+    }
+
+    fn host(&self, logical: &str) -> PathBuf {
+        let mut p = self.root.clone();
+        for c in components(logical) {
+            p.push(c);
+        }
+        p
+    }
+
+    fn note(&mut self, logical: String, r: Recorded) {
+        if let Some(rec) = self.record.as_mut() {
+            rec.insert(logical, r);
+        }
+    }
+
+    pub fn warn(&mut self, path: &str, message: impl Into<String>) {
+        self.warnings.push(ProbeWarning {
+            path: path.to_string(),
+            message: message.into(),
+        });
+    }
+
+    /// Resolves every symlink in `logical` inside the root; returns the resolved root-relative
+    /// path (`/sys/devices/...`). Fails when a component is missing or links loop.
+    pub fn resolve(&mut self, logical: &str) -> io::Result<String> {
+        let mut todo: VecDeque<String> = components(logical).map(str::to_string).collect();
+        let mut cur: Vec<String> = Vec::new();
+        let mut hops = 0usize;
+        while let Some(c) = todo.pop_front() {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            cur.push(c);
+            let here = format!("/{}", cur.join("/"));
+            let host = self.host(&here);
+            let meta = std::fs::symlink_metadata(&host)?;
+            if !meta.file_type().is_symlink() {
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(io::Error::other("too many levels of symbolic links"));
+            }
+            let target = std::fs::read_link(&host)?;
+            let target = target.to_string_lossy().into_owned();
+            self.note(here, Recorded::Link(target.clone()));
+            cur.pop();
+            if target.starts_with('/') {
+                cur.clear();
+            }
+            for t in components(&target).collect::<Vec<_>>().into_iter().rev() {
+                todo.push_front(t.to_string());
+            }
+        }
+        Ok(format!("/{}", cur.join("/")))
+    }
+
+    /// Reads a file whole (bounded), following links inside the root.
+    pub fn read_bytes(&mut self, logical: &str) -> io::Result<Vec<u8>> {
+        let resolved = self.resolve(logical)?;
+        if let Some(code) = self.unreadable.get(&resolved).copied() {
+            self.note(resolved, Recorded::Failed(code));
+            return Err(io::Error::from_raw_os_error(code));
+        }
+        let host = self.host(&resolved);
+        let meta = std::fs::metadata(&host)?;
+        if meta.is_dir() {
+            return Err(io::Error::other("is a directory"));
+        }
+        let mut buf = Vec::new();
+        let read =
+            std::fs::File::open(&host).and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(&mut buf));
+        match read {
+            Ok(_) => {
+                self.note(resolved, Recorded::File(buf.clone()));
+                Ok(buf)
+            }
+            Err(e) => {
+                if let Some(code) = e
+                    .raw_os_error()
+                    .filter(|_| e.kind() != io::ErrorKind::NotFound)
+                {
+                    self.note(resolved, Recorded::Failed(code));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub fn read_text(&mut self, logical: &str) -> io::Result<String> {
+        self.read_bytes(logical)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    /// A value that should be there: any failure is a warning.
+    pub fn attr(&mut self, logical: &str) -> Option<String> {
+        match self.read_text(logical) {
+            Ok(s) => Some(s.trim().to_string()),
+            Err(e) => {
+                let msg = describe(&e);
+                self.warn(logical, msg);
+                None
+            }
+        }
+    }
+
+    /// A value that may be absent: a missing file is silent, other failures warn.
+    pub fn attr_opt(&mut self, logical: &str) -> Option<String> {
+        match self.read_text(logical) {
+            Ok(s) => Some(s.trim().to_string()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => {
+                let msg = describe(&e);
+                self.warn(logical, msg);
+                None
+            }
+        }
+    }
+
+    /// A value whose failure means "not applicable" (the kernel answers EINVAL for an empty GID
+    /// slot's type, or for the speed of a link that is down).
+    pub fn attr_quiet(&mut self, logical: &str) -> Option<String> {
+        self.read_text(logical).ok().map(|s| s.trim().to_string())
+    }
+
+    /// A whole text file that may be absent (missing is silent, other failures warn).
+    pub fn text_opt(&mut self, logical: &str) -> Option<String> {
+        match self.read_text(logical) {
+            Ok(s) => Some(s),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => {
+                let msg = describe(&e);
+                self.warn(logical, msg);
+                None
+            }
+        }
+    }
+
+    /// Sorted names in a directory, following links inside the root.
+    pub fn list(&mut self, logical: &str) -> io::Result<Vec<String>> {
+        let resolved = self.resolve(logical)?;
+        let host = self.host(&resolved);
+        let mut names: Vec<String> = std::fs::read_dir(&host)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        self.note(resolved, Recorded::Dir(names.clone()));
+        Ok(names)
+    }
+
+    /// Sorted names, or empty when the directory does not exist; other failures warn.
+    pub fn list_opt(&mut self, logical: &str) -> Vec<String> {
+        match self.list(logical) {
+            Ok(v) => v,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                let msg = describe(&e);
+                self.warn(logical, msg);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Whether a name exists (after links).
+    pub fn exists(&mut self, logical: &str) -> bool {
+        match self.resolve(logical) {
+            Ok(r) => {
+                let host = self.host(&r);
+                let ok = host.exists();
+                if ok && host.is_dir() {
+                    // Keep a listing already recorded for this directory.
+                    if let Some(rec) = self.record.as_mut() {
+                        rec.entry(r).or_insert(Recorded::Dir(Vec::new()));
+                    }
+                }
+                ok
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The name a link such as `device/driver` points at (`mlx5_core`).
+    /// Only the link itself is read, so a snapshot need not hold what it points at.
+    pub fn link_name(&mut self, logical: &str) -> Option<String> {
+        let dir = self.resolve(&parent(logical)).ok()?;
+        let here = join(&dir, base_name(logical));
+        let host = self.host(&here);
+        let meta = std::fs::symlink_metadata(&host).ok()?;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&host)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            self.note(here, Recorded::Link(target.clone()));
+            let name = base_name(&target);
+            return (!name.is_empty() && name != ".." && name != ".").then(|| name.to_string());
+        }
+        None
+    }
+
+    /// Numeric files of a directory (`counters/`, `statistics/`), sorted by name. Unreadable or
+    /// non-numeric entries are left out quietly: some counters refuse reads on some firmware.
+    pub fn numeric_dir(&mut self, logical: &str) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for name in self.list_opt(logical) {
+            let p = join(logical, &name);
+            if let Some(v) = self
+                .attr_quiet(&p)
+                .and_then(|s| crate::parse::parse_u64(&s))
+            {
+                out.insert(name, v);
+            }
+        }
+        out
+    }
+}
+
+fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "missing".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => format!("unreadable: {e}"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_links_stay_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("sys/devices/x")).unwrap();
+        std::fs::write(root.join("sys/devices/x/value"), "inside\n").unwrap();
+        std::fs::create_dir_all(root.join("sys/class")).unwrap();
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::os::unix::fs::symlink("/sys/devices/x", root.join("sys/class/abs")).unwrap();
+        std::os::unix::fs::symlink("../../../../../../etc", root.join("sys/class/up")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("sys/class/loop")).unwrap();
+        let mut fs = RootFs::new(root).recording();
+        assert_eq!(fs.attr("/sys/class/abs/value").as_deref(), Some("inside"));
+        assert_eq!(fs.resolve("/sys/class/up").unwrap(), "/etc");
+        assert!(fs.read_text("/sys/class/up/passwd").is_err());
+        assert!(fs.resolve("/sys/class/loop").is_err());
+        assert_eq!(fs.attr("/sys/none"), None);
+        assert_eq!(fs.warnings.len(), 1);
+        let rec = fs.take_record();
+        assert_eq!(
+            rec.get("/sys/class/abs"),
+            Some(&Recorded::Link("/sys/devices/x".into()))
+        );
+        assert!(matches!(
+            rec.get("/sys/devices/x/value"),
+            Some(Recorded::File(_))
+        ));
+    }
+
+    #[test]
+    fn read_failures_are_recorded_and_replayed() {
+        // /proc/self/mem refuses a read at offset 0 (EIO): a real kernel failure.
+        let mut live = RootFs::new(Path::new("/")).recording();
+        assert_eq!(live.attr("/proc/self/mem"), None);
+        let warned = live.warnings[0].message.clone();
+        let rec = live.take_record();
+        let failed: Vec<i32> = rec
+            .values()
+            .filter_map(|r| match r {
+                Recorded::Failed(c) => Some(*c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("fabrik")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys")).unwrap();
+        std::fs::write(dir.path().join("sys/rate"), "").unwrap();
+        std::fs::write(
+            dir.path().join("fabrik/unreadable.txt"),
+            format!("{}\t/sys/rate\n", failed[0]),
+        )
+        .unwrap();
+        let mut snap = RootFs::new(dir.path());
+        assert_eq!(snap.attr("/sys/rate"), None);
+        assert_eq!(snap.warnings[0].message, warned);
+    }
+
+    #[test]
+    fn path_helpers() {
+        assert_eq!(parent("/sys/class"), "/sys");
+        assert_eq!(parent("/sys"), "/");
+        assert_eq!(base_name("/a/b/"), "b");
+        assert_eq!(join("/", "sys"), "/sys");
+    }
+}

@@ -1,0 +1,701 @@
+//! Pure parsers for the texts the kernel and the helper tools write. Each takes a `&str` and never
+//! panics; what it cannot read it leaves out (`None` or an empty list) so the caller can warn.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use fabrik_model::{LinkRate, MemlockLimit, Pfc};
+
+/// `ports/N/rate` as the kernel writes it: `400 Gb/sec (4X NDR)`, `2.5 Gb/sec (1X)` (SDR has no
+/// speed name), `56 Gb/sec (4X FDR)`. Returns `None` for an empty text.
+pub fn parse_rate(raw: &str) -> Option<LinkRate> {
+    let text = raw.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let gbps = text
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .filter(|_| text.contains("Gb/sec"));
+    let (mut width, mut speed) = (None, None);
+    if let (Some(open), Some(close)) = (text.find('('), text.rfind(')')) {
+        if open < close {
+            let inner = &text[open + 1..close];
+            let mut parts = inner.split_whitespace();
+            if let Some(w) = parts.next() {
+                width = w
+                    .strip_suffix('X')
+                    .or_else(|| w.strip_suffix('x'))
+                    .and_then(|n| n.parse::<u32>().ok());
+            }
+            speed = parts.next().map(str::to_string);
+            if width.is_some() && speed.is_none() && gbps.is_some() {
+                // The kernel prints no name for SDR lanes.
+                speed = Some("SDR".to_string());
+            }
+        }
+    }
+    Some(LinkRate {
+        text: text.to_string(),
+        gbps,
+        width,
+        speed,
+    })
+}
+
+/// `current_link_speed`: `16.0 GT/s PCIe`, `8 GT/s`, `2.5 GT/s`, `Unknown`.
+pub fn parse_pci_speed(raw: &str) -> Option<f64> {
+    let text = raw.trim();
+    if !text.contains("GT/s") {
+        return None;
+    }
+    text.split_whitespace()
+        .next()
+        .and_then(|n| n.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// An unsigned decimal attribute (`mtu`, `current_link_width`, counters).
+pub fn parse_u64(raw: &str) -> Option<u64> {
+    raw.trim().parse().ok()
+}
+
+/// A sysfs numeric attribute that may be written in hex (`0x12`) or decimal.
+pub fn parse_int_auto(raw: &str) -> Option<u64> {
+    let t = raw.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// `numa_node`: `-1` means the platform gave no NUMA information.
+pub fn parse_numa(raw: &str) -> Option<Option<i32>> {
+    let v: i32 = raw.trim().parse().ok()?;
+    Some(if v < 0 { None } else { Some(v) })
+}
+
+/// `mlnx_qos -i IF`: PFC priorities from the `PFC configuration:` block and the trust state.
+/// Returns `None` when the text has no PFC table.
+pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
+    let mut trust = None;
+    let mut priorities: Option<Vec<u8>> = None;
+    let mut enabled: Option<Vec<bool>> = None;
+    let mut in_pfc = false;
+    for line in raw.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Priority trust state:") {
+            let v = rest.trim();
+            if !v.is_empty() {
+                trust = Some(v.to_string());
+            }
+            continue;
+        }
+        if t.to_ascii_lowercase().starts_with("pfc configuration") {
+            in_pfc = true;
+            continue;
+        }
+        if !in_pfc {
+            continue;
+        }
+        let mut words = t.split_whitespace();
+        // Some versions write `priority:`/`enabled:` with a colon.
+        match words.next().map(|w| w.trim_end_matches(':')) {
+            Some("priority") if priorities.is_none() => {
+                let p: Option<Vec<u8>> = words.map(|w| w.parse::<u8>().ok()).collect();
+                priorities = p.filter(|v| !v.is_empty());
+            }
+            Some("enabled") if enabled.is_none() => {
+                let e: Option<Vec<bool>> = words
+                    .map(|w| match w {
+                        "0" => Some(false),
+                        "1" => Some(true),
+                        _ => None,
+                    })
+                    .collect();
+                enabled = e;
+            }
+            _ => {}
+        }
+        if priorities.is_some() && enabled.is_some() {
+            break;
+        }
+    }
+    let (prios, en) = (priorities?, enabled?);
+    if prios.len() != en.len() {
+        return None;
+    }
+    let mut enabled_priorities: Vec<u8> = prios
+        .iter()
+        .zip(en.iter())
+        .filter(|(_, on)| **on)
+        .map(|(p, _)| *p)
+        .filter(|p| *p < 8)
+        .collect();
+    enabled_priorities.sort_unstable();
+    enabled_priorities.dedup();
+    Some(Pfc {
+        enabled_priorities,
+        trust,
+        source: source.to_string(),
+    })
+}
+
+/// Normalises an lspci address: `17:00.0` → `0000:17:00.0`.
+pub fn normalize_bdf(raw: &str) -> Option<String> {
+    let t = raw.trim();
+    let full = if t.matches(':').count() == 1 {
+        format!("0000:{t}")
+    } else {
+        t.to_string()
+    };
+    is_bdf(&full).then(|| full.to_ascii_lowercase())
+}
+
+/// `DDDD:BB:DD.F` (a longer domain, as VMD uses, is accepted).
+pub fn is_bdf(s: &str) -> bool {
+    let Some((rest, func)) = s.rsplit_once('.') else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    if parts.len() != 3 || func.len() != 1 {
+        return false;
+    }
+    let hex = |p: &str, n: usize| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit());
+    parts[0].len() >= 4
+        && parts[0].chars().all(|c| c.is_ascii_hexdigit())
+        && hex(parts[1], 2)
+        && hex(parts[2], 2)
+        && func.chars().all(|c| c.is_digit(8))
+}
+
+/// `lspci -vvv`: for each function that has an `ACSCtl:` line, the bits shown with `+`.
+/// A device header is any line whose first word is a PCI address (`17:00.0` or `0000:17:00.0`,
+/// indented or not, as pastes and `-D` print them); a line cut after `ACSCtl:` continues it.
+pub fn parse_lspci_acs(raw: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    let mut continuing: Option<String> = None;
+    let plus_bits = |text: &str| -> Vec<String> {
+        text.split_whitespace()
+            .filter_map(|w| w.strip_suffix('+'))
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric()))
+            .map(str::to_string)
+            .collect()
+    };
+    for line in raw.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("ACSCtl:") {
+            continuing = None;
+            if let Some(addr) = &current {
+                out.insert(addr.clone(), plus_bits(rest));
+                continuing = Some(addr.clone());
+            }
+            continue;
+        }
+        let first = t.split_whitespace().next().unwrap_or("");
+        if let Some(addr) = normalize_bdf(first) {
+            current = Some(addr);
+            continuing = None;
+            continue;
+        }
+        match continuing.take() {
+            // A wrapped ACSCtl line: only flag words, no `Key:` of its own.
+            Some(addr)
+                if !t.is_empty()
+                    && !t.contains(':')
+                    && t.split_whitespace()
+                        .all(|w| w.ends_with('+') || w.ends_with('-')) =>
+            {
+                if let Some(bits) = out.get_mut(&addr) {
+                    bits.extend(plus_bits(t));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `/proc/modules`: `mlx5_ib 446464 0 - Live 0x0000000000000000` → name and reference count.
+pub fn parse_proc_modules(raw: &str) -> Vec<(String, Option<u32>)> {
+    let mut out: Vec<(String, Option<u32>)> = raw
+        .lines()
+        .filter_map(|line| {
+            let mut w = line.split_whitespace();
+            let name = w.next()?;
+            let _size = w.next();
+            let refs = w.next().and_then(|r| r.parse().ok());
+            Some((name.to_string(), refs))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+/// The `Max locked memory` line of `/proc/PID/limits`.
+pub fn parse_memlock(raw: &str) -> Option<MemlockLimit> {
+    let line = raw.lines().find(|l| l.starts_with("Max locked memory"))?;
+    let rest = line.strip_prefix("Max locked memory")?;
+    let mut w = rest.split_whitespace();
+    let value = |s: Option<&str>| -> Option<Option<u64>> {
+        match s? {
+            "unlimited" => Some(None),
+            n => n.parse().ok().map(Some),
+        }
+    };
+    let soft = value(w.next())?;
+    let hard = value(w.next())?;
+    Some(MemlockLimit {
+        soft_bytes: soft,
+        hard_bytes: hard,
+    })
+}
+
+/// Local IPv4 addresses from `/proc/net/fib_trie`: the `/32 host LOCAL` leaves.
+pub fn parse_fib_trie_local(raw: &str) -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut last_leaf: Option<Ipv4Addr> = None;
+    for line in raw.lines() {
+        let t = line.trim();
+        if let Some(addr) = t.strip_prefix("|-- ") {
+            last_leaf = addr.trim().parse().ok();
+            continue;
+        }
+        if t.starts_with('/') {
+            let words: Vec<&str> = t.split_whitespace().collect();
+            if words.len() >= 3 && words[0] == "/32" && words[1] == "host" && words[2] == "LOCAL" {
+                if let Some(a) = last_leaf {
+                    out.push(a);
+                }
+            }
+        } else if !t.starts_with('|') {
+            last_leaf = None;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// One line of `/proc/net/route`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteEntry {
+    pub iface: String,
+    pub destination: Ipv4Addr,
+    pub gateway: Ipv4Addr,
+    pub flags: u32,
+    pub mask: Ipv4Addr,
+}
+
+impl RouteEntry {
+    pub fn prefix_len(&self) -> u32 {
+        u32::from(self.mask).count_ones()
+    }
+
+    pub fn contains(&self, addr: Ipv4Addr) -> bool {
+        let m = u32::from(self.mask);
+        u32::from(addr) & m == u32::from(self.destination) & m
+    }
+}
+
+/// `/proc/net/route`: addresses are little-endian hex as the kernel stores them.
+pub fn parse_proc_route(raw: &str) -> Vec<RouteEntry> {
+    let hex_addr = |s: &str| {
+        u32::from_str_radix(s, 16)
+            .ok()
+            .map(|v| Ipv4Addr::from(v.swap_bytes()))
+    };
+    raw.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() < 8 {
+                return None;
+            }
+            Some(RouteEntry {
+                iface: w[0].to_string(),
+                destination: hex_addr(w[1])?,
+                gateway: hex_addr(w[2])?,
+                flags: u32::from_str_radix(w[3], 16).ok()?,
+                mask: hex_addr(w[7])?,
+            })
+        })
+        .collect()
+}
+
+/// `/proc/net/if_inet6`: `fe80000000000000020c29fffe123456 02 40 20 80 eth0` → (iface, `addr/len`).
+pub fn parse_if_inet6(raw: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = raw
+        .lines()
+        .filter_map(|line| {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() < 6 || w[0].len() != 32 {
+                return None;
+            }
+            let bits = u128::from_str_radix(w[0], 16).ok()?;
+            let plen = u8::from_str_radix(w[2], 16).ok().filter(|p| *p <= 128)?;
+            Some((w[5].to_string(), format!("{}/{plen}", Ipv6Addr::from(bits))))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `ip -o addr`: (iface, family `inet`/`inet6`, `addr/len`).
+pub fn parse_ip_o_addr(raw: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for line in raw.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 4 || !w[0].ends_with(':') {
+            continue;
+        }
+        let name = w[1].split('@').next().unwrap_or(w[1]).trim_end_matches(':');
+        let family = w[2];
+        if family != "inet" && family != "inet6" {
+            continue;
+        }
+        if w[3].contains('/') {
+            out.push((name.to_string(), family.to_string(), w[3].to_string()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A `KEY=value` file (`/etc/os-release`), quotes removed.
+pub fn parse_os_release(raw: &str, key: &str) -> Option<String> {
+    raw.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').trim_matches('\'').to_string())
+    })
+}
+
+/// Active and max MTU per (device, port) from `ibv_devinfo -v`.
+pub fn parse_ibv_devinfo_mtu(raw: &str) -> BTreeMap<(String, u32), (Option<u32>, Option<u32>)> {
+    let mut out: BTreeMap<(String, u32), (Option<u32>, Option<u32>)> = BTreeMap::new();
+    let mut dev: Option<String> = None;
+    let mut port: Option<u32> = None;
+    for line in raw.lines() {
+        let t = line.trim();
+        let Some((key, value)) = t.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        let first_num = || {
+            value
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u32>().ok())
+        };
+        match key.trim() {
+            "hca_id" => {
+                dev = value.split_whitespace().next().map(str::to_string);
+                port = None;
+            }
+            "port" => port = first_num(),
+            "active_mtu" | "max_mtu" => {
+                if let (Some(d), Some(p)) = (&dev, port) {
+                    let e = out.entry((d.clone(), p)).or_default();
+                    if key.trim() == "active_mtu" {
+                        e.0 = first_num();
+                    } else {
+                        e.1 = first_num();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `ofed_info -s`: `MLNX_OFED_LINUX-5.8-3.0.7.0:` → without the colon.
+pub fn parse_ofed_info(raw: &str) -> Option<String> {
+    let line = raw.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let v = line.trim_end_matches(':').trim();
+    (!v.is_empty() && !v.contains(' ')).then(|| v.to_string())
+}
+
+/// `/proc/driver/nvidia/version`: the version number after `Kernel Module`.
+pub fn parse_nvidia_version(raw: &str) -> Option<String> {
+    let line = raw.lines().find(|l| l.starts_with("NVRM version:"))?;
+    line.split_whitespace()
+        .find(|w| {
+            let parts: Vec<&str> = w.split('.').collect();
+            parts.len() >= 2
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
+}
+
+/// `/proc/driver/nvidia/gpus/ADDR/information`: model, UUID and device minor.
+pub fn parse_nvidia_gpu_information(raw: &str) -> (Option<String>, Option<String>, Option<u32>) {
+    let (mut model, mut uuid, mut minor) = (None, None, None);
+    for line in raw.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "Model" if !v.is_empty() => model = Some(v.to_string()),
+            "GPU UUID" if !v.is_empty() => uuid = Some(v.to_string()),
+            "Device Minor" => minor = v.parse().ok(),
+            _ => {}
+        }
+    }
+    (model, uuid, minor)
+}
+
+/// IOMMU switches on the kernel command line.
+pub fn iommu_cmdline_flags(cmdline: &str) -> Vec<String> {
+    cmdline
+        .split_whitespace()
+        .take_while(|w| *w != "--")
+        .filter(|w| {
+            let key = w.split('=').next().unwrap_or(w);
+            matches!(
+                key,
+                "intel_iommu" | "amd_iommu" | "iommu" | "iommu.passthrough" | "iommu.strict"
+            )
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The IPv4 address inside an IPv4-mapped GID (`0000:...:ffff:c0a8:0101`).
+pub fn gid_ipv4(gid: &str) -> Option<String> {
+    let hex: String = gid.chars().filter(|c| *c != ':').collect();
+    if hex.len() != 32 {
+        return None;
+    }
+    let bits = u128::from_str_radix(&hex, 16).ok()?;
+    Ipv6Addr::from(bits)
+        .to_ipv4_mapped()
+        .map(|v4| v4.to_string())
+}
+
+/// Whether a GID is all zeros (an empty slot).
+pub fn gid_is_zero(gid: &str) -> bool {
+    gid.chars()
+        .all(|c| c == '0' || c == ':' || c.is_whitespace())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rates_as_the_kernel_prints_them() {
+        let r = parse_rate("400 Gb/sec (4X NDR)\n").unwrap();
+        assert_eq!(r.gbps, Some(400.0));
+        assert_eq!(r.width, Some(4));
+        assert_eq!(r.speed.as_deref(), Some("NDR"));
+        let sdr = parse_rate("2.5 Gb/sec (1X)").unwrap();
+        assert_eq!(sdr.gbps, Some(2.5));
+        assert_eq!(sdr.speed.as_deref(), Some("SDR"));
+        let fdr10 = parse_rate("40 Gb/sec (4X FDR10)").unwrap();
+        assert_eq!(fdr10.speed.as_deref(), Some("FDR10"));
+        let junk = parse_rate("fast").unwrap();
+        assert_eq!(junk.gbps, None);
+        assert_eq!(junk.text, "fast");
+        assert!(parse_rate("  \n").is_none());
+    }
+
+    #[test]
+    fn pci_speeds() {
+        assert_eq!(parse_pci_speed("16.0 GT/s PCIe\n"), Some(16.0));
+        assert_eq!(parse_pci_speed("8 GT/s"), Some(8.0));
+        assert_eq!(parse_pci_speed("2.5 GT/s PCIe"), Some(2.5));
+        assert_eq!(parse_pci_speed("Unknown"), None);
+        assert_eq!(parse_numa("-1\n"), Some(None));
+        assert_eq!(parse_numa("1"), Some(Some(1)));
+        assert_eq!(parse_numa("x"), None);
+    }
+
+    #[test]
+    fn mlnx_qos_pfc_and_trust() {
+        let text = "DCBX mode: OS controlled\nPriority trust state: dscp\ndscp2prio mapping:\n\tprio:0 dscp:07,06,05,04,03,02,01,00,\nCable len: 7\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   1   0   0   0   0   \n\tbuffer      0   0   0   1   0   0   0   0   \ntc: 0 ratelimit: unlimited, tsa: vendor\n\t priority:  1\n";
+        let pfc = parse_mlnx_qos(text, "fabrik/cmd/mlnx_qos-eth2.txt").unwrap();
+        assert_eq!(pfc.enabled_priorities, vec![3]);
+        assert_eq!(pfc.trust.as_deref(), Some("dscp"));
+        let older = "PFC configuration:\n    priority    0   1   2   3   4   5   6   7\n    enabled     1   0   1   0   0   0   1   1\n";
+        assert_eq!(
+            parse_mlnx_qos(older, "x").unwrap().enabled_priorities,
+            vec![0, 2, 6, 7]
+        );
+        assert!(parse_mlnx_qos("Netlink error\n", "x").is_none());
+        let colons = "Priority trust state: pcp\nPFC configuration:\n        priority:  0   1   2   3   4   5   6   7\n        enabled:   0   0   0   0   1   0   0   0\n";
+        let c = parse_mlnx_qos(colons, "x").unwrap();
+        assert_eq!(c.enabled_priorities, vec![4]);
+        assert_eq!(c.trust.as_deref(), Some("pcp"));
+        let uneven = "PFC configuration:\n priority 0 1 2\n enabled 0 1\n";
+        assert!(parse_mlnx_qos(uneven, "x").is_none());
+    }
+
+    #[test]
+    fn lspci_acs_bits() {
+        let text = "00:01.0 PCI bridge: Intel Corporation Device 352a (rev 04) (prog-if 00 [Normal decode])\n\tCapabilities: [220 v1] Access Control Services\n\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n0001:02:00.0 PCI bridge: PLX\n\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n";
+        let acs = parse_lspci_acs(text);
+        assert_eq!(
+            acs["0000:00:01.0"],
+            vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"]
+        );
+        assert!(acs["0001:02:00.0"].is_empty());
+        // `lspci -nn` headers, indented pastes, and an ACSCtl line cut in two.
+        let pasted = "\t0000:00:1c.1 PCI bridge [0604]: Intel Corporation Device [8086:7a39] (rev 11)\n\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ \nEgressCtrl+ DirectTrans-\n\tCapabilities: [370 v1] L1 PM Substates\n";
+        let acs = parse_lspci_acs(pasted);
+        assert_eq!(
+            acs["0000:00:1c.1"],
+            vec![
+                "SrcValid",
+                "ReqRedir",
+                "CmpltRedir",
+                "UpstreamFwd",
+                "EgressCtrl"
+            ]
+        );
+    }
+
+    #[test]
+    fn modules_limits_routes() {
+        let m = parse_proc_modules(
+            "mlx5_ib 446464 0 - Live 0x0000000000000000\nib_uverbs 163840 2 rdma_ucm,mlx5_ib, Live 0x0\n",
+        );
+        assert_eq!(m[0], ("ib_uverbs".to_string(), Some(2)));
+        assert_eq!(m[1], ("mlx5_ib".to_string(), Some(0)));
+        let l = parse_memlock("Limit Soft Limit Hard Limit Units\nMax locked memory         8388608              unlimited            bytes\n").unwrap();
+        assert_eq!(l.soft_bytes, Some(8388608));
+        assert_eq!(l.hard_bytes, None);
+        let r = parse_proc_route("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\neth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n");
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].gateway, Ipv4Addr::new(192, 0, 2, 1));
+        assert_eq!(r[1].prefix_len(), 24);
+        assert!(r[1].contains(Ipv4Addr::new(192, 0, 2, 2)));
+    }
+
+    #[test]
+    fn addresses() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n     +-- 192.0.2.0/24 2 0 2\n           |-- 192.0.2.0\n              /24 link UNICAST\n           |-- 192.0.2.2\n              /32 host LOCAL\n        |-- 192.0.2.255\n           /32 link BROADCAST\nLocal:\n           |-- 192.0.2.2\n              /32 host LOCAL\n           |-- 127.0.0.1\n              /32 host LOCAL\n";
+        assert_eq!(
+            parse_fib_trie_local(trie),
+            vec![Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(192, 0, 2, 2)]
+        );
+        let v6 = parse_if_inet6("fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n00000000000000000000000000000001 01 80 10 80       lo\n");
+        assert_eq!(
+            v6[0],
+            ("eth0".to_string(), "fe80::fc:ff:fe00:1/64".to_string())
+        );
+        assert_eq!(v6[1], ("lo".to_string(), "::1/128".to_string()));
+        let ip = parse_ip_o_addr("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n3: eth0@if7    inet6 fd00::2/64 scope global \\       valid_lft forever\n");
+        assert_eq!(ip[0], ("eth0".into(), "inet6".into(), "fd00::2/64".into()));
+        assert_eq!(ip[1], ("lo".into(), "inet".into(), "127.0.0.1/8".into()));
+    }
+
+    #[test]
+    fn tool_outputs() {
+        let dev = "hca_id:\tmlx5_0\n\ttransport:\t\t\tInfiniBand (0)\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tmax_mtu:\t\t4096 (5)\n\t\t\tactive_mtu:\t\t1024 (3)\n";
+        let m = parse_ibv_devinfo_mtu(dev);
+        assert_eq!(m[&("mlx5_0".to_string(), 1)], (Some(1024), Some(4096)));
+        assert_eq!(
+            parse_ofed_info("MLNX_OFED_LINUX-5.8-3.0.7.0:\n").as_deref(),
+            Some("MLNX_OFED_LINUX-5.8-3.0.7.0")
+        );
+        assert_eq!(parse_ofed_info("sh: ofed_info: not found"), None);
+        assert_eq!(
+            parse_nvidia_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\nGCC version:  gcc version 12.2.0\n").as_deref(),
+            Some("535.104.05")
+        );
+        assert_eq!(
+            parse_nvidia_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:15:33 UTC 2024\n").as_deref(),
+            Some("550.54.15")
+        );
+        let info = parse_nvidia_gpu_information("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 50\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\nDevice Minor: \t 3\n");
+        assert_eq!(info.0.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(info.2, Some(3));
+        assert_eq!(
+            iommu_cmdline_flags("BOOT_IMAGE=/vmlinuz intel_iommu=on iommu=pt quiet -- iommu=off"),
+            vec!["intel_iommu=on", "iommu=pt"]
+        );
+        assert_eq!(
+            gid_ipv4("0000:0000:0000:0000:0000:ffff:c0a8:6401").as_deref(),
+            Some("192.168.100.1")
+        );
+        assert_eq!(gid_ipv4("fe80:0000:0000:0000:0000:5eff:fe00:0001"), None);
+        assert!(gid_is_zero("0000:0000:0000:0000:0000:0000:0000:0000\n"));
+        assert_eq!(normalize_bdf("17:00.0").as_deref(), Some("0000:17:00.0"));
+        assert!(!is_bdf("virtio2"));
+        assert!(!is_bdf("pci0000:00"));
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic(s in "\\PC*") {
+            let _ = parse_rate(&s);
+            let _ = parse_pci_speed(&s);
+            let _ = parse_numa(&s);
+            let _ = parse_int_auto(&s);
+            let _ = parse_mlnx_qos(&s, "x");
+            let _ = parse_lspci_acs(&s);
+            let _ = parse_proc_modules(&s);
+            let _ = parse_memlock(&s);
+            let _ = parse_fib_trie_local(&s);
+            let _ = parse_proc_route(&s);
+            let _ = parse_if_inet6(&s);
+            let _ = parse_ip_o_addr(&s);
+            let _ = parse_os_release(&s, "PRETTY_NAME");
+            let _ = parse_ibv_devinfo_mtu(&s);
+            let _ = parse_ofed_info(&s);
+            let _ = parse_nvidia_version(&s);
+            let _ = parse_nvidia_gpu_information(&s);
+            let _ = iommu_cmdline_flags(&s);
+            let _ = gid_ipv4(&s);
+            let _ = normalize_bdf(&s);
+        }
+
+        #[test]
+        fn structured_inputs_never_panic(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    Just("PFC configuration:".to_string()),
+                    "\tpriority( +[0-9]{1,3}){0,9}",
+                    "\tenabled( +[0-9x]){0,9}",
+                    "[0-9a-f:.]{0,14} PCI bridge",
+                    "\t\tACSCtl:\t([A-Za-z]{0,8}[+-] ?){0,8}",
+                    "Max locked memory +[0-9a-z]{0,12} +[0-9a-z]{0,12}",
+                    " *\\|-- [0-9.]{0,16}",
+                    " */[0-9]{0,3} host LOCAL",
+                    "[a-z0-9]{0,6}\t[0-9A-F]{0,9}\t[0-9A-F]{0,9}\t[0-9A-F]{0,5}\t0\t0\t0\t[0-9A-F]{0,9}",
+                    "[a-z_0-9]{0,8} [0-9]{0,6} [0-9-]{0,4} [-a-z_,]{0,10} Live 0x0",
+                    "[ \t]*(rate|port|hca_id|active_mtu): *[0-9a-z_ ()]{0,10}",
+                ],
+                0..24,
+            )
+        ) {
+            let s = lines.join("\n");
+            let _ = parse_mlnx_qos(&s, "x");
+            let _ = parse_lspci_acs(&s);
+            let _ = parse_memlock(&s);
+            let _ = parse_fib_trie_local(&s);
+            let _ = parse_proc_route(&format!("header\n{s}"));
+            let _ = parse_proc_modules(&s);
+            let _ = parse_ibv_devinfo_mtu(&s);
+        }
+
+        #[test]
+        fn rate_numbers_roundtrip(g in 0u32..2000, w in 1u32..32) {
+            let r = parse_rate(&format!("{g} Gb/sec ({w}X HDR)")).expect("text");
+            prop_assert_eq!(r.gbps, Some(f64::from(g)));
+            prop_assert_eq!(r.width, Some(w));
+        }
+    }
+}

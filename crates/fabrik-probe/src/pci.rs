@@ -1,0 +1,127 @@
+//! PCI functions as sysfs shows them under `/sys/devices/pci…`.
+
+use fabrik_model::{PciFunction, PciLink};
+
+use crate::fs::{base_name, join, RootFs};
+use crate::parse::{is_bdf, parse_numa, parse_pci_speed, parse_u64};
+
+/// The PCI addresses along a resolved `/sys/devices/pci0000:00/0000:00:01.0/...` path, root port
+/// first. Non-PCI components (`virtio2`, `net`, `pci0000:00`) are skipped.
+pub fn bdf_chain(resolved: &str) -> Vec<String> {
+    resolved
+        .split('/')
+        .filter(|c| is_bdf(c))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The nearest PCI function at or above a resolved device path (a virtio netdev's `device`
+/// points at `.../0000:00:03.0/virtio2`, whose PCI function is the parent).
+pub fn pci_dir_of(resolved: &str) -> Option<String> {
+    let mut cur = resolved.trim_end_matches('/').to_string();
+    loop {
+        if is_bdf(base_name(&cur)) {
+            return Some(cur);
+        }
+        let (head, _) = cur.rsplit_once('/')?;
+        if head.is_empty() {
+            return None;
+        }
+        cur = head.to_string();
+    }
+}
+
+/// Reads the PCI function whose sysfs directory is `dir` (a resolved path).
+pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
+    let address = base_name(dir).to_ascii_lowercase();
+    let vendor = fs.attr(&join(dir, "vendor"));
+    let device = fs.attr(&join(dir, "device"));
+    let class = fs.attr(&join(dir, "class"));
+    let numa_path = join(dir, "numa_node");
+    let numa_node = match fs.attr_opt(&numa_path) {
+        Some(raw) => match parse_numa(&raw) {
+            Some(v) => v,
+            None => {
+                fs.warn(&numa_path, format!("not a NUMA node number: {raw:?}"));
+                None
+            }
+        },
+        None => None,
+    };
+    let driver = fs.link_name(&join(dir, "driver"));
+    let physfn = if fs.exists(&join(dir, "physfn")) {
+        fs.link_name(&join(dir, "physfn"))
+    } else {
+        None
+    };
+    let link = read_link(fs, dir);
+    PciFunction {
+        address,
+        vendor,
+        device,
+        class,
+        numa_node,
+        driver,
+        link,
+        physfn,
+        path: bdf_chain(dir),
+    }
+}
+
+fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
+    let mut link = PciLink::default();
+    let speed = |fs: &mut RootFs, name: &str| -> (Option<String>, Option<f64>) {
+        // Conventional PCI and some virtual functions have no link files: not a fault.
+        let raw = fs.attr_opt(&join(dir, name));
+        let gts = raw.as_deref().and_then(parse_pci_speed);
+        (raw, gts)
+    };
+    (link.current_speed, link.current_speed_gts) = speed(fs, "current_link_speed");
+    (link.max_speed, link.max_speed_gts) = speed(fs, "max_link_speed");
+    let width = |fs: &mut RootFs, name: &str| -> Option<u32> {
+        let p = join(dir, name);
+        let raw = fs.attr_opt(&p)?;
+        match parse_u64(&raw).and_then(|v| u32::try_from(v).ok()) {
+            Some(v) => Some(v),
+            None => {
+                fs.warn(&p, format!("not a link width: {raw:?}"));
+                None
+            }
+        }
+    };
+    link.current_width = width(fs, "current_link_width");
+    link.max_width = width(fs, "max_link_width");
+    link
+}
+
+/// The PCI function behind a class device's `device` link (`/sys/class/net/eth0/device`), or
+/// `None` when it has none (virtual and software devices) or it is not on PCI.
+pub fn function_behind(fs: &mut RootFs, device_link: &str) -> Option<PciFunction> {
+    let resolved = fs.resolve(device_link).ok()?;
+    let dir = pci_dir_of(&resolved)?;
+    Some(read_function(fs, &dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_and_function_dirs() {
+        let p = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0";
+        assert_eq!(
+            bdf_chain(p),
+            vec![
+                "0000:00:01.0",
+                "0000:01:00.0",
+                "0000:02:08.0",
+                "0000:03:00.0"
+            ]
+        );
+        assert_eq!(
+            pci_dir_of("/sys/devices/pci0000:00/0000:00:03.0/virtio2").as_deref(),
+            Some("/sys/devices/pci0000:00/0000:00:03.0")
+        );
+        assert_eq!(pci_dir_of("/sys/devices/virtual/net/lo"), None);
+    }
+}

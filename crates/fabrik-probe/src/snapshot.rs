@@ -1,0 +1,521 @@
+//! `fabrik snapshot`: copies exactly the names that [`crate::probe`] reads (files, directories,
+//! symlinks made relative) and the outputs of the helper commands present on the machine, so
+//! that probing the copy gives the same node as probing the machine.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use fabrik_model::Node;
+
+use crate::fs::{parent, Recorded};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error(transparent)]
+    Probe(#[from] crate::ProbeError),
+    #[error("{0} already exists; choose another output path")]
+    OutputExists(PathBuf),
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
+    let path = path.to_path_buf();
+    move |source| SnapshotError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SnapshotOptions {
+    /// What to copy: `/` for this machine (a snapshot of a snapshot works too).
+    pub source_root: PathBuf,
+    /// A directory to create, or a file ending in `.tar.gz`/`.tgz`.
+    pub output: PathBuf,
+    /// Run the helper commands (only meaningful when `source_root` is `/`).
+    pub run_commands: bool,
+    pub command_timeout: Duration,
+}
+
+impl SnapshotOptions {
+    pub fn new(output: PathBuf) -> Self {
+        SnapshotOptions {
+            source_root: PathBuf::from("/"),
+            output,
+            run_commands: true,
+            command_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommandRun {
+    /// Capture name: the file is `fabrik/cmd/NAME.txt`.
+    pub name: String,
+    pub command: String,
+    /// `saved`, `timed out`, `exit N (nothing saved)`, `failed to start: ...`.
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SnapshotSummary {
+    pub schema_version: u32,
+    pub output: String,
+    pub files: usize,
+    pub directories: usize,
+    pub symlinks: usize,
+    pub commands: Vec<CommandRun>,
+}
+
+/// `fabrik-snapshot-HOST-20261122T222009Z`.
+pub fn default_output_name(hostname: Option<&str>, now: SystemTime) -> String {
+    let stamp: String = humantime::format_rfc3339_seconds(now)
+        .to_string()
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect();
+    let host: String = hostname
+        .unwrap_or("unknown")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("fabrik-snapshot-{host}-{stamp}")
+}
+
+fn is_tarball(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    s.ends_with(".tar.gz") || s.ends_with(".tgz")
+}
+
+/// Takes a snapshot as `opts` says.
+pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError> {
+    if opts.output.exists() || opts.output.symlink_metadata().is_ok() {
+        return Err(SnapshotError::OutputExists(opts.output.clone()));
+    }
+    let (node, record) = crate::probe_recording(&opts.source_root)?;
+    let tarball = is_tarball(&opts.output);
+    let staging = if tarball {
+        Some(
+            tempfile::tempdir()
+                .map_err(io_err("creating a temporary directory for", &opts.output))?,
+        )
+    } else {
+        None
+    };
+    let tree = match &staging {
+        Some(t) => t.path().join(top_dir_name(&opts.output)),
+        None => opts.output.clone(),
+    };
+    std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
+    let (files, directories, symlinks) = write_tree(&tree, &record)?;
+    let run_here = opts.run_commands && opts.source_root == Path::new("/");
+    let commands = if run_here {
+        run_commands(&tree, &node, opts.command_timeout)?
+    } else {
+        Vec::new()
+    };
+    if let Some(stage) = &staging {
+        write_tarball(stage.path(), &tree, &opts.output)?;
+    }
+    Ok(SnapshotSummary {
+        schema_version: fabrik_model::SCHEMA_VERSION,
+        output: opts.output.display().to_string(),
+        files,
+        directories,
+        symlinks,
+        commands,
+    })
+}
+
+fn top_dir_name(output: &Path) -> String {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "fabrik-snapshot".to_string());
+    name.trim_end_matches(".tar.gz")
+        .trim_end_matches(".tgz")
+        .to_string()
+}
+
+/// Where a recorded name goes in the copy. `/proc/PID/...` (reached through `/proc/self`) is
+/// stored as `/proc/self/...`, so the copy holds one process's view under a stable name.
+fn stored_path(logical: &str) -> String {
+    let mut parts = logical.splitn(4, '/');
+    let (_, first, second, rest) = (parts.next(), parts.next(), parts.next(), parts.next());
+    match (first, second) {
+        (Some("proc"), Some(pid)) if !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit()) => {
+            match rest {
+                Some(r) => format!("/proc/self/{r}"),
+                None => "/proc/self".to_string(),
+            }
+        }
+        _ => logical.to_string(),
+    }
+}
+
+fn host_path(tree: &Path, logical: &str) -> PathBuf {
+    let mut p = tree.to_path_buf();
+    for c in logical
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != "." && *c != "..")
+    {
+        p.push(c);
+    }
+    p
+}
+
+/// A link target made relative to the link's directory, so the copy reads the same anywhere.
+fn relative_target(link: &str, target: &str) -> String {
+    if !target.starts_with('/') {
+        return target.to_string();
+    }
+    let depth = parent(link).split('/').filter(|c| !c.is_empty()).count();
+    let up = "../".repeat(depth);
+    let rest = target.trim_start_matches('/');
+    if rest.is_empty() {
+        if depth == 0 {
+            ".".to_string()
+        } else {
+            up.trim_end_matches('/').to_string()
+        }
+    } else {
+        format!("{up}{rest}")
+    }
+}
+
+fn write_tree(
+    tree: &Path,
+    record: &BTreeMap<String, Recorded>,
+) -> Result<(usize, usize, usize), SnapshotError> {
+    let (mut files, mut dirs, mut links) = (0, 0, 0);
+    let mut listed: Vec<(String, &Vec<String>)> = Vec::new();
+    for (logical, r) in record {
+        if let Recorded::Dir(names) = r {
+            let p = host_path(tree, &stored_path(logical));
+            std::fs::create_dir_all(&p).map_err(io_err("creating", &p))?;
+            dirs += 1;
+            listed.push((stored_path(logical), names));
+        }
+    }
+    for (logical, r) in record {
+        if let Recorded::File(bytes) = r {
+            let p = host_path(tree, &stored_path(logical));
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+            }
+            std::fs::write(&p, bytes).map_err(io_err("writing", &p))?;
+            files += 1;
+        }
+    }
+    for (logical, r) in record {
+        let Recorded::Link(target) = r else { continue };
+        // `/proc/self` is stored as a real directory (see `stored_path`).
+        if logical == "/proc/self" || logical == "/proc/thread-self" {
+            continue;
+        }
+        let stored = stored_path(logical);
+        let p = host_path(tree, &stored);
+        if p.symlink_metadata().is_ok() {
+            continue;
+        }
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+        }
+        std::os::unix::fs::symlink(relative_target(&stored, target), &p)
+            .map_err(io_err("linking", &p))?;
+        links += 1;
+    }
+    // Files that refused to be read on the machine answer the same from the copy.
+    let manifest: String = record
+        .iter()
+        .filter_map(|(logical, r)| match r {
+            Recorded::Failed(code) => Some(format!("{code}\t{}\n", stored_path(logical))),
+            _ => None,
+        })
+        .collect();
+    if !manifest.is_empty() {
+        let p = host_path(tree, crate::fs::UNREADABLE_MANIFEST);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+        }
+        std::fs::write(&p, manifest).map_err(io_err("writing", &p))?;
+        files += 1;
+    }
+    // Names that were listed but never opened (`/dev/infiniband/uverbs0`, IOMMU groups) keep
+    // their place as empty files: probing only counts them.
+    for (dir, names) in listed {
+        for n in names {
+            let p = host_path(tree, &format!("{dir}/{n}"));
+            if p.symlink_metadata().is_err() {
+                std::fs::write(&p, b"").map_err(io_err("writing", &p))?;
+                files += 1;
+            }
+        }
+    }
+    Ok((files, dirs, links))
+}
+
+fn write_tarball(stage: &Path, tree: &Path, output: &Path) -> Result<(), SnapshotError> {
+    let tmp_out = output.with_extension("partial");
+    let file = std::fs::File::create(&tmp_out).map_err(io_err("creating", &tmp_out))?;
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    let mut builder = tar::Builder::new(gz);
+    builder.follow_symlinks(false);
+    let top = tree.strip_prefix(stage).unwrap_or(tree);
+    builder
+        .append_dir_all(top, tree)
+        .map_err(io_err("archiving", tree))?;
+    let gz = builder.into_inner().map_err(io_err("writing", &tmp_out))?;
+    gz.finish().map_err(io_err("compressing", &tmp_out))?;
+    std::fs::rename(&tmp_out, output).map_err(io_err("renaming into", output))?;
+    Ok(())
+}
+
+/// A snapshot tarball unpacked in a temporary directory that lives as long as this value.
+pub struct Unpacked {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+/// Unpacks a `.tar.gz` snapshot; the root is its single top directory when it has one.
+pub fn unpack(tarball: &Path) -> Result<Unpacked, SnapshotError> {
+    let dir = tempfile::tempdir().map_err(io_err("creating a temporary directory for", tarball))?;
+    let file = std::fs::File::open(tarball).map_err(io_err("opening", tarball))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    archive.set_preserve_permissions(false);
+    archive
+        .unpack(dir.path())
+        .map_err(io_err("unpacking", tarball))?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .map_err(io_err("reading", dir.path()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    let root = match entries.as_slice() {
+        [only]
+            if only.is_dir()
+                && !matches!(
+                    only.file_name().and_then(|n| n.to_str()),
+                    Some("sys" | "proc" | "dev")
+                ) =>
+        {
+            only.clone()
+        }
+        _ => dir.path().to_path_buf(),
+    };
+    Ok(Unpacked { _dir: dir, root })
+}
+
+/// Whether a path names a snapshot tarball.
+pub fn is_snapshot_tarball(p: &Path) -> bool {
+    is_tarball(p) && p.is_file()
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    for extra in [
+        "/usr/sbin",
+        "/sbin",
+        "/usr/bin",
+        "/bin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    ] {
+        dirs.push(PathBuf::from(extra));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// The helper commands worth running on this node: (capture name, program, arguments).
+fn command_list(node: &Node) -> Vec<(String, &'static str, Vec<String>)> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut cmds = vec![
+        ("ibv_devinfo-v".to_string(), "ibv_devinfo", s(&["-v"])),
+        ("ibstat".to_string(), "ibstat", vec![]),
+        (
+            "nvidia-smi-topo-m".to_string(),
+            "nvidia-smi",
+            s(&["topo", "-m"]),
+        ),
+        ("nvidia-smi-q".to_string(), "nvidia-smi", s(&["-q"])),
+        ("ofed_info-s".to_string(), "ofed_info", s(&["-s"])),
+        (
+            "lspci-nvidia".to_string(),
+            "lspci",
+            s(&["-D", "-vvv", "-d", "10de:"]),
+        ),
+        (
+            "lspci-mellanox".to_string(),
+            "lspci",
+            s(&["-D", "-vvv", "-d", "15b3:"]),
+        ),
+        ("ip-o-addr".to_string(), "ip", s(&["-o", "addr"])),
+    ];
+    for b in &node.pci_bridges {
+        let safe: String = b
+            .address
+            .chars()
+            .filter(|c| c.is_ascii_hexdigit() || *c == ':' || *c == '.')
+            .collect();
+        cmds.push((
+            format!("lspci-bridge-{safe}"),
+            "lspci",
+            vec!["-D".into(), "-vvv".into(), "-s".into(), safe],
+        ));
+    }
+    for n in &node.net_interfaces {
+        if !n
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+        {
+            continue;
+        }
+        if n.rdma_device.is_some() {
+            cmds.push((
+                format!("mlnx_qos-{}", n.name),
+                "mlnx_qos",
+                vec!["-i".into(), n.name.clone()],
+            ));
+        }
+        if n.pci.is_some() {
+            cmds.push((
+                format!("ethtool-i-{}", n.name),
+                "ethtool",
+                vec!["-i".into(), n.name.clone()],
+            ));
+        }
+    }
+    cmds
+}
+
+fn run_commands(
+    tree: &Path,
+    node: &Node,
+    timeout: Duration,
+) -> Result<Vec<CommandRun>, SnapshotError> {
+    let dir = tree.join("fabrik").join("cmd");
+    let mut runs = Vec::new();
+    for (name, program, args) in command_list(node) {
+        let Some(exe) = find_program(program) else {
+            continue;
+        };
+        let command = format!("{program} {}", args.join(" ")).trim().to_string();
+        let outcome = match run_with_timeout(&exe, &args, timeout) {
+            Ok(RunResult::Done { status, stdout }) => {
+                if stdout.is_empty() {
+                    format!("exit {status} (nothing saved)")
+                } else {
+                    std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
+                    let p = dir.join(format!("{name}.txt"));
+                    std::fs::write(&p, &stdout).map_err(io_err("writing", &p))?;
+                    if status == 0 {
+                        "saved".to_string()
+                    } else {
+                        format!("saved (exit {status})")
+                    }
+                }
+            }
+            Ok(RunResult::TimedOut) => "timed out".to_string(),
+            Err(e) => format!("failed to start: {e}"),
+        };
+        runs.push(CommandRun {
+            name,
+            command,
+            outcome,
+        });
+    }
+    Ok(runs)
+}
+
+enum RunResult {
+    Done { status: i32, stdout: Vec<u8> },
+    TimedOut,
+}
+
+/// Runs a helper with a clean environment (nothing of the caller's is recorded) in the C locale,
+/// killing it at the deadline.
+fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::Result<RunResult> {
+    let mut child = Command::new(exe)
+        .args(args)
+        .env_clear()
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(out) = stdout.as_mut() {
+            let _ = out.take(16 * 1024 * 1024).read_to_end(&mut buf);
+        }
+        buf
+    });
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            let stdout = reader.join().unwrap_or_default();
+            return Ok(RunResult::Done {
+                status: status.code().unwrap_or(-1),
+                stdout,
+            });
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = reader.join();
+            return Ok(RunResult::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_self_and_link_targets() {
+        assert_eq!(stored_path("/proc/4242/limits"), "/proc/self/limits");
+        assert_eq!(stored_path("/proc/4242/net/route"), "/proc/self/net/route");
+        assert_eq!(stored_path("/proc/net"), "/proc/net");
+        assert_eq!(stored_path("/sys/class/net/eth0"), "/sys/class/net/eth0");
+        assert_eq!(
+            relative_target("/sys/class/abs", "/sys/devices/x"),
+            "../../sys/devices/x"
+        );
+        assert_eq!(relative_target("/proc/net", "self/net"), "self/net");
+        assert_eq!(relative_target("/top", "/"), ".");
+    }
+
+    #[test]
+    fn default_names_are_safe() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(86400 * 365);
+        assert_eq!(
+            default_output_name(Some("gpu node/1"), t),
+            "fabrik-snapshot-gpu_node_1-19710101T000000Z"
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! Host facts: OS, kernel modules, `/dev/infiniband`, memlock, IOMMU, versions.
+
+use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, OsInfo, Versions};
+
+use crate::captures::Captures;
+use crate::fs::{join, RootFs};
+use crate::parse::{
+    iommu_cmdline_flags, parse_memlock, parse_nvidia_version, parse_ofed_info, parse_os_release,
+    parse_proc_modules,
+};
+
+/// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
+pub const MODULES_THAT_MATTER: &[&str] = &[
+    "nvidia",
+    "nvidia_peermem",
+    "nv_peer_mem",
+    "nvidia_uvm",
+    "gdrdrv",
+    "ib_core",
+    "ib_uverbs",
+    "ib_umad",
+    "ib_ipoib",
+    "rdma_cm",
+    "rdma_ucm",
+    "mlx5_core",
+    "mlx5_ib",
+    "mlx4_core",
+    "mlx4_ib",
+    "rdma_rxe",
+    "siw",
+    "efa",
+    "irdma",
+    "bnxt_re",
+    "qedr",
+    "gve",
+    "ena",
+];
+
+pub fn hostname(fs: &mut RootFs) -> Option<String> {
+    fs.attr_opt("/proc/sys/kernel/hostname")
+        .or_else(|| fs.attr_opt("/etc/hostname"))
+        .filter(|s| !s.is_empty())
+}
+
+pub fn os_info(fs: &mut RootFs) -> OsInfo {
+    let distro = fs
+        .text_opt("/etc/os-release")
+        .or_else(|| fs.text_opt("/usr/lib/os-release"))
+        .and_then(|t| parse_os_release(&t, "PRETTY_NAME"));
+    OsInfo {
+        kernel: fs.attr("/proc/sys/kernel/osrelease"),
+        kernel_cmdline: fs.attr("/proc/cmdline"),
+        distro,
+        virtualized: virtualized(fs),
+    }
+}
+
+/// A hypervisor CPU flag, or a DMI vendor/product that names one. `None` when neither source
+/// can tell (no x86 flags line and no DMI).
+fn virtualized(fs: &mut RootFs) -> Option<bool> {
+    let flags = fs.text_opt("/proc/cpuinfo").and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("flags"))
+            .map(|l| l.split_whitespace().any(|w| w == "hypervisor"))
+    });
+    if flags == Some(true) {
+        return Some(true);
+    }
+    let dmi: Vec<String> = ["sys_vendor", "product_name"]
+        .iter()
+        .filter_map(|f| fs.attr_opt(&format!("/sys/class/dmi/id/{f}")))
+        .collect();
+    const VM_NAMES: &[&str] = &[
+        "QEMU",
+        "KVM",
+        "VMware",
+        "VirtualBox",
+        "Xen",
+        "Google Compute Engine",
+        "Amazon EC2",
+        "Virtual Machine",
+        "OpenStack",
+        "Firecracker",
+    ];
+    if dmi.iter().any(|d| VM_NAMES.iter().any(|v| d.contains(v))) {
+        return Some(true);
+    }
+    flags
+}
+
+pub fn modules(fs: &mut RootFs) -> Vec<KernelModule> {
+    let Some(text) = fs.attr("/proc/modules") else {
+        return Vec::new();
+    };
+    parse_proc_modules(&text)
+        .into_iter()
+        .filter(|(name, _)| MODULES_THAT_MATTER.contains(&name.as_str()))
+        .map(|(name, refcount)| KernelModule {
+            version: fs.attr_opt(&format!("/sys/module/{name}/version")),
+            name,
+            refcount,
+        })
+        .collect()
+}
+
+pub fn dev_infiniband(fs: &mut RootFs) -> Option<Vec<String>> {
+    match fs.list("/dev/infiniband") {
+        Ok(v) => Some(v),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            fs.warn("/dev/infiniband", format!("unreadable: {e}"));
+            None
+        }
+    }
+}
+
+pub fn memlock(fs: &mut RootFs) -> Option<MemlockLimit> {
+    let path = "/proc/self/limits";
+    let text = fs.attr(path)?;
+    let m = parse_memlock(&text);
+    if m.is_none() {
+        fs.warn(path, "no readable `Max locked memory` line");
+    }
+    m
+}
+
+pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
+    let cmdline_flags = cmdline.map(iommu_cmdline_flags).unwrap_or_default();
+    let groups_dir = "/sys/kernel/iommu_groups";
+    let groups = fs.exists(groups_dir).then(|| fs.list_opt(groups_dir));
+    let groups_present = groups.as_ref().map(|g| !g.is_empty());
+    // A group's `type` says what the kernel really does: `identity` is passthrough.
+    let group_type = groups
+        .as_ref()
+        .and_then(|g| {
+            let mut nums: Vec<u64> = g.iter().filter_map(|n| n.parse().ok()).collect();
+            nums.sort_unstable();
+            nums.first().copied()
+        })
+        .and_then(|n| fs.attr_opt(&join(groups_dir, &format!("{n}/type"))));
+    let has = |f: &str| cmdline_flags.iter().any(|x| x == f);
+    let off = has("intel_iommu=off") || has("amd_iommu=off") || has("iommu=off");
+    let enabled = if groups_present == Some(true) {
+        Some(true)
+    } else if off {
+        Some(false)
+    } else if has("intel_iommu=on") || has("amd_iommu=on") {
+        Some(true)
+    } else {
+        groups_present
+    };
+    let passthrough = match group_type.as_deref() {
+        Some("identity") => Some(true),
+        Some(t) if t.starts_with("DMA") => Some(false),
+        _ if has("iommu=pt") || has("iommu.passthrough=1") => Some(true),
+        _ if has("iommu=nopt") || has("iommu.passthrough=0") => Some(false),
+        _ => None,
+    };
+    IommuInfo {
+        cmdline_flags,
+        groups_present,
+        enabled,
+        passthrough,
+    }
+}
+
+pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
+    let nvidia_driver = fs
+        .text_opt("/proc/driver/nvidia/version")
+        .and_then(|t| parse_nvidia_version(&t))
+        .or_else(|| fs.attr_opt("/sys/module/nvidia/version"));
+    let ofed = caps.get("ofed_info-s").and_then(parse_ofed_info);
+    let nic_driver = fs
+        .attr_opt("/sys/module/mlx5_core/version")
+        .map(|v| format!("mlx5_core {v}"));
+    Versions {
+        nvidia_driver,
+        ofed,
+        rdma_core: None,
+        nic_driver,
+        nccl: None,
+    }
+}

@@ -1,0 +1,274 @@
+//! Each node fixture under `fixtures/nodes/` reads as the machine it stands for.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use fabrik_model::{GidType, LinkLayer, NetKind, Node, PathType, PhysState, PortState};
+
+fn fixture(name: &str) -> Node {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/nodes")
+        .join(name);
+    fabrik_probe::probe(&root).unwrap()
+}
+
+fn path(n: &Node, gpu: &str, nic: &str) -> Option<PathType> {
+    n.gpu_nic_paths
+        .iter()
+        .find(|p| p.gpu == gpu && p.nic == nic)
+        .and_then(|p| p.path_type)
+}
+
+#[test]
+fn ib_ndr_8gpu() {
+    let n = fixture("ib-ndr-8gpu");
+    assert!(n.warnings.is_empty(), "{:?}", n.warnings);
+    assert_eq!(n.rdma_devices.len(), 8);
+    assert_eq!(n.gpus.len(), 8);
+    for d in &n.rdma_devices {
+        assert_eq!(d.ports.len(), 1);
+        let p = &d.ports[0];
+        assert_eq!(p.state.as_ref().unwrap().port_state(), PortState::Active);
+        assert_eq!(
+            p.phys_state.as_ref().unwrap().phys_state(),
+            PhysState::LinkUp
+        );
+        let rate = p.rate.as_ref().unwrap();
+        assert_eq!(rate.gbps, Some(400.0));
+        assert_eq!(rate.width, Some(4));
+        assert_eq!(rate.speed.as_deref(), Some("NDR"));
+        assert_eq!(p.link_layer, Some(LinkLayer::Infiniband));
+        assert_eq!(p.active_mtu, Some(4096));
+        assert_eq!(p.sm_lid.as_deref(), Some("0x1"));
+        assert_eq!(p.gids.len(), 1);
+        assert_eq!(p.gids[0].gid_type, Some(GidType::IbRoceV1));
+        assert_eq!(p.counters.get("port_xmit_data"), Some(&93847261048));
+        assert_eq!(p.hw_counters.get("out_of_sequence"), Some(&0));
+        assert_eq!(d.pci.as_ref().unwrap().link.current_speed_gts, Some(32.0));
+        assert!(!d.pci.as_ref().unwrap().is_virtual_function());
+    }
+    let m0 = n.rdma_device("mlx5_0").unwrap();
+    assert_eq!(m0.ports[0].lid.as_deref(), Some("0x21"));
+    assert_eq!(m0.ports[0].netdev.as_deref(), Some("ibp27s0"));
+    assert_eq!(m0.pci.as_ref().unwrap().numa_node, Some(0));
+    // GPU i shares a switch with mlx5_i; the neighbour pair is PXB; other socket SYS.
+    for (i, g) in n.gpus.iter().enumerate() {
+        assert_eq!(
+            path(&n, &g.pci.address, &format!("mlx5_{i}")),
+            Some(PathType::PIX)
+        );
+        assert_eq!(g.model.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(g.minor, Some(i as u32));
+    }
+    assert_eq!(path(&n, "0000:1a:00.0", "mlx5_1"), Some(PathType::PXB));
+    assert_eq!(path(&n, "0000:1a:00.0", "mlx5_2"), Some(PathType::NODE));
+    assert_eq!(path(&n, "0000:1a:00.0", "mlx5_7"), Some(PathType::SYS));
+    assert_eq!(n.gpu_nic_paths.len(), 64);
+    let ib = n.net_interface("ibp27s0").unwrap();
+    assert_eq!(ib.kind, NetKind::Ipoib);
+    assert_eq!(ib.rdma_device.as_deref(), Some("mlx5_0"));
+    assert_eq!(ib.ipv4, vec!["192.168.100.7/24"]);
+    assert_eq!(n.net_interface("docker0").unwrap().kind, NetKind::Bridge);
+    assert_eq!(n.net_interface("lo").unwrap().kind, NetKind::Loopback);
+    let eno1 = n.net_interface("eno1").unwrap();
+    assert!(eno1.default_route);
+    assert_eq!(eno1.speed_mbps, Some(10000));
+    assert!(n.has_module("nvidia_peermem"));
+    assert!(n.has_module("mlx5_ib"));
+    assert!(!n.has_module("xt_conntrack"));
+    assert_eq!(
+        n.modules
+            .iter()
+            .find(|m| m.name == "ib_uverbs")
+            .unwrap()
+            .refcount,
+        Some(3)
+    );
+    assert!(n.memlock.as_ref().unwrap().is_unlimited());
+    assert_eq!(n.iommu.enabled, Some(true));
+    assert_eq!(n.iommu.passthrough, Some(true));
+    assert_eq!(n.versions.nvidia_driver.as_deref(), Some("535.161.08"));
+    assert_eq!(
+        n.versions.ofed.as_deref(),
+        Some("MLNX_OFED_LINUX-23.10-1.1.9.0")
+    );
+    assert_eq!(n.dev_infiniband.as_ref().unwrap().len(), 25);
+    assert_eq!(n.os.virtualized, Some(false));
+    // Bridges above every GPU and NIC; no lspci capture, so ACS is unknown.
+    assert!(n.pci_bridges.iter().any(|b| b.address == "0000:16:00.0"));
+    assert!(n.pci_bridges.iter().all(|b| b.acs_ctl_enabled.is_none()));
+}
+
+#[test]
+fn roce_dualport() {
+    let n = fixture("roce-dualport");
+    assert_eq!(n.rdma_devices.len(), 3);
+    let m0 = n.rdma_device("mlx5_0").unwrap();
+    let p = &m0.ports[0];
+    assert_eq!(p.link_layer, Some(LinkLayer::Ethernet));
+    assert_eq!(p.lid, None);
+    let idx: Vec<(u32, GidType)> = p
+        .gids
+        .iter()
+        .map(|g| (g.index, g.gid_type.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        idx,
+        vec![
+            (0, GidType::IbRoceV1),
+            (1, GidType::RoceV2),
+            (2, GidType::IbRoceV1),
+            (3, GidType::RoceV2)
+        ]
+    );
+    assert_eq!(p.gids[3].ipv4.as_deref(), Some("192.168.100.1"));
+    assert_eq!(p.gids[1].ipv4, None);
+    assert!(p.gids[0].gid.starts_with("fe80:"));
+    assert_eq!(p.gids[3].netdev.as_deref(), Some("ens1f0np0"));
+    assert_eq!(p.hw_counters.get("np_cnp_sent"), Some(&4211));
+    let e0 = n.net_interface("ens1f0np0").unwrap();
+    assert_eq!(e0.mtu, Some(9000));
+    assert_eq!(e0.rdma_device.as_deref(), Some("mlx5_0"));
+    let pfc = e0.pfc.as_ref().unwrap();
+    assert_eq!(pfc.enabled_priorities, vec![3]);
+    assert_eq!(pfc.trust.as_deref(), Some("dscp"));
+    assert_eq!(pfc.source, "/fabrik/cmd/mlnx_qos-ens1f0np0.txt");
+    let ecn = e0.ecn.as_ref().unwrap();
+    assert_eq!(ecn.np_enabled.get(&3), Some(&true));
+    assert_eq!(ecn.rp_enabled.len(), 8);
+    assert_eq!(e0.ipv4, vec!["192.168.100.1/24"]);
+    assert!(e0.default_route);
+    assert!(!n.net_interface("ens1f1np1").unwrap().default_route);
+    // The VF: detected through physfn, with its broken numa_node and missing phys_state warned.
+    let vf = n.rdma_device("mlx5_2").unwrap();
+    let pci = vf.pci.as_ref().unwrap();
+    assert!(pci.is_virtual_function());
+    assert_eq!(pci.physfn.as_deref(), Some("0000:3b:00.0"));
+    assert_eq!(pci.numa_node, None);
+    assert_eq!(vf.ports[0].phys_state, None);
+    assert_eq!(
+        vf.ports[0].state.as_ref().unwrap().port_state(),
+        PortState::Down
+    );
+    assert!(vf.ports[0].gids.is_empty());
+    assert_eq!(n.warnings.len(), 2, "{:?}", n.warnings);
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path.ends_with("0000:3b:00.2/numa_node")));
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path == "/sys/class/infiniband/mlx5_2/ports/1/phys_state"));
+    // GPU and NICs hang from different host bridges of one socket.
+    assert_eq!(path(&n, "0000:18:00.0", "mlx5_0"), Some(PathType::NODE));
+    assert_eq!(path(&n, "0000:18:00.0", "mlx5_2"), None);
+    let rp = n
+        .pci_bridges
+        .iter()
+        .find(|b| b.address == "0000:3a:00.0")
+        .unwrap();
+    assert_eq!(rp.acs_redirects(), Some(true));
+    let gpu_rp = n
+        .pci_bridges
+        .iter()
+        .find(|b| b.address == "0000:17:00.0")
+        .unwrap();
+    assert_eq!(gpu_rp.acs_redirects(), Some(false));
+    assert!(n.has_module("nv_peer_mem"));
+    assert!(!n.has_module("nvidia_peermem"));
+    assert_eq!(n.memlock.as_ref().unwrap().soft_bytes, Some(65536));
+}
+
+#[test]
+fn gcp_a3() {
+    let n = fixture("gcp-a3");
+    assert!(n.warnings.is_empty(), "{:?}", n.warnings);
+    assert!(n.rdma_devices.is_empty());
+    assert_eq!(n.dev_infiniband, None);
+    assert_eq!(n.gpus.len(), 8);
+    let gve: Vec<&str> = n
+        .net_interfaces
+        .iter()
+        .filter(|i| i.driver.as_deref() == Some("gve"))
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(gve, vec!["eth0", "eth1", "eth2", "eth3", "eth4"]);
+    assert_eq!(n.net_interface("eth1").unwrap().mtu, Some(8244));
+    assert_eq!(n.net_interface("eth1").unwrap().speed_mbps, Some(200000));
+    assert_eq!(n.net_interface("eth0").unwrap().ipv4, vec!["10.128.0.5/32"]);
+    // Without RDMA, distances are to the PCI netdevs; eth0 has no NUMA node (-1).
+    assert_eq!(
+        n.net_interface("eth0")
+            .unwrap()
+            .pci
+            .as_ref()
+            .unwrap()
+            .numa_node,
+        None
+    );
+    assert_eq!(path(&n, "0000:07:00.0", "eth1"), Some(PathType::PIX));
+    assert_eq!(path(&n, "0000:08:00.0", "eth1"), Some(PathType::PIX));
+    assert_eq!(path(&n, "0000:07:00.0", "eth2"), Some(PathType::PHB));
+    assert_eq!(n.os.virtualized, Some(true));
+    assert_eq!(n.versions.nvidia_driver.as_deref(), Some("550.90.07"));
+    assert!(!n.has_module("nvidia_peermem"));
+}
+
+#[test]
+fn aws_p5() {
+    let n = fixture("aws-p5");
+    assert!(n.warnings.is_empty(), "{:?}", n.warnings);
+    assert_eq!(n.rdma_devices.len(), 8);
+    for d in &n.rdma_devices {
+        assert!(d.name.starts_with("efa_"));
+        assert_eq!(d.node_type.as_deref(), Some("7: unspecified"));
+        assert_eq!(d.pci.as_ref().unwrap().driver.as_deref(), Some("efa"));
+        let p = &d.ports[0];
+        assert_eq!(p.link_layer, Some(LinkLayer::Other("Unknown".into())));
+        assert_eq!(p.rate.as_ref().unwrap().gbps, Some(100.0));
+        assert_eq!(p.netdev, None);
+        assert_eq!(p.gids[0].gid_type, None);
+        assert_eq!(p.hw_counters.get("rdma_read_bytes"), Some(&0));
+    }
+    assert_eq!(path(&n, "0000:13:00.0", "efa_0"), Some(PathType::PIX));
+    assert_eq!(path(&n, "0000:13:00.0", "efa_4"), Some(PathType::SYS));
+    assert!(n.has_module("efa"));
+    assert!(n.has_module("gdrdrv"));
+    assert_eq!(n.net_interface("ens32").unwrap().speed_mbps, None);
+}
+
+#[test]
+fn sandbox_vm_snapshot() {
+    let n = fixture("sandbox-vm");
+    assert!(n.rdma_devices.is_empty());
+    assert!(n.gpus.is_empty());
+    let eth0 = n.net_interface("eth0").unwrap();
+    assert_eq!(eth0.driver.as_deref(), Some("virtio_net"));
+    assert_eq!(eth0.pci.as_ref().unwrap().address, "0000:00:03.0");
+    assert!(eth0.default_route);
+    assert_eq!(n.net_interface("lo").unwrap().kind, NetKind::Loopback);
+    assert_eq!(n.net_interface("ifb0").unwrap().kind, NetKind::Virtual);
+    assert!(n.command_captures.contains(&"ip-o-addr".to_string()));
+}
+
+#[test]
+fn every_fixture_reads_back_through_a_snapshot() {
+    for name in ["ib-ndr-8gpu", "roce-dualport", "gcp-a3", "aws-p5"] {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/nodes")
+            .join(name);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("copy");
+        let mut opts = fabrik_probe::snapshot::SnapshotOptions::new(out.clone());
+        opts.source_root = src.clone();
+        fabrik_probe::snapshot::capture(&opts).unwrap();
+        let mut a = fabrik_probe::probe(&src).unwrap();
+        let mut b = fabrik_probe::probe(&out).unwrap();
+        a.root.clear();
+        b.root.clear();
+        // Command captures are among the names probing reads, so they travel too.
+        assert!(!a.rdma_devices.is_empty() || !a.gpus.is_empty(), "{name}");
+        assert_eq!(a, b, "{name}");
+    }
+}

@@ -1,0 +1,424 @@
+//! Several hosts on one machine, for tests: each host is a network namespace, and each of its
+//! links is a veth pair into a per-link bridge in a "switch" namespace, so link `k` of every
+//! host shares subnet `10.77.k.0/24` (as each GCP TCPX data NIC sits in its own VPC, or each rail
+//! of a rail-optimised cluster is its own network). Links can be shaped with `tc ... tbf` to
+//! play a slow NIC or a bad cable.
+//!
+//! Everything is torn down on `Drop`, which also runs when a test panics; namespaces left by a
+//! process that was killed outright are removed by the next [`Testbed`] built on the machine.
+//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and skip the test
+//! with its message when it returns `Some`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), fabrik_testbed::TestbedError> {
+//! if let Some(why) = fabrik_testbed::skip_reason() {
+//!     eprintln!("skipping: {why}");
+//!     return Ok(());
+//! }
+//! let tb = fabrik_testbed::Testbed::builder()
+//!     .hosts(2)
+//!     .links_per_host(4)
+//!     .shape_link(0, "100mbit")
+//!     .build()?;
+//! let out = tb.exec(0, &["ping", "-c1", &tb.addr(1, 0).to_string()])?;
+//! assert!(out.status.success());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::net::Ipv4Addr;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+mod rate;
+
+pub use rate::parse_rate;
+
+/// Every namespace this crate creates starts with this, then the creating process id.
+pub const PREFIX: &str = "fab-";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    #[error("the testbed needs root (network namespaces and veth links); running as uid {0}")]
+    NotRoot(u32),
+    #[error("`{command}` failed: {detail}")]
+    Command { command: String, detail: String },
+    #[error("invalid testbed: {0}")]
+    Config(String),
+}
+
+/// Why testbed tests cannot run here, or `None` when they can. Probes once per process by
+/// creating and deleting a namespace, so a root user inside a container without CAP_SYS_ADMIN is
+/// told so too.
+pub fn skip_reason() -> Option<String> {
+    static REASON: OnceLock<Option<String>> = OnceLock::new();
+    REASON
+        .get_or_init(|| {
+            let uid = effective_uid();
+            if uid != Some(0) {
+                return Some(TestbedError::NotRoot(uid.unwrap_or(u32::MAX)).to_string());
+            }
+            let probe = format!("{PREFIX}{}-probe", std::process::id());
+            if let Err(e) = ip(&["netns", "add", &probe]) {
+                return Some(format!("cannot create network namespaces here: {e}"));
+            }
+            let _ = ip(&["netns", "del", &probe]);
+            None
+        })
+        .clone()
+}
+
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// A link of one host, for shaping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Shape {
+    host: Option<usize>,
+    link: usize,
+    rate: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Builder {
+    hosts: usize,
+    links: usize,
+    mtu: Option<u32>,
+    shapes: Vec<Shape>,
+}
+
+impl Builder {
+    pub fn hosts(mut self, n: usize) -> Self {
+        self.hosts = n;
+        self
+    }
+
+    pub fn links_per_host(mut self, n: usize) -> Self {
+        self.links = n;
+        self
+    }
+
+    /// MTU of every link (veth default 1500; GCP's TCPX NICs use 8244).
+    pub fn mtu(mut self, mtu: u32) -> Self {
+        self.mtu = Some(mtu);
+        self
+    }
+
+    /// Shapes link `link` of every host to `rate` (tc syntax: `100mbit`, `2gbit`), both ways.
+    pub fn shape_link(mut self, link: usize, rate: &str) -> Self {
+        self.shapes.push(Shape {
+            host: None,
+            link,
+            rate: rate.to_string(),
+        });
+        self
+    }
+
+    /// Shapes one host's link to `rate`, both ways: a slow NIC or a bad cable.
+    pub fn shape(mut self, host: usize, link: usize, rate: &str) -> Self {
+        self.shapes.push(Shape {
+            host: Some(host),
+            link,
+            rate: rate.to_string(),
+        });
+        self
+    }
+
+    pub fn build(self) -> Result<Testbed, TestbedError> {
+        if self.hosts == 0 || self.hosts > 250 {
+            return Err(TestbedError::Config(format!(
+                "{} hosts (1 to 250 fit the address plan)",
+                self.hosts
+            )));
+        }
+        if self.links == 0 || self.links > 200 {
+            return Err(TestbedError::Config(format!(
+                "{} links per host (1 to 200)",
+                self.links
+            )));
+        }
+        for s in &self.shapes {
+            if s.link >= self.links || s.host.is_some_and(|h| h >= self.hosts) {
+                return Err(TestbedError::Config(format!(
+                    "shaping host {:?} link {} outside {} hosts x {} links",
+                    s.host, s.link, self.hosts, self.links
+                )));
+            }
+            parse_rate(&s.rate).ok_or_else(|| {
+                TestbedError::Config(format!("{:?} is not a tc rate (e.g. 100mbit)", s.rate))
+            })?;
+        }
+        if let Some(why) = skip_reason() {
+            return Err(match effective_uid() {
+                Some(0) => TestbedError::Command {
+                    command: "ip netns add".into(),
+                    detail: why,
+                },
+                uid => TestbedError::NotRoot(uid.unwrap_or(u32::MAX)),
+            });
+        }
+        cleanup_stale();
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "{PREFIX}{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        // The Testbed exists before anything is created, so a failure half-way is torn down
+        // by its Drop.
+        let tb = Testbed {
+            name,
+            hosts: self.hosts,
+            links: self.links,
+        };
+        tb.create(&self)?;
+        Ok(tb)
+    }
+}
+
+/// A running testbed. Dropping it kills what runs inside and deletes the namespaces.
+#[derive(Debug)]
+pub struct Testbed {
+    name: String,
+    hosts: usize,
+    links: usize,
+}
+
+impl Testbed {
+    pub fn builder() -> Builder {
+        Builder {
+            hosts: 2,
+            links: 1,
+            mtu: None,
+            shapes: Vec::new(),
+        }
+    }
+
+    /// The namespace of host `host` (for `ip netns exec`).
+    pub fn netns(&self, host: usize) -> String {
+        format!("{}-h{host}", self.name)
+    }
+
+    fn switch(&self) -> String {
+        format!("{}-sw", self.name)
+    }
+
+    pub fn hosts(&self) -> usize {
+        self.hosts
+    }
+
+    pub fn links_per_host(&self) -> usize {
+        self.links
+    }
+
+    /// The interface name of link `link` inside every host.
+    pub fn iface(&self, link: usize) -> String {
+        format!("eth{link}")
+    }
+
+    /// The address of host `host` on link `link`: `10.77.link.(host+1)`, prefix /24.
+    pub fn addr(&self, host: usize, link: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 77, link as u8, host as u8 + 1)
+    }
+
+    /// A command that runs `program` inside host `host`'s namespace.
+    pub fn command(&self, host: usize, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.netns(host), program]);
+        c
+    }
+
+    /// Runs `argv` inside host `host` and waits for it.
+    pub fn exec(&self, host: usize, argv: &[&str]) -> Result<Output, TestbedError> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| TestbedError::Config("an empty command".into()))?;
+        self.command(host, program)
+            .args(args)
+            .output()
+            .map_err(|e| TestbedError::Command {
+                command: argv.join(" "),
+                detail: e.to_string(),
+            })
+    }
+
+    /// Starts `argv` inside host `host` with piped stdout and stderr. The testbed kills it on
+    /// drop if it still runs.
+    pub fn spawn(&self, host: usize, argv: &[&str]) -> Result<Child, TestbedError> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| TestbedError::Config("an empty command".into()))?;
+        self.command(host, program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| TestbedError::Command {
+                command: argv.join(" "),
+                detail: e.to_string(),
+            })
+    }
+
+    fn create(&self, b: &Builder) -> Result<(), TestbedError> {
+        let sw = self.switch();
+        ip(&["netns", "add", &sw])?;
+        ip(&["-n", &sw, "link", "set", "lo", "up"])?;
+        for k in 0..self.links {
+            let br = format!("br{k}");
+            ip(&["-n", &sw, "link", "add", &br, "type", "bridge"])?;
+            ip(&["-n", &sw, "link", "set", &br, "up"])?;
+        }
+        for h in 0..self.hosts {
+            let ns = self.netns(h);
+            ip(&["netns", "add", &ns])?;
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            for k in 0..self.links {
+                let eth = self.iface(k);
+                let port = format!("h{h}l{k}");
+                ip(&[
+                    "link", "add", "name", &eth, "netns", &ns, "type", "veth", "peer", "name",
+                    &port, "netns", &sw,
+                ])?;
+                if let Some(mtu) = b.mtu {
+                    let m = mtu.to_string();
+                    ip(&["-n", &ns, "link", "set", &eth, "mtu", &m])?;
+                    ip(&["-n", &sw, "link", "set", &port, "mtu", &m])?;
+                }
+                ip(&["-n", &sw, "link", "set", &port, "master", &format!("br{k}")])?;
+                ip(&["-n", &sw, "link", "set", &port, "up"])?;
+                let cidr = format!("{}/24", self.addr(h, k));
+                ip(&["-n", &ns, "addr", "add", &cidr, "dev", &eth])?;
+                ip(&["-n", &ns, "link", "set", &eth, "up"])?;
+            }
+        }
+        for s in &b.shapes {
+            let hosts: Vec<usize> = match s.host {
+                Some(h) => vec![h],
+                None => (0..self.hosts).collect(),
+            };
+            for h in hosts {
+                // Egress of the host's NIC and egress of the switch port towards it: both ways.
+                tbf(&self.netns(h), &self.iface(s.link), &s.rate)?;
+                tbf(&sw, &format!("h{h}l{}", s.link), &s.rate)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn namespaces(&self) -> Vec<String> {
+        let mut v: Vec<String> = (0..self.hosts).map(|h| self.netns(h)).collect();
+        v.push(self.switch());
+        v
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        for ns in self.namespaces() {
+            teardown(&ns);
+        }
+    }
+}
+
+/// Kills what still runs in `ns` (processes the tests started there) and deletes it.
+fn teardown(ns: &str) {
+    if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if pid.parse::<u32>().is_ok() {
+                let _ = Command::new("kill").args(["-9", pid]).status();
+            }
+        }
+    }
+    let _ = Command::new("ip")
+        .args(["netns", "del", ns])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Deletes namespaces that a testbed of a process that no longer exists left behind.
+pub fn cleanup_stale() {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if let Some(pid) = owner_pid(name) {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                teardown(name);
+            }
+        }
+    }
+}
+
+/// The process id in a testbed namespace name (`fab-<pid>-<n>-h<i>`).
+fn owner_pid(name: &str) -> Option<u32> {
+    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
+}
+
+fn tbf(ns: &str, dev: &str, rate: &str) -> Result<(), TestbedError> {
+    let bps = parse_rate(rate)
+        .ok_or_else(|| TestbedError::Config(format!("{rate:?} is not a tc rate")))?;
+    let burst = rate::burst_bytes(bps).to_string();
+    ip_like(
+        "tc",
+        &[
+            "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", &burst,
+            "latency", "100ms",
+        ],
+    )
+}
+
+fn ip(args: &[&str]) -> Result<(), TestbedError> {
+    ip_like("ip", args)
+}
+
+fn ip_like(program: &str, args: &[&str]) -> Result<(), TestbedError> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| TestbedError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            detail: e.to_string(),
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(TestbedError::Command {
+        command: format!("{program} {}", args.join(" ")),
+        detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_names_carry_the_owner_pid() {
+        assert_eq!(owner_pid("fab-1234-0-h3"), Some(1234));
+        assert_eq!(owner_pid("fab-1234-7-sw"), Some(1234));
+        assert_eq!(owner_pid("other-ns"), None);
+        assert_eq!(owner_pid("fab-x-1"), None);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_before_touching_the_system() {
+        let e = Testbed::builder()
+            .hosts(2)
+            .links_per_host(1)
+            .shape(0, 3, "1gbit")
+            .build();
+        assert!(matches!(e, Err(TestbedError::Config(_))));
+        let e = Testbed::builder().shape_link(0, "fast").build();
+        assert!(matches!(e, Err(TestbedError::Config(_))));
+        let e = Testbed::builder().hosts(0).build();
+        assert!(matches!(e, Err(TestbedError::Config(_))));
+    }
+}

@@ -1,0 +1,351 @@
+//! `fabrik bench`: measurements between hosts. `p2p` is point-to-point TCP bandwidth and latency
+//! with multi-NIC striping; further kinds (collectives) are added as variants of `Kind`.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use fabrik_bench::{Amount, BenchError, ClientConfig, PathSpec, Server, ServerConfig};
+use fabrik_model::P2pTest;
+use fabrik_wire::Token;
+
+/// The control port a server listens on when none is given.
+pub const DEFAULT_PORT: u16 = 18800;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    kind: Kind,
+}
+
+#[derive(clap::Subcommand)]
+enum Kind {
+    /// Point-to-point TCP bandwidth or latency between two hosts, striped over several NICs.
+    P2p(Box<P2pArgs>),
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Transport {
+    Tcp,
+    /// RDMA verbs (RC queue pairs); see the RDMA options.
+    Rdma,
+    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
+    Auto,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TestKind {
+    Bw,
+    Lat,
+}
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("role").required(true).args(["server", "client", "local"])))]
+struct P2pArgs {
+    /// Run the server end.
+    #[arg(long)]
+    server: bool,
+    /// Run the client end against HOST[:PORT].
+    #[arg(long, value_name = "HOST[:PORT]")]
+    client: Option<String>,
+    /// Run both ends on this machine over loopback, for a quick look.
+    #[arg(long)]
+    local: bool,
+    /// Server: address to listen on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "ADDR")]
+    bind: IpAddr,
+    /// Server: control port to listen on (0 picks a free one); client: the default for HOST.
+    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Shared secret; the server prints a random one when none is given.
+    #[arg(long, env = "FABRIK_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Server: exit after the first session.
+    #[arg(long)]
+    once: bool,
+    /// bw: bandwidth (streams of messages); lat: ping-pong latency.
+    #[arg(long, value_enum, default_value = "bw")]
+    test: TestKind,
+    /// Message size (K, M, G suffixes are powers of 1024). Default 64K for bw, 2 for lat.
+    #[arg(long, short = 's', value_parser = parse_size, conflicts_with_all = ["min_size", "max_size", "all"])]
+    size: Option<u64>,
+    /// Sweep: smallest message size.
+    #[arg(short = 'b', long = "min-size", value_parser = parse_size, requires = "max_size")]
+    min_size: Option<u64>,
+    /// Sweep: largest message size.
+    #[arg(short = 'e', long = "max-size", value_parser = parse_size, requires = "min_size")]
+    max_size: Option<u64>,
+    /// Sweep: each size is the previous times this.
+    #[arg(short = 'f', long, default_value_t = 2)]
+    factor: u64,
+    /// Sweep 2 B to 8 MiB by powers of two, as perftest's -a.
+    #[arg(short = 'a', long)]
+    all: bool,
+    /// Messages per stream (bw) or round trips (lat). Default: 2 s per size for bw, 10000 for lat.
+    #[arg(long, short = 'n', conflicts_with = "duration")]
+    iters: Option<u64>,
+    /// Seconds per size (bw).
+    #[arg(long, short = 'D')]
+    duration: Option<f64>,
+    /// Parallel TCP streams.
+    #[arg(long, short = 'P', default_value_t = 1)]
+    streams: u32,
+    /// Local addresses to spread the streams over, round-robin.
+    #[arg(long, value_delimiter = ',', conflicts_with = "ifaces")]
+    local_addrs: Vec<IpAddr>,
+    /// Local interfaces to spread the streams over, round-robin (SO_BINDTODEVICE).
+    #[arg(long, value_delimiter = ',')]
+    ifaces: Vec<String>,
+    /// Server addresses paired by position with the local addresses or interfaces (default:
+    /// the server's address on each local subnet).
+    #[arg(long, value_delimiter = ',')]
+    peer_addrs: Vec<IpAddr>,
+    /// Send in both directions at once (bandwidth is the sum).
+    #[arg(long)]
+    bidir: bool,
+    /// Check every payload byte end to end.
+    #[arg(long)]
+    verify: bool,
+    /// Seconds any network wait may take before the peer is declared gone.
+    #[arg(long, default_value_t = 30.0)]
+    timeout: f64,
+    /// SO_SNDBUF/SO_RCVBUF in bytes (default: kernel autotuning).
+    #[arg(long, value_parser = parse_size)]
+    sock_buf: Option<u64>,
+    /// Latency round trips run before measuring.
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
+    /// same transport.
+    #[arg(long, value_enum, default_value = "tcp")]
+    transport: Transport,
+    #[command(flatten)]
+    rdma: crate::cmd::rdma::RdmaArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.kind {
+        Kind::P2p(a) => p2p(*a),
+    }
+}
+
+fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
+    let timeout = secs(a.timeout, "--timeout")?;
+    let rdma = match a.transport {
+        Transport::Tcp => false,
+        Transport::Rdma => true,
+        Transport::Auto => crate::cmd::rdma::rdma_usable(),
+    };
+    if rdma {
+        if a.duration.is_some() || a.bidir || a.streams != 1 || !a.ifaces.is_empty() {
+            bail!("--duration, --bidir, --streams and --ifaces are TCP options (RDMA: --qps)");
+        }
+        let common = crate::cmd::rdma::Common {
+            server: a.server,
+            client: a.client.as_deref().map(|h| with_port(h, a.port)),
+            local: a.local,
+            bind: SocketAddr::new(a.bind, a.port),
+            token: a.token.clone(),
+            once: a.once,
+            test: match a.test {
+                TestKind::Bw => P2pTest::Bw,
+                TestKind::Lat => P2pTest::Lat,
+            },
+            sizes: sizes(&a)?,
+            iters: a.iters,
+            verify: a.verify,
+            timeout,
+            json: matches!(a.format, Format::Json),
+        };
+        return crate::cmd::rdma::p2p(&common, &a.rdma);
+    }
+    if a.server {
+        return serve(&a, timeout);
+    }
+    let token = match (&a.token, a.local) {
+        (Some(t), _) => Token::new(t).context("--token / FABRIK_TOKEN")?,
+        (None, true) => Token::random()?,
+        (None, false) => bail!("the client needs the server's token: --token or FABRIK_TOKEN"),
+    };
+    let test = match a.test {
+        TestKind::Bw => P2pTest::Bw,
+        TestKind::Lat => P2pTest::Lat,
+    };
+    let server = match &a.client {
+        Some(host) => with_port(host, a.port),
+        None => String::new(),
+    };
+    let mut cfg = ClientConfig::new(server, token, test);
+    if let Some(sizes) = sizes(&a)? {
+        cfg.sizes = sizes;
+    }
+    if let Some(n) = a.iters {
+        cfg.amount = Amount::Iters(n);
+    }
+    if let Some(d) = a.duration {
+        cfg.amount = Amount::Duration(secs(d, "--duration")?);
+    }
+    cfg.streams = a.streams;
+    cfg.paths = if !a.local_addrs.is_empty() {
+        PathSpec::LocalAddrs(a.local_addrs.clone())
+    } else if !a.ifaces.is_empty() {
+        PathSpec::Ifaces(a.ifaces.clone())
+    } else {
+        PathSpec::Default
+    };
+    cfg.peer_addrs = a.peer_addrs.clone();
+    cfg.bidir = a.bidir;
+    cfg.verify = a.verify;
+    cfg.timeout = timeout;
+    cfg.sock_buf = a.sock_buf.map(|b| b as usize);
+    cfg.warmup = a.warmup;
+    let result = if a.local {
+        fabrik_bench::run_local(&cfg)
+    } else {
+        fabrik_bench::client::run(&cfg)
+    };
+    let report = match result {
+        Ok(r) => r,
+        Err(e @ BenchError::Corrupt { .. }) => {
+            eprintln!("fabrik: {e}");
+            return Ok(ExitCode::from(1));
+        }
+        Err(e) => return Err(e).context("bench p2p"),
+    };
+    match a.format {
+        Format::Json => crate::output::print_json(&report)?,
+        Format::Table => print!("{}", fabrik_bench::render::table(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(a: &P2pArgs, timeout: Duration) -> anyhow::Result<ExitCode> {
+    let (token, generated) = match &a.token {
+        Some(t) => (Token::new(t).context("--token / FABRIK_TOKEN")?, false),
+        None => (Token::random()?, true),
+    };
+    let server = Server::bind(ServerConfig {
+        bind: SocketAddr::new(a.bind, a.port),
+        token: token.clone(),
+        timeout,
+        once: a.once,
+        sock_buf: a.sock_buf.map(|b| b as usize),
+    })?;
+    let addr = server.local_addr()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "fabrik bench p2p server listening on {addr}")?;
+    if generated {
+        writeln!(
+            out,
+            "token: {} (give it to the client with --token or FABRIK_TOKEN)",
+            token.as_str()
+        )?;
+    }
+    out.flush()?;
+    drop(out);
+    server.serve(&AtomicBool::new(false))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    if !(v.is_finite() && v > 0.0 && v < 1e6) {
+        bail!("{what} must be a positive number of seconds, not {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// `HOST` gets the default port; `HOST:PORT` and `[V6]:PORT` are kept; a bare IPv6 address is
+/// bracketed.
+fn with_port(host: &str, port: u16) -> String {
+    if host.parse::<SocketAddr>().is_ok() {
+        return host.to_string();
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return SocketAddr::new(ip, port).to_string();
+    }
+    if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn sizes(a: &P2pArgs) -> anyhow::Result<Option<Vec<u64>>> {
+    if let Some(s) = a.size {
+        return Ok(Some(vec![s]));
+    }
+    let (lo, hi) = match (a.all, a.min_size, a.max_size) {
+        (true, _, _) => (2, 8 << 20),
+        (false, Some(lo), Some(hi)) => (lo, hi),
+        _ => return Ok(None),
+    };
+    if a.factor < 2 {
+        bail!("--factor must be at least 2");
+    }
+    if lo == 0 || lo > hi {
+        bail!("the sweep needs 0 < MIN <= MAX (got {lo} and {hi})");
+    }
+    let mut out = Vec::new();
+    let mut s = lo;
+    while s <= hi {
+        out.push(s);
+        s = match s.checked_mul(a.factor) {
+            Some(n) => n,
+            None => break,
+        };
+    }
+    Ok(Some(out))
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("unknown size suffix in {text:?} (use K, M or G)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{text:?} is not a size in bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("8m"), Ok(8 << 20));
+        assert_eq!(parse_size("123"), Ok(123));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn hosts_get_the_default_port() {
+        assert_eq!(with_port("node-b", 18800), "node-b:18800");
+        assert_eq!(with_port("node-b:99", 18800), "node-b:99");
+        assert_eq!(with_port("10.0.0.2", 5), "10.0.0.2:5");
+        assert_eq!(with_port("fe80::1", 5), "[fe80::1]:5");
+    }
+}

@@ -1,0 +1,311 @@
+//! `fabrik cluster`: runs across the ranks of a job (matrix, doctor), and the rank options
+//! every multi-rank command shares.
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use fabrik_cluster::launch::{join_config, spawn_local, strip_local, JoinOptions};
+use fabrik_cluster::ranks::process_env;
+use fabrik_cluster::rendezvous::{join, Group};
+
+/// How this process finds the other ranks. Ranks come from the launcher's environment
+/// (torchrun/Kubernetes `RANK`/`WORLD_SIZE`/`MASTER_ADDR`/`MASTER_PORT`, Open MPI, PMI, Slurm).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RankArgs {
+    /// Start N ranks on this machine (loopback) instead of reading them from a launcher.
+    #[arg(long, value_name = "N")]
+    pub local: Option<u32>,
+    /// Shared secret every rank must present (default: $FABRIK_TOKEN).
+    #[arg(long, env = "FABRIK_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Rank 0's rendezvous address, HOST:PORT (default: $MASTER_ADDR:$MASTER_PORT, or the first
+    /// host of $SLURM_JOB_NODELIST).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub master: Option<String>,
+    /// Seconds any wait may take (joining, each transfer) before the run fails naming the rank.
+    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Address(es) of this rank's data NICs; channels are spread over them.
+    #[arg(long = "data-ip", value_name = "IP", value_delimiter = ',')]
+    pub data_ips: Vec<IpAddr>,
+    /// How this rank's host is named in output (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+/// Runs `body` as one rank of the job, or with `--local N` starts N ranks of this very command
+/// and waits for them.
+pub fn run_ranked(
+    args: &RankArgs,
+    body: impl FnOnce(&mut Group) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(n) = args.local {
+        let exe = std::env::current_exe().context("finding this program to start local ranks")?;
+        let argv: Vec<_> = std::env::args_os().skip(1).collect();
+        let run = spawn_local(&exe, &strip_local(&argv), n)?;
+        let (first, failed) = run.wait()?;
+        if !failed.is_empty() {
+            let list: Vec<String> = failed
+                .iter()
+                .map(|(r, s)| format!("rank {r} ({s})"))
+                .collect();
+            eprintln!("fabrik: local ranks that failed: {}", list.join(", "));
+        }
+        let code = first.code().unwrap_or(2).clamp(0, 255) as u8;
+        return Ok(if code == 0 && !failed.is_empty() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::from(code)
+        });
+    }
+    let opts = JoinOptions {
+        token: args.token.clone(),
+        master: args.master.clone(),
+        timeout: Duration::from_secs_f64(args.timeout.max(0.1)),
+        data_ips: args.data_ips.clone(),
+        name: args.name.clone(),
+    };
+    let (cfg, _) = join_config(&opts, &process_env(), &hostname())?;
+    let rank = cfg.rank;
+    let mut group = join(&cfg).with_context(|| format!("rank {rank} joining the job"))?;
+    body(&mut group)
+}
+
+/// The UTS host name (per network namespace's UTS namespace where set).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Bandwidth and latency between every pair of ranks (N-1 rounds of disjoint pairs); names
+    /// the links and nodes far below the rest.
+    Matrix(MatrixArgs),
+    /// Every rank's inventory gathered at rank 0 and checked across nodes.
+    Doctor(DoctorArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MatrixArgs {
+    /// tcp (rdma is not available in this build).
+    #[arg(long, default_value = "tcp")]
+    pub transport: String,
+    /// Bytes per timed transfer (K, M, G suffixes).
+    #[arg(long, default_value = "16M")]
+    pub size: String,
+    /// Timed transfers per direction, after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    pub iters: u32,
+    /// text or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Also write the JSON matrix here.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub ranks: RankArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// Root directory to probe on every rank (a snapshot directory, or / for the live node).
+    #[arg(long, default_value = "/")]
+    pub root: std::path::PathBuf,
+    /// text or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Write every rank's inventory as DIR/rank-N-HOST.json.
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<std::path::PathBuf>,
+    /// Also write the JSON report here.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub ranks: RankArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        ClusterCommand::Matrix(a) => run_matrix(a),
+        ClusterCommand::Doctor(a) => run_doctor(a),
+    }
+}
+
+fn json_flag(format: &str) -> anyhow::Result<bool> {
+    match format {
+        "text" => Ok(false),
+        "json" => Ok(true),
+        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
+    }
+}
+
+fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    use fabrik_cluster::matrix::{run_matrix, MatrixConfig};
+    use fabrik_cluster::pairs::render_matrix;
+    if args.transport != "tcp" {
+        anyhow::bail!(
+            "transport {:?} is not available in this build of cluster matrix; use --transport tcp",
+            args.transport
+        );
+    }
+    let json = json_flag(&args.format)?;
+    let cfg = MatrixConfig {
+        size: fabrik_cluster::launch::parse_size(&args.size)?.max(1),
+        iters: args.iters.max(1),
+    };
+    run_ranked(&args.ranks, |group| {
+        let is_root = group.rank() == 0;
+        let result = run_matrix(group, &cfg, &mut |k, n| {
+            if is_root {
+                eprintln!("# matrix round {}/{n}", k + 1);
+            }
+        })
+        .with_context(|| format!("rank {} in the pair matrix", group.rank()))?;
+        let Some(m) = result else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        if let Some(path) = &args.output {
+            crate::output::write_atomically(path, &serde_json::to_vec_pretty(&m)?)?;
+        }
+        if json {
+            crate::output::print_json(&m)?;
+        } else {
+            println!(
+                "# pair matrix: {} ranks, {} rounds, {} B x {} per direction, transport {}",
+                m.ranks, m.rounds, m.size, m.iterations, m.transport
+            );
+            for (r, h) in m.hosts.iter().enumerate() {
+                println!("#  rank {r:>3} on {h}");
+            }
+            println!("# bandwidth in Gb/s (* = slow link)");
+            print!("{}", render_matrix(&m.links, &m.analysis, m.ranks));
+            let a = &m.analysis;
+            println!(
+                "# median link {:.3} Gb/s, MAD {:.3} Gb/s; slow below {:.3} Gb/s",
+                a.median_gbps, a.mad_gbps, a.link_threshold_gbps
+            );
+            if let Some(note) = &a.note {
+                println!("# {note}");
+            }
+            for l in &a.slow_links {
+                println!(
+                    "SLOW LINK rank {} ({}) -> rank {} ({}): {:.3} Gb/s, {:.0}% of the median",
+                    l.src,
+                    l.src_host,
+                    l.dst,
+                    l.dst_host,
+                    l.gbps,
+                    l.ratio_to_median * 100.0
+                );
+            }
+            for n in &a.slow_nodes {
+                println!(
+                    "SLOW NODE rank {} ({}): median of its links {:.3} Gb/s, {:.0}% of the nodes' median",
+                    n.rank,
+                    n.host,
+                    n.median_gbps,
+                    n.ratio_to_median * 100.0
+                );
+            }
+            if a.slow_links.is_empty() && a.slow_nodes.is_empty() && a.note.is_none() {
+                println!("# no slow links or nodes");
+            }
+        }
+        let bad = !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty();
+        Ok(if bad {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
+    })
+}
+
+fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    use fabrik_cluster::doctor::gather_nodes;
+    let json = json_flag(&args.format)?;
+    run_ranked(&args.ranks, |group| {
+        let node = fabrik_probe::probe(&args.root)
+            .with_context(|| format!("probing {}", args.root.display()))?;
+        // TODO(doctor): run fabrik-doctor's cross-node rules here once that crate is on main.
+        let rules = |_: &[fabrik_model::Node]| {
+            (
+                Vec::new(),
+                vec!["cross-node rules are not in this build yet (fabrik-doctor pending); inventories gathered only".to_string()],
+            )
+        };
+        let Some(report) = gather_nodes(group, node, &rules)
+            .with_context(|| format!("rank {} gathering inventories", group.rank()))?
+        else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        if let Some(dir) = &args.save {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            for n in &report.nodes {
+                let safe: String = n
+                    .host
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                let path = dir.join(format!("rank-{}-{safe}.json", n.rank));
+                crate::output::write_atomically(&path, &serde_json::to_vec_pretty(&n.node)?)?;
+            }
+        }
+        if let Some(path) = &args.output {
+            crate::output::write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
+        }
+        if json {
+            crate::output::print_json(&report)?;
+        } else {
+            println!("# cluster doctor: {} ranks", report.ranks);
+            println!(
+                "{:>5}  {:<20} {:>5} {:>5} {:>5}  kernel",
+                "rank", "host", "rdma", "nics", "gpus"
+            );
+            for n in &report.nodes {
+                println!(
+                    "{:>5}  {:<20} {:>5} {:>5} {:>5}  {}",
+                    n.rank,
+                    n.host,
+                    n.node.rdma_devices.len(),
+                    n.node.net_interfaces.len(),
+                    n.node.gpus.len(),
+                    n.node.os.kernel.as_deref().unwrap_or("?")
+                );
+            }
+            for f in &report.findings {
+                println!("{:?} {} {}: {}", f.severity, f.rule, f.subject, f.message);
+            }
+            for note in &report.notes {
+                println!("# {note}");
+            }
+        }
+        let errors = report
+            .findings
+            .iter()
+            .any(|f| matches!(f.severity, fabrik_model::Severity::Error));
+        Ok(if errors {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        })
+    })
+}

@@ -1,0 +1,242 @@
+//! `fabrik bench-collective OP` (to become `fabrik bench collective`): nccl-tests-style sweeps
+//! of a collective over TCP between ranks, with verified results.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
+use fabrik_cluster::dtype::{DType, RedOp};
+use fabrik_cluster::format::{footer, header, row, RunParams};
+use fabrik_cluster::launch::parse_size;
+use fabrik_cluster::rendezvous::Group;
+use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
+use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
+
+use crate::cmd::cluster::{run_ranked, RankArgs};
+use crate::output::{print_json, write_atomically};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// all_reduce, all_gather, reduce_scatter, broadcast, reduce or alltoall.
+    pub op: String,
+    /// Smallest size (bytes; K, M, G suffixes).
+    #[arg(short = 'b', long = "minbytes", default_value = "8")]
+    pub min_bytes: String,
+    /// Largest size.
+    #[arg(short = 'e', long = "maxbytes", default_value = "32M")]
+    pub max_bytes: String,
+    /// Multiply the size by this each step.
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 2)]
+    pub step_factor: u64,
+    /// Add this many bytes each step instead of multiplying.
+    #[arg(short = 'i', long = "stepbytes")]
+    pub step_bytes: Option<String>,
+    /// Timed iterations per size.
+    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    pub iters: u32,
+    /// Warm-up iterations per size.
+    #[arg(short = 'w', long = "warmup_iters", default_value_t = 5)]
+    pub warmup: u32,
+    /// Verify every result (1) or not (0).
+    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    pub check: u8,
+    /// Element type: float, double, half, bfloat16, int8, uint8, int32, uint32, int64, uint64.
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    pub dtype: String,
+    /// Reduction: sum, prod, max, min, avg.
+    #[arg(short = 'o', long = "op", default_value = "sum")]
+    pub redop: String,
+    /// Root rank of broadcast and reduce.
+    #[arg(short = 'r', long = "root", default_value_t = 0)]
+    pub root: u32,
+    /// Where the data moves: tcp (host memory).
+    #[arg(long, default_value = "tcp")]
+    pub backend: String,
+    /// Parallel connections per ring neighbour (spread over --data-ip addresses).
+    #[arg(long, default_value_t = 2)]
+    pub channels: usize,
+    /// Pipelining chunk size.
+    #[arg(long = "chunk-size", default_value = "1M")]
+    pub chunk: String,
+    /// text (nccl-tests' table) or json.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Also write the JSON report here (kept, with the rows so far, when a run fails).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub ranks: RankArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let op: CollOp = args.op.parse()?;
+    let dtype: DType = args.dtype.parse()?;
+    let redop: RedOp = args.redop.parse()?;
+    if args.backend != "tcp" {
+        anyhow::bail!(
+            "backend {:?} is not available in this build of bench-collective; use --backend tcp",
+            args.backend
+        );
+    }
+    let json = match args.format.as_str() {
+        "text" => false,
+        "json" => true,
+        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
+    };
+    let min = parse_size(&args.min_bytes)?;
+    let max = parse_size(&args.max_bytes)?;
+    let inc = args.step_bytes.as_deref().map(parse_size).transpose()?;
+    let chunk = parse_size(&args.chunk)? as usize;
+    let size_list = sizes(min, max, args.step_factor, inc);
+    if size_list.is_empty() {
+        anyhow::bail!("no sizes between {min} and {max}");
+    }
+    let cfg = SweepConfig {
+        op,
+        dtype,
+        redop,
+        root: args.root,
+        sizes: size_list,
+        warmup: args.warmup,
+        iters: args.iters.max(1),
+        check: args.check != 0,
+    };
+    let step = match inc {
+        Some(i) => format!("{i}(bytes)"),
+        None => format!("{}(factor)", args.step_factor),
+    };
+    let ranks = args.ranks.clone();
+    run_ranked(&ranks, |group| {
+        rank_main(group, &args, &cfg, json, chunk, &step, min, max)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rank_main(
+    group: &mut Group,
+    args: &Args,
+    cfg: &SweepConfig,
+    json: bool,
+    chunk: usize,
+    step: &str,
+    min: u64,
+    max: u64,
+) -> anyhow::Result<ExitCode> {
+    let local_rank = std::env::var("LOCAL_RANK")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    let me = RankDevice {
+        rank: group.rank(),
+        group: Some(0),
+        pid: Some(u64::from(std::process::id())),
+        host: group.peers()[group.rank() as usize].host.clone(),
+        device: Some(local_rank),
+        bus_id: Some("host".into()),
+        name: Some(format!(
+            "host memory ({}, {} channels)",
+            args.backend, args.channels
+        )),
+    };
+    let devices = group.gather(me)?;
+    let comm = Comm::connect(
+        group,
+        args.channels.max(1),
+        cfg.op == CollOp::Alltoall,
+        if chunk == 0 {
+            DEFAULT_CHUNK_BYTES
+        } else {
+            chunk
+        },
+    )
+    .context("opening data connections")?;
+    let is_root = group.rank() == 0;
+    let mut report = CollectiveReport {
+        schema_version: SCHEMA_VERSION,
+        source: ResultSource::Fabrik,
+        op: cfg.op.name().to_string(),
+        backend: Some(args.backend.clone()),
+        ranks: Some(group.size()),
+        hosts: group.hosts(),
+        devices: devices.unwrap_or_default(),
+        rows: Vec::new(),
+        avg_busbw: None,
+        notes: vec![format!(
+            "channels {}, chunk {} B, warm-up {}, iterations {}",
+            args.channels, chunk, cfg.warmup, cfg.iters
+        )],
+    };
+    if is_root && !json {
+        let params = RunParams {
+            op: cfg.op.name(),
+            min_bytes: min,
+            max_bytes: max,
+            step: step.to_string(),
+            warmup: cfg.warmup,
+            iters: cfg.iters,
+            check: cfg.check,
+        };
+        print!("{}", header(&params, &report.devices));
+        let _ = std::io::stdout().flush();
+    }
+    let mut rows: Vec<CollectiveRow> = Vec::new();
+    let mut wrongs: Vec<WrongElement> = Vec::new();
+    let result = run_sweep(group, &comm, cfg, &mut |r, first| {
+        if !json {
+            println!("{}", row(r));
+            let _ = std::io::stdout().flush();
+        }
+        if let Some(f) = first {
+            wrongs.push(f.clone());
+        }
+        rows.push(r.clone());
+    });
+    if !is_root {
+        return match result {
+            Ok(()) => Ok(ExitCode::SUCCESS),
+            Err(e) => Err(e).with_context(|| format!("rank {}", group.rank())),
+        };
+    }
+    let timings = || {
+        rows.iter()
+            .flat_map(|r| [&r.out_of_place, &r.in_place])
+            .flatten()
+    };
+    let n = timings().count();
+    let avg = if n > 0 {
+        timings().map(|t| t.busbw).sum::<f64>() / n as f64
+    } else {
+        0.0
+    };
+    let wrong_total: u64 = timings().filter_map(|t| t.wrong).sum();
+    report.rows = rows.clone();
+    report.avg_busbw = Some(avg);
+    for w in &wrongs {
+        report.notes.push(format!("first wrong element: {w}"));
+    }
+    if let Err(e) = &result {
+        report.notes.push(format!("aborted: {e}"));
+    }
+    if let Some(path) = &args.output {
+        let bytes = serde_json::to_vec_pretty(&report)?;
+        write_atomically(path, &bytes)?;
+    }
+    if json {
+        print_json(&report)?;
+    } else {
+        for w in &wrongs {
+            println!("# first wrong element: {w}");
+        }
+        if result.is_ok() {
+            print!("{}", footer(cfg.op.name(), wrong_total, avg));
+        }
+    }
+    result.context("the collective run failed")?;
+    Ok(if wrong_total > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

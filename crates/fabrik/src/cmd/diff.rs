@@ -1,0 +1,130 @@
+//! `fabrik diff SNAP_A SNAP_B`: counter rates and counter findings between two snapshots.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use fabrik_model::{Finding, Severity, SCHEMA_VERSION};
+use fabrik_monitor::{
+    compare, interval_between, render, report_findings, sample, Report, Thresholds,
+};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The earlier snapshot: a directory written by `fabrik snapshot` (or any root with sys/).
+    pub before: PathBuf,
+    /// The later snapshot.
+    pub after: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// PFC pause frames per second (per priority and direction) above which FAB-CNT-008 fires.
+    #[arg(long, default_value_t = Thresholds::default().pause_frames_per_s)]
+    pub pause_threshold: f64,
+    /// CNPs per second above which FAB-CNT-009 fires.
+    #[arg(long, default_value_t = Thresholds::default().cnp_per_s)]
+    pub cnp_threshold: f64,
+}
+
+#[derive(Serialize)]
+struct DiffDoc<'a> {
+    schema_version: u32,
+    before: String,
+    after: String,
+    /// `captured_at` when both snapshots carry `fabrik/captured_at`, else `unknown`.
+    interval_source: &'static str,
+    #[serde(flatten)]
+    report: &'a Report,
+    findings: &'a [Finding],
+}
+
+fn check_root(p: &Path) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(p).with_context(|| format!("reading snapshot {}", p.display()))?;
+    if !meta.is_dir() {
+        bail!(
+            "{} is not a directory; extract a .tar.gz snapshot first (tar xzf FILE -C DIR)",
+            p.display()
+        );
+    }
+    if !p.join("sys").is_dir() {
+        bail!("{} has no sys/ directory: not a snapshot root", p.display());
+    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    check_root(&args.before)?;
+    check_root(&args.after)?;
+    let before = sample(&args.before);
+    let after = sample(&args.after);
+    let interval = interval_between(&before, &after);
+    let report = compare(&before, &after, interval);
+    let th = Thresholds {
+        pause_frames_per_s: args.pause_threshold,
+        cnp_per_s: args.cnp_threshold,
+    };
+    let findings = report_findings(&report, &th);
+    match args.format {
+        Format::Json => crate::output::print_json(&DiffDoc {
+            schema_version: SCHEMA_VERSION,
+            before: args.before.display().to_string(),
+            after: args.after.display().to_string(),
+            interval_source: if interval.is_some() {
+                "captured_at"
+            } else {
+                "unknown"
+            },
+            report: &report,
+            findings: &findings,
+        })?,
+        Format::Table => {
+            match report.interval_s {
+                Some(s) => println!("interval {s:.3} s (from fabrik/captured_at)"),
+                None => println!(
+                    "interval unknown (a snapshot lacks fabrik/captured_at, or the times do not \
+                     increase): deltas only, no rates"
+                ),
+            }
+            for line in render::table(&report, false) {
+                println!("{line}");
+            }
+            for p in &report.problems {
+                println!("problem: {p}");
+            }
+            print_findings(&findings);
+        }
+    }
+    let errors = findings.iter().any(|f| f.severity == Severity::Error);
+    Ok(if errors {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn print_findings(findings: &[Finding]) {
+    if findings.is_empty() {
+        println!("\nno counter findings");
+        return;
+    }
+    println!("\nfindings:");
+    for f in findings {
+        println!(
+            "{:<7}  {}  {}  {}",
+            f.severity.as_str(),
+            f.rule,
+            f.subject,
+            f.message
+        );
+        for e in &f.evidence {
+            println!("         {}: {}", e.path, e.value);
+        }
+        println!("         fix: {}", f.fix);
+    }
+}

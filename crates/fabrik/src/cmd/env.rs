@@ -1,0 +1,115 @@
+//! `fabrik env`: the NCCL environment for this node (or a snapshot, or a platform profile).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use fabrik_model::Node;
+use fabrik_nccl::env::render;
+use fabrik_nccl::{Env, Profile, Request};
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    /// `export K=V` with `# reason (source)` comments.
+    Shell,
+    /// `K=V` lines.
+    Dotenv,
+    /// `-e K=V` flags for `docker run`.
+    Docker,
+    /// A Kubernetes container `env:` list.
+    K8s,
+    Json,
+}
+
+/// Where the node's facts come from, shared with `fabrik launch`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// Root directory to probe (`/` or a snapshot). `--profile auto` probes `/` when omitted;
+    /// named profiles use node facts only when this or --node is given.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// A node as `fabrik inventory --format json` wrote it, instead of probing.
+    #[arg(long, conflicts_with = "root")]
+    pub node: Option<PathBuf>,
+    /// auto, gcp-a3-tcpx, gcp-a3-mega-tcpxo, aws-efa, azure-nd-ib, alibaba-acs-rdma,
+    /// alibaba-acs-rdma-type2, oci-roce, generic-ib, generic-roce, socket.
+    #[arg(long, default_value = "auto")]
+    pub profile: String,
+    /// Keep NCCL_*/FI_*/UCX_* values already in the environment instead of replacing them
+    /// (either way they are reported).
+    #[arg(long)]
+    pub keep_env: bool,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    #[arg(long, value_enum, default_value = "shell")]
+    pub format: Format,
+}
+
+fn read_node_json(path: &Path) -> anyhow::Result<Node> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading node file {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a fabrik node document", path.display()))
+}
+
+pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
+    fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
+}
+
+/// Builds the environment the way both `env` and `launch` do.
+pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<Env> {
+    let profile: Profile = args.profile.parse()?;
+    let node = match (&args.node, &args.root) {
+        (Some(file), _) => Some(read_node_json(file)?),
+        (None, Some(root)) => Some(probe_root(root)?),
+        (None, None) if profile == Profile::Auto => Some(probe_root(Path::new("/"))?),
+        (None, None) => None,
+    };
+    let existing: BTreeMap<String, String> = std::env::vars().collect();
+    let env = fabrik_nccl::generate(&Request {
+        profile,
+        node: node.as_ref(),
+        existing: &existing,
+        keep_env: args.keep_env,
+    })?;
+    Ok(env)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let env = build_env(&args.node)?;
+    if let Format::Json = args.format {
+        crate::output::print_json(&env)?;
+        eprintln!("fabrik env: {}", env.summary);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let text = match args.format {
+        Format::Shell => render::shell(&env)?,
+        Format::Dotenv => render::dotenv(&env),
+        Format::Docker => {
+            let mut s = render::docker_flags(&env)?;
+            s.push('\n');
+            s
+        }
+        Format::K8s => render::k8s_env(&env)?,
+        Format::Json => render::json(&env)?,
+    };
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    lock.write_all(text.as_bytes())
+        .context("writing to stdout")?;
+    // Docker flags and JSON are for machines; the people reading shell output see the
+    // warnings in its comments. Say the summary on stderr for the machine formats.
+    if matches!(args.format, Format::Docker) {
+        eprintln!("fabrik env: {}", env.summary);
+        for w in env.warnings() {
+            eprintln!("fabrik env: warning: {}", w.message);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

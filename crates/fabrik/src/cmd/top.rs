@@ -1,0 +1,142 @@
+//! `fabrik top`: live rates and moving error/congestion counters, one line per RDMA port and
+//! netdev.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use fabrik_model::{Finding, SCHEMA_VERSION};
+use fabrik_monitor::{
+    compare, render, report_findings, sample_with, Report, SampleOptions, Thresholds,
+};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Root to read (`/` for this machine, or a snapshot directory).
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Time between samples (`1s`, `500ms`, `10s`).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// Print one interval and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after this many intervals.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Show every netdev except lo, not only RDMA-backed and physical ones.
+    #[arg(long)]
+    pub all_netdevs: bool,
+    /// `table` refreshes in place on a terminal (plain lines otherwise); `json` writes one object
+    /// per interval (NDJSON).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Serialize)]
+struct Frame<'a> {
+    schema_version: u32,
+    time_unix_s: f64,
+    #[serde(flatten)]
+    report: &'a Report,
+    findings: &'a [Finding],
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.interval.is_zero() {
+        anyhow::bail!("--interval must be more than zero");
+    }
+    let mut options = SampleOptions::for_root(&args.root);
+    options.all_netdevs = args.all_netdevs;
+    let limit = if args.once { Some(1) } else { args.count };
+    let tty = std::io::stdout().is_terminal();
+    let stdout = std::io::stdout();
+    let mut prev = sample_with(&args.root, &options);
+    let mut prev_at = Instant::now();
+    let mut next = prev_at + args.interval;
+    let mut done = 0u64;
+    let mut first = true;
+    loop {
+        // Sleep to a fixed schedule so the interval does not drift by the sampling time.
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        next += args.interval;
+        let cur = sample_with(&args.root, &options);
+        let at = Instant::now();
+        let report = compare(&prev, &cur, Some(at.duration_since(prev_at)));
+        let mut out = stdout.lock();
+        match args.format {
+            Format::Json => {
+                let findings = report_findings(&report, &Thresholds::default());
+                let frame = Frame {
+                    schema_version: SCHEMA_VERSION,
+                    time_unix_s: unix_now(),
+                    report: &report,
+                    findings: &findings,
+                };
+                serde_json::to_writer(&mut out, &frame).context("writing JSON")?;
+                writeln!(out).context("writing to stdout")?;
+            }
+            Format::Table => {
+                let head = format!(
+                    "fabrik top  {}  every {}  {}",
+                    args.root.display(),
+                    humantime::format_duration(args.interval),
+                    humantime::format_rfc3339_seconds(SystemTime::now())
+                );
+                let lines = render::table(&report, tty);
+                if tty && !(args.once) {
+                    // Home the cursor and overwrite in place; clear each line's tail and the
+                    // rest of the screen so no stale characters remain.
+                    let mut buf = String::from("\x1b[H");
+                    if first {
+                        buf.push_str("\x1b[2J\x1b[H");
+                    }
+                    buf.push_str(&format!("\x1b[1m{head}\x1b[0m\x1b[K\r\n"));
+                    for l in &lines {
+                        buf.push_str(l);
+                        buf.push_str("\x1b[K\r\n");
+                    }
+                    buf.push_str("(Ctrl-C to quit)\x1b[K\x1b[J");
+                    out.write_all(buf.as_bytes()).context("writing to stdout")?;
+                } else {
+                    if !first {
+                        writeln!(out).context("writing to stdout")?;
+                    }
+                    writeln!(out, "{head}").context("writing to stdout")?;
+                    for l in &lines {
+                        writeln!(out, "{l}").context("writing to stdout")?;
+                    }
+                }
+            }
+        }
+        out.flush().context("writing to stdout")?;
+        drop(out);
+        first = false;
+        prev = cur;
+        prev_at = at;
+        done += 1;
+        if limit.is_some_and(|n| done >= n) {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,105 @@
+//! `fabrik logs` and `fabrik parse` end to end: JSON reads back into the model types.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use fabrik_model::{CollectiveReport, P2pReport};
+
+fn fixture(dir: &str, name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(dir)
+        .join(name)
+}
+
+fn fabrik() -> Command {
+    Command::cargo_bin("fabrik").unwrap()
+}
+
+#[test]
+fn parse_nccl_tests_json_round_trips() {
+    let out = fabrik()
+        .args([
+            "parse",
+            "nccl-tests",
+            "--format",
+            "json",
+            "--op",
+            "all_reduce",
+        ])
+        .arg(fixture("nccl-tests", "09-mooncake-all-reduce-rows.txt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: CollectiveReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.op, "all_reduce");
+    assert_eq!(report.rows.len(), 11);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["findings"].as_array().unwrap().is_empty());
+    assert_eq!(v["schema_version"], 1);
+}
+
+#[test]
+fn parse_perftest_json_round_trips() {
+    let out = fabrik()
+        .args(["parse", "perftest", "--format", "json"])
+        .arg(fixture(
+            "perftest",
+            "01-ib_write_bw-post-list-gbits-roce.txt",
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let report: P2pReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.device.as_deref(), Some("ib0"));
+}
+
+#[test]
+fn logs_json_summary_and_exit_code() {
+    let out = fabrik()
+        .args(["logs", "--format", "json"])
+        .arg(fixture(
+            "nccl-logs",
+            "20-nccl-ib-plugin-completion-error-12.log",
+        ))
+        .output()
+        .unwrap();
+    // Error findings exit 1.
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["errors"], 1);
+    let out = fabrik()
+        .args(["logs"])
+        .arg(fixture("nccl-logs", "05-nccl-aks-ib-gdrdma-cumem.log"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("transport IB"), "{text}");
+}
+
+#[test]
+fn logs_reads_stdin() {
+    // gzip input is covered in fabrik-parse's own tests.
+    let raw = std::fs::read(fixture("nccl-logs", "21-nccl-roce-ro-gdr-disabled.log")).unwrap();
+    let out = fabrik()
+        .args(["logs", "--format", "json", "-"])
+        .write_stdin(raw)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["transport"], "IB");
+    assert_eq!(v["summary"]["gdr"], false);
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let out = fabrik()
+        .args(["parse", "perftest", "/nonexistent/file"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("/nonexistent/file"), "{err}");
+}
