@@ -33,6 +33,15 @@ enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Transport {
+    Tcp,
+    /// RDMA verbs (RC queue pairs); see the RDMA options.
+    Rdma,
+    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
+    Auto,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum TestKind {
     Bw,
@@ -118,6 +127,12 @@ struct P2pArgs {
     /// Client: a perftest-style table (rows as they are measured) or the JSON report.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
+    /// same transport.
+    #[arg(long, value_enum, default_value = "tcp")]
+    transport: Transport,
+    #[command(flatten)]
+    rdma: crate::cmd::rdma::RdmaArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -128,6 +143,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let timeout = secs(a.timeout, "--timeout")?;
+    let rdma = match a.transport {
+        Transport::Tcp => false,
+        Transport::Rdma => true,
+        Transport::Auto => crate::cmd::rdma::rdma_usable(),
+    };
+    if rdma {
+        if a.duration.is_some() || a.bidir || a.streams != 1 || !a.ifaces.is_empty() {
+            bail!("--duration, --bidir, --streams and --ifaces are TCP options (RDMA: --qps)");
+        }
+        let common = crate::cmd::rdma::Common {
+            server: a.server,
+            client: a.client.as_deref().map(|h| with_port(h, a.port)),
+            local: a.local,
+            bind: SocketAddr::new(a.bind, a.port),
+            token: a.token.clone(),
+            once: a.once,
+            test: match a.test {
+                TestKind::Bw => P2pTest::Bw,
+                TestKind::Lat => P2pTest::Lat,
+            },
+            sizes: sizes(&a)?,
+            iters: a.iters,
+            verify: a.verify,
+            timeout,
+            json: matches!(a.format, Format::Json),
+        };
+        return crate::cmd::rdma::p2p(&common, &a.rdma);
+    }
     if a.server {
         return serve(&a, timeout);
     }
