@@ -337,6 +337,7 @@ fn f21_roce_relaxed_ordering_gdr_disabled() {
     assert!(p.gdr_hcas.iter().all(|h| !h.enabled));
     assert_eq!(p.gdr_hcas.len(), 2);
     assert_eq!(p.ranks[0].nranks, Some(16));
+    assert_eq!(r.summary.nranks, Some(16));
 }
 
 #[test]
