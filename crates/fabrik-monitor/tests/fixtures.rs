@@ -151,7 +151,7 @@ fn evidence_states_before_after_interval() {
         &sample(&dir.join("after")),
         Some(std::time::Duration::from_secs(10)),
     );
-    let sym = f.iter().find(|f| f.rule == "FAB-CNT-001").unwrap();
+    let sym = f.iter().find(|f| f.rule == "FAB-CNT-101").unwrap();
     assert_eq!(
         sym.evidence[0].path,
         "/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error"
