@@ -123,14 +123,17 @@ tc -n "$NAME-h2" qdisc replace dev eth0 root handle 1: htb default 1 2>/dev/null
 tc -n "$NAME-h2" class add dev eth0 parent 1: classid 1:1 htb rate 100gbit 2>/dev/null
 tc -n "$NAME-h2" class add dev eth0 parent 1: classid 1:2 htb rate 20mbit ceil 20mbit 2>/dev/null
 tc -n "$NAME-h2" filter add dev eth0 parent 1: protocol ip prio 1 u32 match ip dst 10.77.0.6/32 flowid 1:2
-PORT=$((PORT + 1))
-for h in $(seq 0 $((N - 1))); do rank "$h" tok -- cluster matrix --size 1M --iters 2 --format json --timeout 60; done
-set +e; wait_all; rc=$?; set -e
-[ "$rc" = 1 ] || fail "matrix with a slow link exited $rc (want 1): $(cat "$WORK/r0.err")"
-slow=$(json "$WORK/r0.out" '[(l["src"], l["dst"]) for l in d["analysis"]["slow_links"]]')
-first=$(json "$WORK/r0.out" '(d["analysis"]["slow_links"][0]["src"], d["analysis"]["slow_links"][0]["dst"])')
-[ "$first" = "(2, 5)" ] || fail "the slowest flagged link is $first, not (2, 5): $slow"
-echo "cluster.sh: matrix names the shaped link 2 -> 5 (flagged: $slow)"
+# The verdict must not depend on luck: run the matrix several times.
+for attempt in 1 2 3; do
+  PORT=$((PORT + 1))
+  for h in $(seq 0 $((N - 1))); do rank "$h" tok -- cluster matrix --size 1M --iters 2 --format json --timeout 60; done
+  set +e; wait_all; rc=$?; set -e
+  [ "$rc" = 1 ] || fail "matrix with a slow link exited $rc (want 1): $(cat "$WORK/r0.err")"
+  slow=$(json "$WORK/r0.out" '[(l["src"], l["dst"]) for l in d["analysis"]["slow_links"]]')
+  first=$(json "$WORK/r0.out" '(d["analysis"]["slow_links"][0]["src"], d["analysis"]["slow_links"][0]["dst"])')
+  [ "$first" = "(2, 5)" ] || fail "the slowest flagged link is $first, not (2, 5): $slow"
+  echo "cluster.sh: matrix run $attempt names the shaped link 2 -> 5 (flagged: $slow)"
+done
 tc -n "$NAME-h2" qdisc del dev eth0 root
 
 # 2c. a rank killed mid-sweep: rank 0 fails within the timeout, names it, keeps the rows so far.
@@ -141,10 +144,11 @@ done
 for _ in $(seq 600); do [ "$(grep -c '^ ' "$WORK/r0.out" 2>/dev/null || true)" -ge 3 ] && break; sleep 0.1; done
 [ "$(grep -c '^ ' "$WORK/r0.out")" -ge 3 ] || fail "the sweep did not start: $(cat "$WORK/r0.err")"
 kill -9 "${PIDS[5]}"
+disown "${PIDS[5]}" 2>/dev/null || true
 start=$(date +%s)
 set +e; wait "${PIDS[0]}"; rc=$?; set -e
 took=$(( $(date +%s) - start ))
-for h in $(seq 1 $((N - 1))); do wait "${PIDS[$h]}" 2>/dev/null || true; done
+for h in $(seq 1 $((N - 1))); do [ "$h" = 5 ] || wait "${PIDS[$h]}" 2>/dev/null || true; done
 [ "$rc" != 0 ] || fail "rank 0 succeeded although rank 5 was killed"
 [ "$took" -le 30 ] || fail "rank 0 took $took s to notice (timeout 10 s)"
 grep -q 'rank 5 (node5' "$WORK/r0.err" || fail "rank 0's error does not name rank 5: $(cat "$WORK/r0.err")"
