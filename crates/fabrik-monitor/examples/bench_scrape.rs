@@ -31,7 +31,7 @@ fn main() {
     let mut rss = Vec::new();
     let mut bytes = 0usize;
     let mut files = 0usize;
-    for i in 0..n {
+    for (i, slot) in times.iter_mut().enumerate() {
         let t0 = Instant::now();
         let s = fabrik_monitor::sample_with(&root, &opts);
         if i == 0 {
@@ -53,7 +53,7 @@ fn main() {
             }
         };
         bytes = text.len();
-        times[i] = t0.elapsed().as_secs_f64() * 1e3;
+        *slot = t0.elapsed().as_secs_f64() * 1e3;
         if i == 0 || i == 99 || (i + 1) % 1000 == 0 {
             rss.push((i + 1, rss_kib()));
         }
