@@ -36,11 +36,24 @@ ulimit -l unlimited
 $IP link add va type veth peer name vb
 $IP addr add 192.0.2.1/24 dev va; $IP link set va up; $IP link set vb up
 /usr/bin/rdma link add rxe0 type rxe netdev va
+# Dumps the files the monitor reads, one `DUMP-<tag> path<TAB>content` line each, so the host
+# can rebuild a real before/after fixture pair.
+dump() {
+  echo "DUMP-$1 fabrik/captured_at	$(date +%s)"
+  for f in /sys/class/infiniband/rxe0/ports/1/state /sys/class/infiniband/rxe0/ports/1/phys_state \
+           /sys/class/infiniband/rxe0/ports/1/rate /sys/class/infiniband/rxe0/ports/1/link_layer \
+           /sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0 /sys/class/infiniband/rxe0/ports/1/hw_counters/* \
+           /sys/class/net/va/operstate /sys/class/net/va/statistics/*; do
+    echo "DUMP-$1 ${f#/}	$(cat $f 2>/dev/null)"
+  done
+}
+dump before
 /usr/bin/fabrik top --interval 1s --count 12 --format json > /tmp/top.ndjson 2>&1 &
 sleep 1
 BW="ib_write_bw -d rxe0 -x 1 -s 65536 -n 3000 -F --report_gbits"
 timeout 30 $BW >/tmp/s.txt 2>&1 & sleep 1; timeout 30 $BW 192.0.2.1
 wait
+dump after
 while read -r line; do echo "FABRIK-TOP $line"; done < /tmp/top.ndjson
 /usr/bin/fabrik top --interval 1s --once
 echo SOFTROCE-DONE
@@ -51,6 +64,21 @@ chmod +x ird/init
 timeout 400 qemu-system-x86_64 -accel tcg -m 768 -smp 2 -kernel kern/boot/vmlinuz-$ver \
   -initrd initrd.gz -nographic -no-reboot -append "console=ttyS0 quiet panic=-1" | tee out.txt
 grep -q SOFTROCE-DONE out.txt
+# Rebuild the real counter trees: $W/rxe-vm/{before,after}.
+python3 - out.txt "$W/rxe-vm" <<'PY'
+import os, sys
+out, dest = sys.argv[1], sys.argv[2]
+for line in open(out, errors="replace"):
+    line = line.rstrip("\r\n")
+    for tag in ("before", "after"):
+        pre = f"DUMP-{tag} "
+        if line.startswith(pre) and "\t" in line:
+            rel, val = line[len(pre):].split("\t", 1)
+            path = os.path.join(dest, tag, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(val + "\n")
+PY
 grep '^FABRIK-TOP ' out.txt | sed 's/^FABRIK-TOP //' | tr -d '\r' > top.ndjson
 python3 - top.ndjson <<'PY'
 import json, sys

@@ -15,7 +15,7 @@ pub mod server;
 pub mod width;
 
 pub use delta::{compare, interval_between, Change, CounterChange, Report};
-pub use read::{sample, sample_with, EthtoolMode, SampleOptions};
+pub use read::{ethtool_on_path, is_live, sample, sample_with, EthtoolMode, SampleOptions};
 pub use rules::{counter_findings, report_findings, Thresholds};
 pub use sample::{NetdevSample, PortSample, Reading, Sample, Source};
 

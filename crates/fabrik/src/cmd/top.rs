@@ -62,6 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     options.all_netdevs = args.all_netdevs;
     if args.no_ethtool {
         options.ethtool = fabrik_monitor::EthtoolMode::Off;
+    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
+        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
     }
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
