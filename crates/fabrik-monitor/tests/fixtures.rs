@@ -188,3 +188,8 @@ fn watch_samples_twice_and_sees_no_motion_in_a_snapshot() {
     assert_eq!(report.ports.len(), 1);
     assert!(findings.is_empty(), "{findings:?}");
 }
+
+#[test]
+fn rxe_vm_pair_captured_from_a_real_soft_roce_run() {
+    check_pair("rxe-vm");
+}
