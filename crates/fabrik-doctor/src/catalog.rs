@@ -1,7 +1,7 @@
 //! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
-//! `docs/rules/` is generated from this table (`fabrik explain --all`); a test keeps them in
+//! `docs/rules/` is generated from this table (tests/rule_pages.rs); the same test keeps them in
 //! sync.
 
 use fabrik_model::Severity;
@@ -211,7 +211,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "RDMA port not ACTIVE",
-        checks: "ports/N/state is DOWN, INIT, ARMED (or another non-ACTIVE state). INIT on InfiniBand is explained as a missing subnet manager.",
+        checks: "ports/N/state is DOWN, INIT, ARMED (or another non-ACTIVE state). INIT on InfiniBand is explained as a missing subnet manager. INIT and ARMED are errors; DOWN is an error when no other hardware port of the node is ACTIVE and a warning otherwise (an unplugged second port is common).",
         why: "Only ACTIVE ports carry traffic; NCCL skips the others, losing a rail, or falls back to sockets when none is left.",
         evidence: "/sys/class/infiniband/<dev>/ports/<n>/state (`4: ACTIVE` as the kernel writes it).",
         fix: "DOWN: cable and switch port. INIT: start a subnet manager (opensm or the switch SM). ARMED: check the SM log.",
@@ -222,7 +222,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "Physical link not LinkUp",
-        checks: "ports/N/phys_state is Polling, Disabled, LinkErrorRecovery, Sleep... rather than `5: LinkUp`.",
+        checks: "ports/N/phys_state is Polling, Disabled, LinkErrorRecovery, Sleep... rather than `5: LinkUp`. LinkErrorRecovery is an error; the others are errors when no other hardware port is ACTIVE, warnings otherwise.",
         why: "Polling means no partner is seen (bad or unplugged cable, peer down); Disabled means the port was turned off; LinkErrorRecovery means the link keeps retraining.",
         evidence: "/sys/class/infiniband/<dev>/ports/<n>/phys_state.",
         fix: "Check the cable/transceiver (`mlxlink`), enable the port (`ibportstate ... enable`, `ip link set <netdev> up`), check the switch port.",
@@ -233,9 +233,9 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "InfiniBand port below its capable width or speed",
-        checks: "An ACTIVE IB port whose width (1X/2X/4X) or lane speed (EDR/HDR/NDR...) is below that of another port of the same HCA model on the node, or that runs 1X at all. Evidence of capability is what the same hardware reached on this node; sysfs does not expose a port's supported widths.",
+        checks: "An ACTIVE IB port whose width (1X/2X/4X) or lane speed (EDR/HDR/NDR...) is below that of another port of the same HCA model and board (hca_type, board_id) on the node, or that runs 1X at all. Evidence of capability is what the same hardware reached on this node; sysfs does not expose a port's supported widths.",
         why: "A port that trains at `25 Gb/sec (1X EDR)` instead of `100 Gb/sec (4X EDR)` has failed lanes (cable, transceiver, connector) and gives a quarter of the bandwidth; NCCL rings then run at its pace.",
-        evidence: "/sys/class/infiniband/<dev>/ports/<n>/rate, /sys/class/infiniband/<dev>/hca_type.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/rate, /sys/class/infiniband/<dev>/hca_type and board_id.",
         fix: "Reseat or replace the cable/transceiver, check the switch port; `mlxlink -d <dev> -p <n>` shows lane state and errors.",
         sources: &[KERNEL_IB_ABI],
     },
@@ -259,6 +259,17 @@ pub static RULES: &[Rule] = &[
         why: "Guessing would risk calling a broken port healthy or the reverse; the value is reported as read so a person can judge it.",
         evidence: "The sysfs file holding the value.",
         fix: "Check the device with `ibstat`/`ibv_devinfo`; report the value so fabrik learns it.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-DATA-002",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "Files fabrik could not read",
+        checks: "Every file probing reported missing, unreadable or malformed (the node's warnings), listed with the reason.",
+        why: "A fact that could not be read is unknown, not absent: rules that need it stay silent or say they cannot tell (for example no /proc/modules means peer-memory modules are unverified), so the reader must know what was not seen.",
+        evidence: "The paths and reasons probing recorded.",
+        fix: "Run as root, or snapshot on the node itself; report malformed values to fabrik.",
         sources: &[KERNEL_IB_ABI],
     },
     Rule {
@@ -372,18 +383,18 @@ pub static RULES: &[Rule] = &[
         sources: &[NCCL_PATHS_SRC, NCCL_ENV, NCCL_634],
     },
     Rule {
-        id: "FAB-CNT-001",
+        id: "FAB-CTR-001",
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "Link error counters above zero",
         checks: "ports/N/counters: symbol_error, link_error_recovery, link_downed, port_rcv_errors, port_rcv_remote_physical_errors, port_rcv_switch_relay_errors, port_xmit_discards, port_xmit_constraint_errors, port_rcv_constraint_errors, local_link_integrity_errors, excessive_buffer_overrun_errors.",
-        why: "They count physical-layer and link faults (bad cable, transceiver, port). Cumulative since driver load or reset: a non-zero value says it happened; growth says it is happening.",
+        why: "They count physical-layer and link faults (bad cable, transceiver, port). Cumulative since driver load or reset: a non-zero total says it happened; growth says it is happening, which `fabrik diff` between two snapshots and `fabrik top` report as FAB-CNT-* findings.",
         evidence: "/sys/class/infiniband/<dev>/ports/<n>/counters/*.",
         fix: "Watch growth between two snapshots, check `mlxlink -c`, replace the cable/transceiver, reset counters after the fix.",
         sources: &[KERNEL_IB_ABI],
     },
     Rule {
-        id: "FAB-CNT-002",
+        id: "FAB-CTR-002",
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "RoCE loss and retransmission counters above zero",
@@ -394,7 +405,7 @@ pub static RULES: &[Rule] = &[
         sources: &[MLX5_COUNTERS],
     },
     Rule {
-        id: "FAB-CNT-003",
+        id: "FAB-CTR-003",
         severity: Severity::Info,
         scope: Scope::Node,
         title: "Congestion notifications exchanged",
@@ -420,7 +431,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "NCCL's default socket interface would be wrong",
-        checks: "With NCCL_SOCKET_IFNAME unset, NCCL's default selection includes a bridge, veth/CNI/overlay or loopback interface (warning), or only docker*/lo/virbr* remain (error), or no running interface has an address (error).",
+        checks: "With NCCL_SOCKET_IFNAME unset, NCCL's default selection includes a bridge without the default route, a veth/CNI/overlay or loopback interface (warning; bonds, VLANs and a pod's own eth0 are fine), or only docker*/lo/virbr* remain (error), or no running interface has an address (error).",
         why: "The bootstrap and socket transport then connect to addresses other nodes cannot reach: hangs at ncclCommInitRank or `Bootstrap : no socket interface found`.",
         evidence: "/sys/class/net/*/operstate, interface kinds and addresses.",
         fix: "Set NCCL_SOCKET_IFNAME==<physical interface> (or exclude virtual ones: ^docker,lo,virbr,veth,br).",
@@ -649,7 +660,7 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` (`fabrik explain --all docs/rules`); a test keeps these pages in sync.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
     for r in RULES {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",

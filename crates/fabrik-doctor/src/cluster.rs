@@ -69,7 +69,7 @@ fn drift(d: Drift<'_>, values: Vec<(&str, Option<String>)>) -> Vec<Finding> {
         for name in names {
             let message = match &majority {
                 Some(m) => format!(
-                    "{} is `{value}` on {name} but `{m}` on {} of {} nodes",
+                    "{} differs: `{value}` on {name}, `{m}` on {} of {} nodes",
                     d.what,
                     groups[m].len(),
                     values.len()
@@ -276,9 +276,9 @@ mod tests {
         );
         assert!(f.iter().all(|x| x.subject == "gpu3"));
         let k = f.iter().find(|x| x.rule == KERNEL).unwrap();
-        assert!(k
-            .message
-            .contains("`5.15.0-91-generic` on gpu3 but `5.15.0-105-generic` on 3 of 4 nodes"));
+        assert!(k.message.contains(
+            "kernel differs: `5.15.0-91-generic` on gpu3, `5.15.0-105-generic` on 3 of 4 nodes"
+        ));
         assert_eq!(k.evidence.len(), 4);
     }
 
@@ -322,6 +322,13 @@ mod tests {
         let f = check(&named(nodes));
         assert_eq!(f.len(), 2);
         assert!(f[0].message.contains("no majority"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn network_parsing_never_panics(s in ".{0,40}") {
+            let _ = ipv4_network(&s);
+        }
     }
 
     #[test]

@@ -129,13 +129,20 @@ pub(crate) fn has_healthy_verbs_port(node: &Node) -> bool {
     })
 }
 
-/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared.
+/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared. The
+/// board id is part of it because one chip ships on different boards for different jobs (a
+/// DGX's compute and storage ConnectX-7 share `MT4129` but not the board).
 pub(crate) fn model_key(dev: &RdmaDevice) -> String {
-    dev.hca_type
+    let chip = dev
+        .hca_type
         .clone()
-        .or_else(|| dev.board_id.clone())
-        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()))
-        .unwrap_or_else(|| "unknown model".to_string())
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()));
+    match (chip, &dev.board_id) {
+        (Some(c), Some(b)) => format!("{c} ({b})"),
+        (Some(c), None) => c,
+        (None, Some(b)) => b.clone(),
+        (None, None) => "unknown model".to_string(),
+    }
 }
 
 /// IB lane speeds in increasing order; an unknown name ranks as `None`.
@@ -157,6 +164,12 @@ pub(crate) fn kernel_major_minor(release: &str) -> Option<(u32, u32)> {
         .collect();
     let minor = minor_text.parse().ok()?;
     Some((major, minor))
+}
+
+/// Whether probing reported `path` as missing or unreadable: the facts from it are unknown, not
+/// absent.
+pub(crate) fn unread(node: &Node, path: &str) -> bool {
+    node.warnings.iter().any(|w| w.path == path)
 }
 
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
@@ -181,6 +194,13 @@ mod tests {
         assert_eq!(kernel_major_minor("6.18.44-fc-v669"), Some((6, 18)));
         assert_eq!(kernel_major_minor("garbage"), None);
         assert_eq!(kernel_major_minor(""), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn kernel_parsing_never_panics(s in ".{0,40}") {
+            let _ = kernel_major_minor(&s);
+        }
     }
 
     #[test]

@@ -368,6 +368,75 @@ pub fn parse_ip_o_addr(raw: &str) -> Vec<(String, String, String)> {
     out
 }
 
+/// `fabrik/addresses.txt`, which a snapshot of a live machine holds: `IFNAME inet|inet6 ADDR/LEN`.
+pub fn parse_addresses_file(raw: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = raw
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [name, fam @ ("inet" | "inet6"), cidr] if cidr.contains('/') => {
+                    Some((name.to_string(), fam.to_string(), cidr.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `nvidia-smi topo -m`: the GPU-row × NIC-column cells, keyed by (GPU index, NIC name). NIC
+/// columns are named `NIC0`… with a `NIC Legend:` (`NIC0: mlx5_0`) in newer drivers, or by the
+/// device name (`mlx5_0`) in older ones. Cells are kept as printed (`PIX`, `PXB`, `SYS`...).
+pub fn parse_nvidia_smi_topo(raw: &str) -> BTreeMap<(usize, String), String> {
+    let mut out = BTreeMap::new();
+    let mut legend: BTreeMap<String, String> = BTreeMap::new();
+    for line in raw.lines() {
+        let t = line.trim();
+        if let Some((k, v)) = t.split_once(':') {
+            let (k, v) = (k.trim(), v.trim());
+            if k.starts_with("NIC") && k[3..].chars().all(|c| c.is_ascii_digit()) && !v.is_empty() {
+                legend.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    let mut columns: Vec<String> = Vec::new();
+    for line in raw.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if columns.is_empty() {
+            if words.first().is_some_and(|w| *w == "GPU0") && !line.starts_with("GPU0") {
+                columns = words
+                    .iter()
+                    .take_while(|w| **w != "CPU" && **w != "NUMA")
+                    .map(|w| w.to_string())
+                    .collect();
+            }
+            continue;
+        }
+        let Some(label) = words.first() else { break };
+        let Some(gpu) = label
+            .strip_prefix("GPU")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            if label.starts_with("NIC") || label.starts_with("mlx") || label.starts_with("Legend") {
+                break;
+            }
+            continue;
+        };
+        // A cell is one word (`X` is printed ` X `), so cells line up with the header.
+        for (col, cell) in columns.iter().zip(words.iter().skip(1)) {
+            if col.starts_with("GPU") {
+                continue;
+            }
+            let nic = legend.get(col).cloned().unwrap_or_else(|| col.clone());
+            out.insert((gpu, nic), cell.to_string());
+        }
+    }
+    out
+}
+
 /// A `KEY=value` file (`/etc/os-release`), quotes removed.
 pub fn parse_os_release(raw: &str, key: &str) -> Option<String> {
     raw.lines().find_map(|line| {
@@ -599,6 +668,9 @@ mod tests {
         let ip = parse_ip_o_addr("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n3: eth0@if7    inet6 fd00::2/64 scope global \\       valid_lft forever\n");
         assert_eq!(ip[0], ("eth0".into(), "inet6".into(), "fd00::2/64".into()));
         assert_eq!(ip[1], ("lo".into(), "inet".into(), "127.0.0.1/8".into()));
+        let f = parse_addresses_file("eth0 inet 10.128.0.5/32\nbad line\nlo inet6 ::1/128\n");
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0], ("eth0".into(), "inet".into(), "10.128.0.5/32".into()));
     }
 
     #[test]
@@ -637,6 +709,21 @@ mod tests {
         assert!(!is_bdf("pci0000:00"));
     }
 
+    #[test]
+    fn nvidia_smi_topo_both_layouts() {
+        let new_style = "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV18\tPIX\tSYS\t0-55,112-167\t0\t\tN/A\nGPU1\tNV18\t X \tSYS\tPXB\t56-111,168-223\t1\t\tN/A\nNIC0\tPIX\tSYS\t X \tSYS\t\t\t\t\nNIC1\tSYS\tPXB\tSYS\t X \t\t\t\t\n\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n";
+        let m = parse_nvidia_smi_topo(new_style);
+        assert_eq!(m[&(0, "mlx5_0".to_string())], "PIX");
+        assert_eq!(m[&(1, "mlx5_1".to_string())], "PXB");
+        assert_eq!(m[&(0, "mlx5_1".to_string())], "SYS");
+        assert_eq!(m.len(), 4);
+        let old_style = "        GPU0    GPU1    mlx5_0  mlx5_1  CPU Affinity\nGPU0     X      NV6     PIX     PXB     0-23,48-71\nGPU1    NV6      X      PXB     PIX     0-23,48-71\nmlx5_0  PIX     PXB      X      PIX\n";
+        let m = parse_nvidia_smi_topo(old_style);
+        assert_eq!(m[&(1, "mlx5_1".to_string())], "PIX");
+        assert_eq!(m[&(0, "mlx5_1".to_string())], "PXB");
+        assert!(parse_nvidia_smi_topo("NVIDIA-SMI has failed").is_empty());
+    }
+
     proptest! {
         #[test]
         fn parsers_never_panic(s in "\\PC*") {
@@ -652,6 +739,8 @@ mod tests {
             let _ = parse_proc_route(&s);
             let _ = parse_if_inet6(&s);
             let _ = parse_ip_o_addr(&s);
+            let _ = parse_addresses_file(&s);
+            let _ = parse_nvidia_smi_topo(&s);
             let _ = parse_os_release(&s, "PRETTY_NAME");
             let _ = parse_ibv_devinfo_mtu(&s);
             let _ = parse_ofed_info(&s);

@@ -181,3 +181,10 @@ pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
         nccl: None,
     }
 }
+
+/// Whether the machine has exactly one NUMA node online (`/sys/devices/system/node/online` reads
+/// `0`). Unknown counts as no.
+pub fn single_numa_node(fs: &mut RootFs) -> bool {
+    fs.attr_opt("/sys/devices/system/node/online")
+        .is_some_and(|s| s.trim() == "0")
+}

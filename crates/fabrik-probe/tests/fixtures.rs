@@ -64,6 +64,10 @@ fn ib_ndr_8gpu() {
     assert_eq!(path(&n, "0000:1a:00.0", "mlx5_2"), Some(PathType::NODE));
     assert_eq!(path(&n, "0000:1a:00.0", "mlx5_7"), Some(PathType::SYS));
     assert_eq!(n.gpu_nic_paths.len(), 64);
+    // The captured `nvidia-smi topo -m` agrees with the PCI walk on all 64 pairs (no warning).
+    assert!(n
+        .command_captures
+        .contains(&"nvidia-smi-topo-m".to_string()));
     let ib = n.net_interface("ibp27s0").unwrap();
     assert_eq!(ib.kind, NetKind::Ipoib);
     assert_eq!(ib.rdma_device.as_deref(), Some("mlx5_0"));
@@ -162,7 +166,9 @@ fn roce_dualport() {
         .any(|w| w.path == "/sys/class/infiniband/mlx5_2/ports/1/phys_state"));
     // GPU and NICs hang from different host bridges of one socket.
     assert_eq!(path(&n, "0000:18:00.0", "mlx5_0"), Some(PathType::NODE));
-    assert_eq!(path(&n, "0000:18:00.0", "mlx5_2"), None);
+    // The PCI walk cannot place the VF (its NUMA node is unreadable); the captured
+    // `nvidia-smi topo -m` can, and is taken.
+    assert_eq!(path(&n, "0000:18:00.0", "mlx5_2"), Some(PathType::NODE));
     let rp = n
         .pci_bridges
         .iter()
@@ -271,4 +277,36 @@ fn every_fixture_reads_back_through_a_snapshot() {
         assert!(!a.rdma_devices.is_empty() || !a.gpus.is_empty(), "{name}");
         assert_eq!(a, b, "{name}");
     }
+}
+
+#[test]
+fn a_snapshot_address_list_wins_over_proc_net() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let dev = root.join("sys/devices/virtual/net/eth9");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("type"), "1\n").unwrap();
+    std::fs::write(dev.join("mtu"), "1460\n").unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/net/eth9",
+        root.join("sys/class/net/eth9"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("fabrik/cmd")).unwrap();
+    std::fs::write(
+        root.join("fabrik/addresses.txt"),
+        "eth9 inet 10.128.0.5/32\neth9 inet6 fe80::1/64\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("fabrik/cmd/ip-o-addr.txt"),
+        "2: eth9    inet 10.9.9.9/24 scope global eth9\\       valid_lft forever\n",
+    )
+    .unwrap();
+    let n = fabrik_probe::probe(root).unwrap();
+    let eth9 = n.net_interface("eth9").unwrap();
+    assert_eq!(eth9.ipv4, vec!["10.128.0.5/32"]);
+    assert_eq!(eth9.ipv6, vec!["fe80::1/64"]);
+    assert_eq!(eth9.kind, NetKind::Virtual);
 }

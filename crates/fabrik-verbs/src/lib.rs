@@ -1,1 +1,22 @@
-//! RDMA verbs loaded at run time (dlopen libibverbs.so.1) and the RDMA transport
+//! RDMA verbs loaded at run time (dlopen `libibverbs.so.1`, as NCCL does) and an RDMA transport
+//! for fabrik's point-to-point benchmarks: RC queue pairs, RDMA write/read and send, bandwidth
+//! and latency tests measured as perftest measures them, host or GPU memory.
+
+pub mod bench;
+pub mod device;
+pub mod error;
+pub mod ffi;
+pub mod gid;
+pub mod loader;
+pub mod mem;
+pub mod proto;
+pub mod stats;
+
+/// The control channel the set-up messages travel on.
+pub use fabrik_wire as wire;
+
+pub use bench::{run_client, serve, usable_device, LocalOptions};
+pub use error::VerbsError;
+pub use loader::{Verbs, LIBIBVERBS};
+pub use mem::MemKind;
+pub use proto::{Op, TestParams};

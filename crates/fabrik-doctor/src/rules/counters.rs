@@ -8,9 +8,9 @@ use fabrik_model::{Finding, Node, Severity};
 
 use crate::util::*;
 
-pub const LINK_ERRORS: &str = "FAB-CNT-001";
-pub const ROCE_LOSS: &str = "FAB-CNT-002";
-pub const CONGESTION: &str = "FAB-CNT-003";
+pub const LINK_ERRORS: &str = "FAB-CTR-001";
+pub const ROCE_LOSS: &str = "FAB-CTR-002";
+pub const CONGESTION: &str = "FAB-CTR-003";
 
 /// `ports/N/counters/*` that count physical or link-level faults (IB PortCounters).
 pub const LINK_ERROR_COUNTERS: [&str; 11] = [

@@ -69,6 +69,16 @@ pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
     if node.has_module("nvidia_peermem") || node.has_module("nv_peer_mem") {
         return vec![];
     }
+    if unread(node, "/proc/modules") {
+        return vec![finding(
+            NO_PEER_MEMORY,
+            Severity::Info,
+            "node",
+            "/proc/modules could not be read, so fabrik cannot tell whether nvidia_peermem or nv_peer_mem is loaded; GPUDirect RDMA is unverified",
+            vec![ev("/proc/modules", "unreadable")],
+            "Check with `lsmod | grep -e nvidia_peermem -e nv_peer_mem`, or NCCL_DEBUG=INFO (`GPU Direct RDMA Enabled`).",
+        )];
+    }
     let reason = match dma_buf(node) {
         DmaBuf::Capable => return vec![],
         DmaBuf::NotCapable(r) => r,
@@ -151,6 +161,20 @@ mod tests {
         n.versions.nvidia_driver =
             Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08".into());
         assert!(no_peer_memory(&n)[0].message.contains("proprietary"));
+    }
+
+    #[test]
+    fn unreadable_modules_are_unknown_not_missing() {
+        let mut n = healthy_ib_node("a");
+        n.modules.clear();
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/modules".into(),
+            message: "missing".into(),
+        });
+        let f = no_peer_memory(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].message.contains("cannot tell"));
     }
 
     #[test]

@@ -33,6 +33,15 @@ enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Transport {
+    Tcp,
+    /// RDMA verbs (RC queue pairs); see the RDMA options.
+    Rdma,
+    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
+    Auto,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum TestKind {
     Bw,
@@ -115,8 +124,15 @@ struct P2pArgs {
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
     warmup: u64,
+    /// Client: a perftest-style table (rows as they are measured) or the JSON report.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
+    /// same transport.
+    #[arg(long, value_enum, default_value = "tcp")]
+    transport: Transport,
+    #[command(flatten)]
+    rdma: crate::cmd::rdma::RdmaArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -127,6 +143,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let timeout = secs(a.timeout, "--timeout")?;
+    let rdma = match a.transport {
+        Transport::Tcp => false,
+        Transport::Rdma => true,
+        Transport::Auto => crate::cmd::rdma::rdma_usable(),
+    };
+    if rdma {
+        if a.duration.is_some() || a.bidir || a.streams != 1 || !a.ifaces.is_empty() {
+            bail!("--duration, --bidir, --streams and --ifaces are TCP options (RDMA: --qps)");
+        }
+        let common = crate::cmd::rdma::Common {
+            server: a.server,
+            client: a.client.as_deref().map(|h| with_port(h, a.port)),
+            local: a.local,
+            bind: SocketAddr::new(a.bind, a.port),
+            token: a.token.clone(),
+            once: a.once,
+            test: match a.test {
+                TestKind::Bw => P2pTest::Bw,
+                TestKind::Lat => P2pTest::Lat,
+            },
+            sizes: sizes(&a)?,
+            iters: a.iters,
+            verify: a.verify,
+            timeout,
+            json: matches!(a.format, Format::Json),
+        };
+        return crate::cmd::rdma::p2p(&common, &a.rdma);
+    }
     if a.server {
         return serve(&a, timeout);
     }
@@ -167,10 +211,25 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     cfg.timeout = timeout;
     cfg.sock_buf = a.sock_buf.map(|b| b as usize);
     cfg.warmup = a.warmup;
+    // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
+    let table = matches!(a.format, Format::Table);
+    if table {
+        print!("{}", fabrik_bench::render::columns(test));
+    }
+    let mut on_row = |row: fabrik_bench::client::Row<'_>| {
+        if table {
+            let line = match row {
+                fabrik_bench::client::Row::Bw(r) => fabrik_bench::render::bw_line(r),
+                fabrik_bench::client::Row::Lat(r) => fabrik_bench::render::lat_line(r),
+            };
+            print!("{line}");
+            let _ = std::io::stdout().flush();
+        }
+    };
     let result = if a.local {
-        fabrik_bench::run_local(&cfg)
+        fabrik_bench::run_local_observed(&cfg, &mut on_row)
     } else {
-        fabrik_bench::client::run(&cfg)
+        fabrik_bench::client::run_observed(&cfg, &mut on_row)
     };
     let report = match result {
         Ok(r) => r,
@@ -182,7 +241,13 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     };
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", fabrik_bench::render::table(&report)),
+        Format::Table => print!(
+            "{}{}",
+            fabrik_bench::render::footer(&report),
+            fabrik_bench::render::title(&report)
+                .trim_start_matches('-')
+                .trim_start()
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -98,9 +98,11 @@ pub fn render_table(n: &Node) -> String {
                     .as_ref()
                     .map_or("-".to_string(), |v| v.name.clone()),
                 p.rate.as_ref().map_or("-".to_string(), |r| r.text.clone()),
-                p.link_layer
-                    .as_ref()
-                    .map_or("-".to_string(), |l| format!("{l:?}")),
+                p.link_layer.as_ref().map_or("-".to_string(), |l| match l {
+                    fabrik_model::LinkLayer::Infiniband => "InfiniBand".to_string(),
+                    fabrik_model::LinkLayer::Ethernet => "Ethernet".to_string(),
+                    fabrik_model::LinkLayer::Other(o) => o.clone(),
+                }),
                 opt(&p.netdev),
                 opt(&p.active_mtu),
                 opt(&p.lid),

@@ -12,6 +12,8 @@ pub mod inventory;
 pub mod launch;
 pub mod logs;
 pub mod parse;
+pub mod rdma;
+pub mod report;
 pub mod rules;
 pub mod snapshot;
 pub mod top;

@@ -1,0 +1,208 @@
+//! What can go wrong with RDMA verbs, each worded so that the user knows what to do next.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerbsError {
+    #[error(
+        "cannot load {name}: {reason} (install rdma-core: `apt install libibverbs1 \
+         ibverbs-providers` or `dnf install libibverbs`)"
+    )]
+    LibraryNotFound { name: String, reason: String },
+    #[error("{library} has no symbol `{symbol}`: rdma-core is too old")]
+    MissingSymbol {
+        library: String,
+        symbol: &'static str,
+    },
+    #[error(
+        "no RDMA device found (is a driver such as mlx5_ib or rdma_rxe loaded, ib_uverbs \
+         loaded, and /dev/infiniband present in this container?)"
+    )]
+    NoDevices,
+    #[error("RDMA device `{name}` not found; available: {}", list(.available))]
+    DeviceNotFound {
+        name: String,
+        available: Vec<String>,
+    },
+    #[error("{device} has {count} port(s); port {port} does not exist")]
+    PortNotFound { device: String, port: u8, count: u8 },
+    #[error("{device} port {port} is {state}, not ACTIVE")]
+    PortNotActive {
+        device: String,
+        port: u8,
+        state: String,
+    },
+    #[error(
+        "GID index {index} is out of range on {device} port {port} (table size {len}); \
+         `fabrik inventory` lists the valid GIDs"
+    )]
+    GidIndexOutOfRange {
+        device: String,
+        port: u8,
+        index: u32,
+        len: u32,
+    },
+    #[error(
+        "GID index {index} on {device} port {port} is empty (all zeros); pick a populated \
+         one: `fabrik inventory` lists them"
+    )]
+    GidEmpty {
+        device: String,
+        port: u8,
+        index: u32,
+    },
+    #[error(
+        "cannot register {bytes} bytes of memory: {err}; the locked-memory limit is {}: \
+         raise it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity / `--ulimit memlock=-1` \
+         in containers)",
+        limit_text(*.limit)
+    )]
+    MemlockTooLow {
+        bytes: usize,
+        limit: Option<u64>,
+        /// Shown in the message, so not a `source` (an error chain would print it twice).
+        err: io::Error,
+    },
+    #[error("{call} failed: {err}")]
+    Call { call: &'static str, err: io::Error },
+    #[error(
+        "{op} completion failed on QP {qp_num}: {status_str} (status {status}, vendor error \
+         {vendor_err:#x}){}",
+        completion_hint(*.status)
+    )]
+    Completion {
+        op: String,
+        qp_num: u32,
+        status: i32,
+        status_str: String,
+        vendor_err: u32,
+    },
+    #[error(
+        "timed out after {secs:.1} s waiting for {what} (is the peer alive and reachable over \
+         RDMA?)"
+    )]
+    Timeout { what: String, secs: f64 },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("GPU memory: {0}")]
+    Cuda(String),
+    #[error("control channel: {0}")]
+    Control(String),
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn limit_text(limit: Option<u64>) -> String {
+    match limit {
+        None => "unknown".to_string(),
+        Some(u64::MAX) => "unlimited".to_string(),
+        Some(b) => format!("{} KiB", b / 1024),
+    }
+}
+
+fn completion_hint(status: i32) -> &'static str {
+    match status {
+        // IBV_WC_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR
+        12 | 13 => ": the peer stopped answering (killed, or unreachable)",
+        // IBV_WC_REM_ACCESS_ERR
+        10 => ": the peer refused the remote key or address",
+        // IBV_WC_WR_FLUSH_ERR
+        5 => ": the queue pair had already failed",
+        _ => "",
+    }
+}
+
+impl VerbsError {
+    pub(crate) fn call(call: &'static str) -> Self {
+        VerbsError::Call {
+            call,
+            err: io::Error::last_os_error(),
+        }
+    }
+
+    /// For verbs that return an errno value rather than setting `errno`.
+    pub(crate) fn call_rc(call: &'static str, rc: i32) -> Self {
+        VerbsError::Call {
+            call,
+            err: io::Error::from_raw_os_error(rc.abs()),
+        }
+    }
+}
+
+/// The locked-memory soft limit in bytes from `/proc/self/limits` text (`Max locked memory`),
+/// `u64::MAX` for unlimited.
+pub fn parse_memlock_limit(limits: &str) -> Option<u64> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line
+        .trim_start_matches("Max locked memory")
+        .split_whitespace()
+        .next()?;
+    if soft == "unlimited" {
+        Some(u64::MAX)
+    } else {
+        soft.parse().ok()
+    }
+}
+
+/// This process's locked-memory limit, when `/proc` tells it.
+pub fn memlock_limit() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| parse_memlock_limit(&t))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memlock_from_proc_limits() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                    Max cpu time              unlimited            unlimited            seconds   \n\
+                    Max locked memory         65536                65536                bytes     \n";
+        assert_eq!(parse_memlock_limit(text), Some(65536));
+        let text = "Max locked memory         unlimited            unlimited            bytes\n";
+        assert_eq!(parse_memlock_limit(text), Some(u64::MAX));
+        assert_eq!(parse_memlock_limit("Max open files 1024 1024 files"), None);
+    }
+
+    #[test]
+    fn memlock_error_says_ulimit() {
+        let e = VerbsError::MemlockTooLow {
+            bytes: 1 << 20,
+            limit: Some(65536),
+            err: io::Error::from_raw_os_error(12),
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("ulimit -l"), "{msg}");
+        assert!(msg.contains("64 KiB"), "{msg}");
+    }
+
+    #[test]
+    fn retry_exceeded_names_the_peer() {
+        let e = VerbsError::Completion {
+            op: "write".into(),
+            qp_num: 17,
+            status: 12,
+            status_str: "transport retry counter exceeded".into(),
+            vendor_err: 0,
+        };
+        assert!(e.to_string().contains("peer stopped answering"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn memlock_parser_never_panics(s in ".*") {
+            let _ = parse_memlock_limit(&s);
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! What the two ends of an RDMA test tell each other over the control channel: the test
+//! parameters and each end's queue-pair coordinates (QPN, PSN, LID, GID, rkey, address). Plain
+//! serde structs, so they travel over any byte stream (fabrik-wire's authenticated channel here).
+
+use fabrik_model::P2pTest;
+use serde::{Deserialize, Serialize};
+
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Upper bounds a server accepts, so that a client cannot make it allocate without limit.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+pub const MAX_ITERATIONS: u64 = 100_000_000;
+pub const MAX_QPS: u32 = 256;
+pub const MAX_TX_DEPTH: u32 = 8192;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Write,
+    Read,
+    Send,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Read => "read",
+            Op::Send => "send",
+        }
+    }
+}
+
+/// The test both ends run; the client chooses, the server follows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestParams {
+    pub op: Op,
+    pub test: P2pTest,
+    pub sizes: Vec<u64>,
+    pub iterations: u64,
+    pub tx_depth: u32,
+    /// Signal one send completion every `cq_mod` work requests (perftest's `--cq-mod`).
+    pub cq_mod: u32,
+    pub qps: u32,
+    /// Largest message sent inline (copied into the WQE by the CPU).
+    pub inline_size: u32,
+    pub verify: bool,
+}
+
+impl TestParams {
+    /// Refuses what a server should not run; the message says which bound was passed.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sizes.is_empty() {
+            return Err("no message size".into());
+        }
+        if let Some(s) = self
+            .sizes
+            .iter()
+            .find(|s| **s == 0 || **s > MAX_MESSAGE_BYTES)
+        {
+            return Err(format!("message size {s} outside 1..={MAX_MESSAGE_BYTES}"));
+        }
+        if self.iterations == 0 || self.iterations > MAX_ITERATIONS {
+            return Err(format!(
+                "iterations {} outside 1..={MAX_ITERATIONS}",
+                self.iterations
+            ));
+        }
+        if self.qps == 0 || self.qps > MAX_QPS {
+            return Err(format!("qps {} outside 1..={MAX_QPS}", self.qps));
+        }
+        if self.tx_depth == 0 || self.tx_depth > MAX_TX_DEPTH {
+            return Err(format!(
+                "tx depth {} outside 1..={MAX_TX_DEPTH}",
+                self.tx_depth
+            ));
+        }
+        if self.cq_mod == 0 || self.cq_mod > self.tx_depth {
+            return Err(format!(
+                "cq-mod {} must be between 1 and the tx depth {}",
+                self.cq_mod, self.tx_depth
+            ));
+        }
+        if self.test == P2pTest::Lat && self.qps != 1 {
+            return Err("latency tests use one QP".into());
+        }
+        Ok(())
+    }
+
+    pub fn max_size(&self) -> u64 {
+        self.sizes.iter().copied().max().unwrap_or(1)
+    }
+}
+
+/// One queue pair's coordinates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QpEndpoint {
+    pub qpn: u32,
+    pub psn: u32,
+}
+
+/// One end's coordinates: enough for the other end to move its QPs to RTR and to address this
+/// end's buffer with RDMA write/read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub lid: u16,
+    /// As sysfs writes it (`0000:...:ffff:c000:0201`).
+    pub gid: String,
+    pub gid_index: u32,
+    pub ethernet: bool,
+    /// Active MTU in bytes; the two ends use the smaller.
+    pub mtu: u32,
+    pub qps: Vec<QpEndpoint>,
+    pub addr: u64,
+    pub rkey: u32,
+    pub len: u64,
+}
+
+/// Messages of the control channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "snake_case")]
+pub enum Ctrl {
+    Hello {
+        version: u32,
+        params: TestParams,
+        endpoint: Endpoint,
+    },
+    Welcome {
+        endpoint: Endpoint,
+    },
+    /// Client: about to run messages of `bytes`; the server prepares (posts receives, fills the
+    /// source buffer) and answers `Ready`.
+    Start {
+        bytes: u64,
+    },
+    Ready,
+    /// Client: the timed part of `bytes` is over.
+    Done {
+        bytes: u64,
+    },
+    /// Server: what it checked (`checked` false when there was nothing for it to check).
+    Verified {
+        bytes: u64,
+        checked: bool,
+        mismatches: u64,
+    },
+    Bye,
+    /// Either end: it failed, and why (shown by the other end).
+    Error {
+        message: String,
+    },
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn params() -> TestParams {
+        TestParams {
+            op: Op::Write,
+            test: P2pTest::Bw,
+            sizes: vec![65536],
+            iterations: 1000,
+            tx_depth: 128,
+            cq_mod: 100,
+            qps: 1,
+            inline_size: 0,
+            verify: true,
+        }
+    }
+
+    #[test]
+    fn hello_round_trips_through_json() {
+        let m = Ctrl::Hello {
+            version: PROTOCOL_VERSION,
+            params: params(),
+            endpoint: Endpoint {
+                lid: 0,
+                gid: "0000:0000:0000:0000:0000:ffff:c000:0201".into(),
+                gid_index: 1,
+                ethernet: true,
+                mtu: 1024,
+                qps: vec![QpEndpoint {
+                    qpn: 17,
+                    psn: 0x123456,
+                }],
+                addr: 0x7f00_0000_1000,
+                rkey: 0xabcd,
+                len: 131072,
+            },
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains("\"msg\":\"hello\""), "{text}");
+        assert!(text.contains("\"op\":\"write\""), "{text}");
+        assert!(text.contains("\"test\":\"bw\""), "{text}");
+        let back: Ctrl = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        let v: Ctrl =
+            serde_json::from_str(r#"{"msg":"verified","bytes":8,"checked":true,"mismatches":0}"#)
+                .unwrap();
+        assert_eq!(
+            v,
+            Ctrl::Verified {
+                bytes: 8,
+                checked: true,
+                mismatches: 0
+            }
+        );
+    }
+
+    #[test]
+    fn validation_bounds() {
+        assert!(params().validate().is_ok());
+        let mut p = params();
+        p.sizes = vec![MAX_MESSAGE_BYTES + 1];
+        assert!(p.validate().unwrap_err().contains("message size"));
+        let mut p = params();
+        p.cq_mod = 200;
+        assert!(p.validate().unwrap_err().contains("cq-mod"));
+        let mut p = params();
+        p.test = P2pTest::Lat;
+        p.qps = 2;
+        assert!(p.validate().is_err());
+        let mut p = params();
+        p.sizes.clear();
+        assert!(p.validate().is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ctrl_parser_never_panics(s in ".*") {
+            let _ = serde_json::from_str::<Ctrl>(&s);
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Result math, as perftest computes it, so that fabrik's rows and perftest's rows mean the same.
+
+use fabrik_model::{BwRow, LatRow};
+
+/// A bandwidth row from per-message post and completion times (seconds from any origin).
+///
+/// BW average: all bytes over first post → last completion. BW peak: perftest's "best average
+/// over any run of consecutive messages", min over i ≤ j of (completed[j] − posted[i]) / (j−i+1),
+/// with j only at the messages whose completion was signaled (`completed` holds, for every
+/// message, the time its covering completion was reaped; perftest stamps only those), evaluated
+/// on at most ~2000 starting points to keep it cheap on long runs.
+/// Rates in Gb/s (10⁹ bits) as perftest prints with `--report_gbits`; MsgRate in Mpps.
+pub fn bw_row(bytes: u64, posted: &[f64], completed: &[f64]) -> Option<BwRow> {
+    let n = posted.len().min(completed.len());
+    if n == 0 {
+        return None;
+    }
+    let total = completed[n - 1] - posted[0];
+    if total.is_nan() || total <= 0.0 {
+        return None;
+    }
+    let bits = bytes as f64 * 8.0;
+    let avg = bits * n as f64 / total / 1e9;
+    // Ends of completion batches: the last message of each run of equal completion times.
+    let ends: Vec<usize> = (0..n)
+        .filter(|&j| j + 1 == n || completed[j + 1] != completed[j])
+        .collect();
+    let step = n.div_ceil(2000).max(1);
+    let mut best = f64::INFINITY;
+    for i in (0..n).step_by(step) {
+        let first = ends.partition_point(|&j| j < i);
+        for &j in &ends[first..] {
+            let per_msg = (completed[j] - posted[i]) / (j - i + 1) as f64;
+            if per_msg > 0.0 && per_msg < best {
+                best = per_msg;
+            }
+        }
+    }
+    let peak = if best.is_finite() {
+        (bits / best / 1e9).max(avg)
+    } else {
+        avg
+    };
+    Some(BwRow {
+        bytes,
+        iterations: n as u64,
+        bw_peak_gbps: peak,
+        bw_avg_gbps: avg,
+        msg_rate_mpps: n as f64 / total / 1e6,
+    })
+}
+
+/// The `p`-quantile (0..=1) of sorted samples, nearest-rank (the sample below which ⌈p·n⌉
+/// samples lie), as perftest takes its 99% and 99.9% percentiles.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// A latency row from one-way latencies in microseconds. t_typical is the median
+/// (perftest's `t_typical` is the sample at n/2 of the sorted list).
+pub fn lat_row(bytes: u64, samples_us: &[f64]) -> Option<LatRow> {
+    let mut s: Vec<f64> = samples_us
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len() as f64;
+    let avg = s.iter().sum::<f64>() / n;
+    let var = s.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+    Some(LatRow {
+        bytes,
+        iterations: s.len() as u64,
+        t_min_us: s[0],
+        t_typical_us: s[s.len() / 2],
+        t_avg_us: avg,
+        t_max_us: s[s.len() - 1],
+        t_stdev_us: Some(var.sqrt()),
+        p99_us: percentile(&s, 0.99),
+        p999_us: percentile(&s, 0.999),
+    })
+}
+
+/// Sizes of a sweep: powers of two from `min` to `max` (perftest's `-a`, or `-b/-e` with `-f 2`),
+/// multiplied by `factor` each step.
+pub fn size_sweep(min: u64, max: u64, factor: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut s = min.max(1);
+    let f = factor.max(2);
+    while s <= max {
+        out.push(s);
+        match s.checked_mul(f) {
+            Some(n) => s = n,
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_stream_has_equal_peak_and_average() {
+        // 1000 messages of 1 MB, one completing every 100 µs, pipelined: 80 Gb/s.
+        let posted: Vec<f64> = (0..1000).map(|i| i as f64 * 100e-6).collect();
+        let completed: Vec<f64> = posted.iter().map(|t| t + 100e-6).collect();
+        let r = bw_row(1_000_000, &posted, &completed).unwrap();
+        assert!((r.bw_avg_gbps - 80.0).abs() < 0.01, "{r:?}");
+        assert!((r.bw_peak_gbps - 80.0).abs() < 0.01, "{r:?}");
+        assert!((r.msg_rate_mpps - 0.01).abs() < 1e-6, "{r:?}");
+        assert_eq!(r.iterations, 1000);
+    }
+
+    #[test]
+    fn a_stall_lowers_average_not_peak() {
+        let mut posted: Vec<f64> = (0..100).map(|i| i as f64 * 1e-3).collect();
+        let mut completed: Vec<f64> = posted.iter().map(|t| t + 1e-3).collect();
+        // A 100 ms stall before the second half.
+        for t in posted
+            .iter_mut()
+            .chain(completed.iter_mut())
+            .filter(|t| **t >= 0.05)
+        {
+            *t += 0.1;
+        }
+        completed.sort_by(f64::total_cmp);
+        posted.sort_by(f64::total_cmp);
+        let r = bw_row(125_000, &posted, &completed).unwrap();
+        assert!(r.bw_peak_gbps > 2.0 * r.bw_avg_gbps, "{r:?}");
+        assert!((r.bw_peak_gbps - 1.0).abs() < 0.05, "{r:?}");
+    }
+
+    #[test]
+    fn peak_only_ends_at_signaled_completions() {
+        // 200 messages posted at once; a completion every 100 reaped at 1 s and 2 s. Ending a
+        // window inside a batch would claim 100 messages in ~0 s.
+        let posted = vec![0.0; 200];
+        let mut completed = vec![1.0; 100];
+        completed.extend(vec![2.0; 100]);
+        let r = bw_row(125_000_000, &posted, &completed).unwrap();
+        assert!((r.bw_avg_gbps - 100.0).abs() < 1e-6, "{r:?}");
+        assert!((r.bw_peak_gbps - 100.0).abs() < 1e-6, "{r:?}");
+    }
+
+    #[test]
+    fn empty_or_zero_time_gives_none() {
+        assert!(bw_row(1, &[], &[]).is_none());
+        assert!(bw_row(1, &[1.0], &[1.0]).is_none());
+        assert!(lat_row(1, &[]).is_none());
+    }
+
+    #[test]
+    fn latency_stats() {
+        let samples: Vec<f64> = (1..=1000).map(|i| i as f64).collect();
+        let r = lat_row(8, &samples).unwrap();
+        assert_eq!(r.t_min_us, 1.0);
+        assert_eq!(r.t_max_us, 1000.0);
+        assert_eq!(r.t_typical_us, 501.0);
+        assert!((r.t_avg_us - 500.5).abs() < 1e-9);
+        assert_eq!(r.p99_us, Some(990.0));
+        assert_eq!(r.p999_us, Some(999.0));
+        let sd = r.t_stdev_us.unwrap();
+        assert!((sd - 288.675).abs() < 0.01, "{sd}");
+    }
+
+    #[test]
+    fn percentile_edges() {
+        assert_eq!(percentile(&[5.0], 0.99), Some(5.0));
+        assert_eq!(percentile(&[1.0, 2.0], 0.0), Some(1.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn sweeps() {
+        assert_eq!(size_sweep(2, 16, 2), vec![2, 4, 8, 16]);
+        assert_eq!(size_sweep(1024, 65536, 4), vec![1024, 4096, 16384, 65536]);
+        assert_eq!(size_sweep(8, 4, 2), Vec::<u64>::new());
+        assert_eq!(size_sweep(u64::MAX / 2 + 1, u64::MAX, 2).len(), 1);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn lat_row_bounds(v in proptest::collection::vec(0.0f64..1e6, 1..200)) {
+            let r = lat_row(1, &v).unwrap();
+            proptest::prop_assert!(r.t_min_us <= r.t_typical_us && r.t_typical_us <= r.t_max_us);
+            proptest::prop_assert!(r.t_min_us <= r.t_avg_us + 1e-9 && r.t_avg_us <= r.t_max_us + 1e-9);
+            proptest::prop_assert!(r.p99_us.unwrap() <= r.t_max_us);
+        }
+    }
+}

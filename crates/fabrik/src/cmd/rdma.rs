@@ -1,0 +1,301 @@
+//! The RDMA half of `fabrik bench p2p --transport rdma|auto`: verbs options, and the wiring of
+//! fabrik-verbs' client and server to the control channel and the output.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use fabrik_model::{P2pReport, P2pRows, P2pTest};
+use fabrik_verbs::wire::{Channel, Token};
+use fabrik_verbs::{LocalOptions, MemKind, Op, TestParams, Verbs};
+
+use crate::output::print_json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpArg {
+    Write,
+    Read,
+    Send,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MemArg {
+    Host,
+    Cuda,
+    Managed,
+}
+
+/// Options that only the RDMA transport has (flattened into `bench p2p`).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "RDMA (--transport rdma)")]
+pub struct RdmaArgs {
+    /// RDMA device and port, `mlx5_0` or `mlx5_0:1`; default: the first device with an ACTIVE
+    /// port 1.
+    #[arg(long, short = 'd')]
+    pub device: Option<String>,
+    /// GID index; default: the RoCE v2 GID carrying the control connection's local IPv4.
+    #[arg(long, short = 'x')]
+    pub gid_index: Option<u32>,
+    /// Path MTU in bytes (256..4096); default: the port's active MTU.
+    #[arg(long, short = 'm')]
+    pub mtu: Option<u32>,
+    /// RDMA operation.
+    #[arg(long, value_enum, default_value = "write")]
+    pub op: OpArg,
+    /// Work requests in flight per QP.
+    #[arg(long, short = 't', default_value_t = 128)]
+    pub tx_depth: u32,
+    /// One signaled completion every N work requests (capped at --tx-depth).
+    #[arg(long, default_value_t = 100)]
+    pub cq_mod: u32,
+    /// Queue pairs (bandwidth only).
+    #[arg(long, short = 'q', default_value_t = 1)]
+    pub qps: u32,
+    /// Largest message sent inline (default 0 for bw, 236 for lat, as perftest).
+    #[arg(long, short = 'I')]
+    pub inline_size: Option<u32>,
+    /// Where the registered buffer lives.
+    #[arg(long, value_enum, default_value = "host")]
+    pub mem: MemArg,
+    /// CUDA device ordinal for --mem cuda/managed.
+    #[arg(long, default_value_t = 0)]
+    pub cuda_device: i32,
+    /// Register memory with IBV_ACCESS_RELAXED_ORDERING (matters for GPU memory behind SR-IOV
+    /// VFs and some PCIe topologies).
+    #[arg(long)]
+    pub relaxed_ordering: bool,
+}
+
+/// What `bench p2p` already parsed that the RDMA transport uses too.
+pub struct Common {
+    pub server: bool,
+    pub client: Option<String>,
+    pub local: bool,
+    pub bind: SocketAddr,
+    pub token: Option<String>,
+    pub once: bool,
+    pub test: P2pTest,
+    pub sizes: Option<Vec<u64>>,
+    pub iters: Option<u64>,
+    pub verify: bool,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+/// Whether `--transport auto` should pick RDMA: libibverbs loads and a device has an ACTIVE port.
+pub fn rdma_usable() -> bool {
+    Verbs::load()
+        .ok()
+        .map(Arc::new)
+        .and_then(|v| fabrik_verbs::usable_device(&v))
+        .is_some()
+}
+
+pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
+    let opts = local_options(r, c.timeout)?;
+    let verbs = Arc::new(Verbs::load()?);
+    if c.server {
+        let (token, generated) = match &c.token {
+            Some(t) => (Token::new(t).context("--token / FABRIK_TOKEN")?, false),
+            None => (Token::random()?, true),
+        };
+        let listener =
+            TcpListener::bind(c.bind).with_context(|| format!("listening on {}", c.bind))?;
+        println!(
+            "fabrik bench p2p (rdma) server listening on {}",
+            listener.local_addr()?
+        );
+        if generated {
+            println!(
+                "token: {} (give it to the client with --token or FABRIK_TOKEN)",
+                token.as_str()
+            );
+        }
+        loop {
+            let (stream, peer) = listener.accept().context("accepting a client")?;
+            let served = Channel::accept(stream, &token, c.timeout)
+                .map_err(anyhow::Error::from)
+                .and_then(|mut ch| {
+                    fabrik_verbs::serve(&verbs, &mut ch, &opts).map_err(anyhow::Error::from)
+                })
+                .with_context(|| format!("serving the RDMA test of {peer}"));
+            match served {
+                Ok(()) if c.once => return Ok(ExitCode::SUCCESS),
+                Err(e) if c.once => return Err(e),
+                Ok(()) => {}
+                Err(e) => eprintln!("fabrik: {e:#}"),
+            }
+        }
+    }
+    let params = params_from(c, r)?;
+    let report = if c.local {
+        run_local(&verbs, &opts, &params)?
+    } else {
+        let Some(host) = &c.client else {
+            bail!("--client HOST, --server or --local");
+        };
+        let Some(token) = &c.token else {
+            bail!("the client needs the server's token: --token or FABRIK_TOKEN");
+        };
+        let token = Token::new(token).context("--token / FABRIK_TOKEN")?;
+        let mut ch = Channel::connect(host.as_str(), &token, c.timeout)
+            .with_context(|| format!("connecting to {host}"))?;
+        fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params).with_context(|| {
+            format!(
+                "RDMA {} {} test with {host}",
+                params.op.as_str(),
+                test_name(params.test)
+            )
+        })?
+    };
+    if c.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Both ends in this process over loopback TCP, on the same device: a quick look.
+fn run_local(
+    verbs: &Arc<Verbs>,
+    opts: &LocalOptions,
+    params: &TestParams,
+) -> anyhow::Result<P2pReport> {
+    let token = Token::random()?;
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
+    let addr = listener.local_addr()?;
+    let (sv, so, st, timeout) = (verbs.clone(), opts.clone(), token.clone(), opts.timeout);
+    let server = std::thread::spawn(move || -> anyhow::Result<()> {
+        let (stream, _) = listener.accept()?;
+        let mut ch = Channel::accept(stream, &st, timeout)?;
+        fabrik_verbs::serve(&sv, &mut ch, &so)?;
+        Ok(())
+    });
+    let mut ch = Channel::connect(addr, &token, timeout)?;
+    let report = fabrik_verbs::run_client(verbs, &mut ch, opts, params);
+    drop(ch);
+    let served = server
+        .join()
+        .map_err(|_| anyhow::anyhow!("the local RDMA server thread panicked"))?;
+    let report = report.context("local RDMA test")?;
+    served.context("local RDMA server")?;
+    Ok(report)
+}
+
+fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions> {
+    let (device, port) = match r.device.as_deref() {
+        Some(d) => match d.split_once(':') {
+            Some((name, p)) => (
+                Some(name.to_string()),
+                p.parse::<u8>()
+                    .with_context(|| format!("bad port in --device {d}"))?,
+            ),
+            None => (Some(d.to_string()), 1),
+        },
+        None => (None, 1),
+    };
+    Ok(LocalOptions {
+        device,
+        port,
+        gid_index: r.gid_index,
+        mtu: r.mtu,
+        mem: match r.mem {
+            MemArg::Host => MemKind::Host,
+            MemArg::Cuda => MemKind::Cuda,
+            MemArg::Managed => MemKind::Managed,
+        },
+        cuda_device: r.cuda_device,
+        relaxed_ordering: r.relaxed_ordering,
+        timeout,
+        root: "/".into(),
+    })
+}
+
+fn test_name(t: P2pTest) -> &'static str {
+    match t {
+        P2pTest::Bw => "bandwidth",
+        P2pTest::Lat => "latency",
+    }
+}
+
+fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
+    let test = c.test;
+    let sizes = c
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![if test == P2pTest::Bw { 65536 } else { 2 }]);
+    let p = TestParams {
+        op: match r.op {
+            OpArg::Write => Op::Write,
+            OpArg::Read => Op::Read,
+            OpArg::Send => Op::Send,
+        },
+        test,
+        sizes,
+        iterations: c
+            .iters
+            .unwrap_or(if test == P2pTest::Bw { 5000 } else { 1000 }),
+        tx_depth: r.tx_depth,
+        cq_mod: r.cq_mod.min(r.tx_depth).max(1),
+        qps: r.qps,
+        inline_size: r
+            .inline_size
+            .unwrap_or(if test == P2pTest::Bw { 0 } else { 236 }),
+        verify: c.verify,
+    };
+    p.validate().map_err(anyhow::Error::msg)?;
+    Ok(p)
+}
+
+/// perftest-shaped table, so that the two can be read side by side.
+fn render(r: &P2pReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        " RDMA {} {} | device {} | link {} | MTU {} | GID index {} | QPs {}\n",
+        r.op.as_deref().unwrap_or("?"),
+        test_name(r.test),
+        r.device.as_deref().unwrap_or("?"),
+        r.link_type.as_deref().unwrap_or("?"),
+        r.mtu.map(|m| m.to_string()).unwrap_or_else(|| "?".into()),
+        r.gid_index
+            .map(|g| g.to_string())
+            .unwrap_or_else(|| "?".into()),
+        r.streams,
+    ));
+    for n in &r.notes {
+        out.push_str(&format!(" {n}\n"));
+    }
+    match &r.results {
+        P2pRows::Bw(rows) => {
+            out.push_str(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
+            for w in rows {
+                out.push_str(&format!(
+                    " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}\n",
+                    w.bytes, w.iterations, w.bw_peak_gbps, w.bw_avg_gbps, w.msg_rate_mpps
+                ));
+            }
+        }
+        P2pRows::Lat(rows) => {
+            out.push_str(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n");
+            let o = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
+            for l in rows {
+                out.push_str(&format!(
+                    " {:<7} {:<10}     {:<10.2}     {:<10.2}   {:<10.2}       {:<10.2}     {:<10}      {:<10}             {}\n",
+                    l.bytes,
+                    l.iterations,
+                    l.t_min_us,
+                    l.t_max_us,
+                    l.t_typical_us,
+                    l.t_avg_us,
+                    o(l.t_stdev_us),
+                    o(l.p99_us),
+                    o(l.p999_us)
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the Soft-RoCE VM: Debian's plain amd64 kernel (it ships rdma_rxe; the cloud flavour does
+# not) and a busybox initramfs with iproute2, rdma-core (libibverbs + the rxe provider),
+# ibv_devinfo, perftest and the fabrik binary with their shared libraries.
+#
+#   testbed/softroce/build.sh [FABRIK_BIN]     -> testbed/cache/{kern/,initrd.gz,kernel-version}
+#
+# The kernel package is downloaded once and kept in testbed/cache (gitignored); the initramfs is
+# rebuilt on every call (seconds) so that it always holds the current binary and tests.
+# Needs the Debian packages of scripts/apt/verbs.txt.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${SOFTROCE_CACHE:-$repo/testbed/cache}
+bin=${1:-${FABRIK_BIN:-}}
+if [ -z "$bin" ]; then
+  for c in "$repo/target/release/fabrik" "$repo/target/debug/fabrik"; do [ -x "$c" ] && { bin=$c; break; }; done
+fi
+bin=$(readlink -f "$bin" 2>/dev/null || echo "$bin")
+[ -n "$bin" ] && [ -x "$bin" ] || { echo "build.sh: no fabrik binary (cargo build -p fabrik first)" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || { echo "build.sh: missing $1 (install the packages of scripts/apt/verbs.txt)" >&2; exit 1; }; }
+for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache; do need "$c"; done
+[ -x /usr/sbin/ip ] || { echo "build.sh: missing /usr/sbin/ip (iproute2)" >&2; exit 1; }
+busybox_bin=$(command -v busybox)
+
+mkdir -p "$cache"; cd "$cache"
+ver=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-\(.*-amd64\)$/\1/p' | head -1)
+if [ -z "$ver" ] && [ -f kernel-version ]; then ver=$(cat kernel-version); fi
+[ -n "$ver" ] || { echo "build.sh: cannot tell the kernel version (apt-get update?)" >&2; exit 1; }
+if [ ! -f "kern/boot/vmlinuz-$ver" ]; then
+  deb=$(ls linux-image-"$ver"*_amd64.deb 2>/dev/null | head -1 || true)
+  if [ -z "$deb" ]; then
+    apt-get download "linux-image-$ver-unsigned" >/dev/null 2>&1 || apt-get download "linux-image-$ver" >/dev/null
+    deb=$(ls linux-image-"$ver"*_amd64.deb | head -1)
+  fi
+  rm -rf kern; dpkg -x "$deb" kern
+fi
+echo "$ver" > kernel-version
+K=kern/lib/modules/$ver/kernel
+# Load order matters: crc32_generic before rdma_rxe (else "rdma_rxe: failed to add", ENOENT);
+# virtio_ring before virtio.
+MODS="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe veth virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net"
+rm -rf ird; mkdir -p ird/{bin,proc,sys,dev,mods,tmp,run,etc/libibverbs.d,usr/bin,fabrik}
+cp -L "$busybox_bin" ird/bin/busybox
+for m in $MODS; do
+  f=$(find "$K" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+  [ -n "$f" ] || { echo "build.sh: module $m not in kernel $ver" >&2; exit 1; }
+  case $f in *.xz) xz -dc "$f" > "ird/mods/$m.ko";; *) cp "$f" ird/mods/;; esac
+done
+echo "$MODS" > ird/mods/order
+rxe=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
+copy_with_libs() {
+  local b=$1
+  mkdir -p "ird$(dirname "$b")"; cp -L "$b" "ird$b"
+  for l in $(ldd "$b" 2>/dev/null | grep -o '/[^ ]*'); do
+    mkdir -p "ird$(dirname "$l")"; cp -Ln "$l" "ird$l"
+  done
+}
+for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ib_write_bw /usr/bin/ib_send_lat \
+         /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_read_lat \
+         /usr/lib/x86_64-linux-gnu/libibverbs.so.1 "$rxe"; do
+  [ -e "$b" ] && copy_with_libs "$b"
+done
+cp /etc/libibverbs.d/rxe.driver ird/etc/libibverbs.d/
+# fabrik dlopens libibverbs (copied above), so ldd shows only libc and friends.
+strip -o ird/usr/bin/fabrik "$bin" 2>/dev/null || cp "$bin" ird/usr/bin/fabrik
+for l in $( (ldd "$bin"; ldd "$busybox_bin") 2>/dev/null | grep -o '/[^ ]*'); do mkdir -p "ird$(dirname "$l")"; cp -Ln "$l" "ird$l"; done
+printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > ird/etc/passwd
+printf 'root:x:0:\nnogroup:x:65534:\n' > ird/etc/group
+cp "$here/init" ird/init
+cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
+chmod +x ird/init ird/fabrik/vm-tests.sh
+(cd ird && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz.tmp && mv initrd.gz.tmp initrd.gz
+echo "build.sh: kernel $ver, initramfs $(du -h initrd.gz | cut -f1), fabrik from $bin"
