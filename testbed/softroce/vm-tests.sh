@@ -160,3 +160,14 @@ for l in $libs; do mkdir -p /tmp/hidden$(dirname $l); mv $l /tmp/hidden$l; done
 timeout 20 $CLI >/tmp/e-lib.out 2>&1
 for l in $libs; do mv /tmp/hidden$l $l; done
 expect_err error-no-libibverbs "cannot load libibverbs.so.1" /tmp/e-lib.out
+
+# --- a real snapshot of this RDMA machine, printed base64 between markers for run.sh ----------
+hostname softroce-vm
+if timeout 120 $F snapshot -o /tmp/snap.tar.gz --timeout 10 >/tmp/snap.out 2>&1; then
+  pass fabrik-snapshot "$(du -k /tmp/snap.tar.gz | cut -f1) KiB"
+  echo FABRIK-SNAPSHOT-BEGIN
+  base64 /tmp/snap.tar.gz
+  echo FABRIK-SNAPSHOT-END
+else
+  fail fabrik-snapshot; cat /tmp/snap.out
+fi
