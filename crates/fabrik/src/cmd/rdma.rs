@@ -341,12 +341,18 @@ mod tests {
     #[test]
     fn perftest_defaults_per_test() {
         let p = params_from(&common(P2pTest::Bw), &rdma()).unwrap();
-        assert_eq!((p.sizes.clone(), p.iterations, p.inline_size), (vec![65536], 5000, 0));
+        assert_eq!(
+            (p.sizes.clone(), p.iterations, p.inline_size),
+            (vec![65536], 5000, 0)
+        );
         // cq-mod never exceeds the tx depth, or the send queue would fill unsignaled.
         assert_eq!(p.cq_mod, 64);
         assert_eq!(p.op, Op::Send);
         let p = params_from(&common(P2pTest::Lat), &rdma()).unwrap();
-        assert_eq!((p.sizes.clone(), p.iterations, p.inline_size), (vec![2], 1000, 236));
+        assert_eq!(
+            (p.sizes.clone(), p.iterations, p.inline_size),
+            (vec![2], 1000, 236)
+        );
     }
 
     #[test]
