@@ -728,41 +728,38 @@ fn lat_loop(
     let n = p.iterations;
     let mut samples = Vec::with_capacity(if initiator { n as usize } else { 0 });
     let mut outstanding = 0usize;
-    let limit = p.tx_depth as usize;
     let op = p.op.as_str();
     let src_last = (bytes - 1) as usize;
+    let cq_mod = u64::from(p.cq_mod.max(1));
     for i in 0..n {
+        // As perftest: only every cq_mod-th send is signaled (and then waited for), which keeps
+        // the send queue from filling without a completion per round trip.
+        let signaled = (i + 1) % cq_mod == 0 || i + 1 == n;
         match p.op {
             Op::Send => {
                 if initiator {
                     let t0 = Instant::now();
-                    res.post(0, Op::Send, bytes, remote, true, 1)?;
-                    outstanding += 1;
+                    res.post(0, Op::Send, bytes, remote, signaled, 1)?;
                     recv_one(res, bytes, timeout)?;
                     samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
                 } else {
                     recv_one(res, bytes, timeout)?;
-                    res.post(0, Op::Send, bytes, remote, true, 1)?;
-                    outstanding += 1;
+                    res.post(0, Op::Send, bytes, remote, signaled, 1)?;
                 }
-                reap_sends(res, &mut outstanding, limit, timeout, op)?;
             }
             Op::Write => {
                 let m = marker(i);
                 if initiator {
                     let t0 = Instant::now();
                     res.buf.write(src_last, &[m])?;
-                    res.post(0, Op::Write, bytes, remote, true, 1)?;
-                    outstanding += 1;
+                    res.post(0, Op::Write, bytes, remote, signaled, 1)?;
                     wait_marker(res, bytes, m, timeout)?;
                     samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
                 } else {
                     wait_marker(res, bytes, m, timeout)?;
                     res.buf.write(src_last, &[m])?;
-                    res.post(0, Op::Write, bytes, remote, true, 1)?;
-                    outstanding += 1;
+                    res.post(0, Op::Write, bytes, remote, signaled, 1)?;
                 }
-                reap_sends(res, &mut outstanding, limit, timeout, op)?;
             }
             Op::Read => {
                 if !initiator {
@@ -774,7 +771,12 @@ fn lat_loop(
                 reap_sends(res, &mut outstanding, 1, timeout, op)?;
                 // perftest's ib_read_lat reports the whole round trip of a read.
                 samples.push(t0.elapsed().as_secs_f64() * 1e6);
+                continue;
             }
+        }
+        if signaled {
+            outstanding += 1;
+            reap_sends(res, &mut outstanding, 1, timeout, op)?;
         }
     }
     let start = Instant::now();
