@@ -18,6 +18,7 @@ $IP link add va type veth peer name vb
 $IP addr add 192.0.2.1/24 dev va; $IP link set va up; $IP link set vb up
 rdma link add rxe0 type rxe netdev va || fail rxe-link
 sleep 1
+echo "  clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 ibv_devinfo -d rxe0 | grep -E "state|active_mtu|link_layer" | sed 's/^/  /'
 for i in $(ls /sys/class/infiniband/rxe0/ports/1/gids/ 2>/dev/null); do
   g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/$i 2>/dev/null)
