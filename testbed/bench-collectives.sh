@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side CPU all_reduce benchmark on the namespace testbed: fabrik's tcp backend, Open MPI
 # (MPI_Allreduce, TCP BTL only) and gloo (torch.distributed), same hosts, same sizes, one run.
-# Prints one table of out-of-place busbw (GB/s, nccl-tests' formula) per size and the ratios.
+# Prints one table of busbw (GB/s, nccl-tests' formula) per size and the ratios, each anchor
+# against fabrik's run of the same placement (MPI out-of-place, gloo in-place).
 #
 #   testbed/bench-collectives.sh [RANKS...]        default: 4 8
 #
@@ -16,6 +17,8 @@ SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
+# Debian's python3-torch lives in the system interpreter, not in a pyenv one.
+PYTHON=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
 WORK=$(mktemp -d)
 NAME=fabbc$$
 trap 'testbed/netns.sh down $NAME >/dev/null 2>&1 || true; rm -rf $WORK' EXIT
@@ -77,7 +80,7 @@ for b in sys.argv[3:]:
 dist.destroy_process_group()
 PY
 HAVE_GLOO=0
-python3 -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
+"$PYTHON" -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
 
 busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3f", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
 
@@ -95,7 +98,7 @@ for N in ${@:-4 8}; do
   python3 -c "
 import json
 d = json.load(open('$WORK/fab0.json'))
-for r in d['rows']: print(r['size'], r['out_of_place']['time_us'])" > "$WORK/fabrik.txt"
+for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" > "$WORK/fabrik.txt"
   # Open MPI
   : > "$WORK/mpi.txt"
   if [ $HAVE_MPI = 1 ]; then
@@ -110,19 +113,22 @@ for r in d['rows']: print(r['size'], r['out_of_place']['time_us'])" > "$WORK/fab
   if [ $HAVE_GLOO = 1 ]; then
     for h in $(seq 0 $((N - 1))); do
       ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_PORT=$((PORT + 100)) GLOO_SOCKET_IFNAME=eth0 \
-        python3 "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
+        "$PYTHON" "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
     done
     wait || true
     cp "$WORK/gloo0.txt" "$WORK/gloo.txt"
   fi
-  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s out-of-place, $ITERS iterations"
-  printf "%12s %10s %10s %10s %12s %12s\n" size fabrik openmpi gloo fabrik/mpi fabrik/gloo
+  # MPI_Allreduce here is out-of-place and gloo's all_reduce in-place: each is compared with
+  # fabrik's run of the same placement.
+  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s, $ITERS iterations"
+  printf "%12s %11s %11s %10s %10s %14s %14s\n" size fabrik-oop fabrik-ip openmpi gloo fabrik/mpi fabrik/gloo
   for s in $SIZES; do
-    f=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.txt"); m=$(awk -v s=$s '$1==s{print $2}' "$WORK/mpi.txt"); g=$(awk -v s=$s '$1==s{print $2}' "$WORK/gloo.txt")
-    fb=$(busbw $s "${f:-0}" $N); mb=$(busbw $s "${m:-0}" $N); gb=$(busbw $s "${g:-0}" $N)
-    rm_=$(awk -v a="$fb" -v b="$mb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
-    rg=$(awk -v a="$fb" -v b="$gb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
-    printf "%12s %10s %10s %10s %12s %12s\n" "$s" "$fb" "$mb" "$gb" "$rm_" "$rg"
+    fo=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.txt"); fi=$(awk -v s=$s '$1==s{print $3}' "$WORK/fabrik.txt")
+    m=$(awk -v s=$s '$1==s{print $2}' "$WORK/mpi.txt"); g=$(awk -v s=$s '$1==s{print $2}' "$WORK/gloo.txt")
+    fob=$(busbw $s "${fo:-0}" $N); fib=$(busbw $s "${fi:-0}" $N); mb=$(busbw $s "${m:-0}" $N); gb=$(busbw $s "${g:-0}" $N)
+    rm_=$(awk -v a="$fob" -v b="$mb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
+    rg=$(awk -v a="$fib" -v b="$gb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
+    printf "%12s %11s %11s %10s %10s %14s %14s\n" "$s" "$fob" "$fib" "$mb" "$gb" "$rm_" "$rg"
   done
   testbed/netns.sh down "$NAME" >/dev/null
 done
