@@ -362,3 +362,48 @@ fn rules_and_explain() {
     let out = fabrik().args(["explain", "FAB-NOPE-999"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `fabrik rules --format json | head -1`: a reader that has gone away is a normal end (exit 0,
+/// nothing on stderr), for JSON and for the tables and pages alike.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    let invocations: &[&[&str]] = &[
+        &["rules", "--format", "json"],
+        &["rules"],
+        &["explain", "FAB-PORT-001"],
+        &["inventory", "--root", "../../fixtures/nodes/ib-ndr-8gpu"],
+        &[
+            "inventory",
+            "--root",
+            "../../fixtures/nodes/ib-ndr-8gpu",
+            "--format",
+            "json",
+        ],
+    ];
+    for args in invocations {
+        // Both ends of a socket pair; the reader is closed before the command starts, so every
+        // write it makes meets EPIPE, whatever the size of its output.
+        let (reader, writer) = UnixStream::pair().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("fabrik"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(*args)
+            .stdout(std::process::Stdio::from(OwnedFd::from(writer)))
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
