@@ -505,6 +505,23 @@ pub fn parse_nvidia_version(raw: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `/proc/driver/nvidia/version`: whether the module is the open one. The proprietary module
+/// writes `NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  <date>`, the open one
+/// `NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build ...`;
+/// `None` without an `NVRM version:` line naming a kernel module.
+pub fn parse_nvidia_open_module(raw: &str) -> Option<bool> {
+    let line = raw
+        .lines()
+        .find(|l| l.trim_start().starts_with("NVRM version:"))?;
+    if line.contains("Open Kernel Module") {
+        Some(true)
+    } else if line.contains("Kernel Module") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// `/proc/driver/nvidia/gpus/ADDR/information`: model, UUID and device minor.
 pub fn parse_nvidia_gpu_information(raw: &str) -> (Option<String>, Option<String>, Option<u32>) {
     let (mut model, mut uuid, mut minor) = (None, None, None);
@@ -690,6 +707,22 @@ mod tests {
         assert_eq!(
             parse_nvidia_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:15:33 UTC 2024\n").as_deref(),
             Some("550.54.15")
+        );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n"),
+            Some(false)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:15:33 UTC 2024\n"),
+            Some(true)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  560.35.03  Release Build\n"),
+            Some(true)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("GCC version:  gcc version 12.2.0\n"),
+            None
         );
         let info = parse_nvidia_gpu_information("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 50\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\nDevice Minor: \t 3\n");
         assert_eq!(info.0.as_deref(), Some("NVIDIA H100 80GB HBM3"));

@@ -92,7 +92,7 @@ fn every_rule_fixture_fires_its_rule() {
 
 #[test]
 fn healthy_trees_fire_nothing_and_say_so_in_one_line() {
-    for name in ["ib-healthy", "roce-healthy"] {
+    for name in ["ib-healthy", "roce-healthy", "ib-dmabuf-healthy"] {
         let r = root(&fixtures().join("nodes").join(name));
         let (code, report) = doctor_json(&["--root", &r, "--strict"]);
         assert_eq!(code, 0);
