@@ -89,6 +89,25 @@ pub(crate) fn is_efa(dev: &RdmaDevice) -> bool {
             .is_some_and(|d| d == "efa")
 }
 
+/// iWARP devices (`node_type` `4: RNIC`; Intel's i40iw, Chelsio's cxgb4, soft-iWARP): RDMA over
+/// TCP. Older kernels print `InfiniBand` as their link layer and a made-up IB rate (node_exporter's
+/// real i40iw fixture reads `10 Gb/sec (4X)`), so IB link rules must not judge them.
+pub(crate) fn is_iwarp(dev: &RdmaDevice) -> bool {
+    dev.node_type
+        .as_deref()
+        .is_some_and(|t| t.trim().starts_with("4:") || t.contains("RNIC"))
+        || ["i40iw", "cxgb3", "cxgb4", "siw"]
+            .iter()
+            .any(|p| dev.name.starts_with(p))
+}
+
+/// The driver family from the kernel's device name (`mlx5_3` → `mlx5`, `hfi1_0` → `hfi1`,
+/// `i40iw0` → `i40iw`): ports of different families are different fabrics or roles.
+pub(crate) fn device_family(dev: &RdmaDevice) -> &str {
+    let trimmed = dev.name.trim_end_matches(|c: char| c.is_ascii_digit());
+    trimmed.strip_suffix('_').unwrap_or(trimmed)
+}
+
 /// The node's RDMA devices sorted by name, so that nothing depends on the order they were read.
 pub(crate) fn devices(node: &Node) -> Vec<&RdmaDevice> {
     let mut v: Vec<&RdmaDevice> = node.rdma_devices.iter().collect();

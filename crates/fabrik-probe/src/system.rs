@@ -103,10 +103,19 @@ pub fn modules(fs: &mut RootFs) -> Vec<KernelModule> {
         .collect()
 }
 
-pub fn dev_infiniband(fs: &mut RootFs) -> Option<Vec<String>> {
+/// Names under `/dev/infiniband`; `None` when it does not exist. A root with no `/dev` at all
+/// (a tree copied from sysfs alone) cannot tell, which is warned about when RDMA devices exist so
+/// that "absent" is not read as "the container lacks the device nodes". Checking `/dev` also
+/// records it, so a snapshot of a host without `/dev/infiniband` keeps an empty `/dev`.
+pub fn dev_infiniband(fs: &mut RootFs, have_rdma: bool) -> Option<Vec<String>> {
     match fs.list("/dev/infiniband") {
         Ok(v) => Some(v),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !fs.exists("/dev") && have_rdma {
+                fs.warn("/dev", "missing: the root holds no device nodes");
+            }
+            None
+        }
         Err(e) => {
             fs.warn("/dev/infiniband", format!("unreadable: {e}"));
             None

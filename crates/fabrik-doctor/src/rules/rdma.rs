@@ -64,6 +64,16 @@ pub fn no_uverbs(node: &Node) -> Vec<Finding> {
     if names.iter().any(|n| n.starts_with("uverbs")) {
         return vec![];
     }
+    if node.dev_infiniband.is_none() && unread(node, "/dev") {
+        return vec![finding(
+            NO_UVERBS,
+            Severity::Info,
+            "node",
+            "this root holds no /dev (a tree copied from sysfs alone), so fabrik cannot tell whether the /dev/infiniband/uverbs* device nodes exist",
+            vec![ev("/dev", "missing")],
+            "Check with `ls /dev/infiniband` on the node or in the container, or take the snapshot with `fabrik snapshot`, which keeps /dev/infiniband.",
+        )];
+    }
     let seen = match &node.dev_infiniband {
         None => "absent".to_string(),
         Some(v) if v.is_empty() => "empty".to_string(),
@@ -176,6 +186,15 @@ mod tests {
         assert_eq!(f[0].evidence[0].value, "rdma_cm");
         n.dev_infiniband = None;
         assert_eq!(no_uverbs(&n)[0].evidence[0].value, "absent");
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/dev".into(),
+            message: "missing".into(),
+        });
+        assert_eq!(
+            no_uverbs(&n)[0].severity,
+            Severity::Info,
+            "unknown, not absent"
+        );
         assert!(no_uverbs(&bare_node()).is_empty());
     }
 
