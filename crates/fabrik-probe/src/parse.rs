@@ -86,7 +86,12 @@ pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
     let mut in_pfc = false;
     for line in raw.lines() {
         let t = line.trim();
-        if let Some(rest) = t.strip_prefix("Priority trust state:") {
+        // `Priority trust state:` is what MLNX_OFED 4.2+ prints (Mellanox DOC-2792); `mode` is
+        // accepted as well, unconfirmed, since a wrong miss would hide the trust setting.
+        if let Some(rest) = t
+            .strip_prefix("Priority trust state:")
+            .or_else(|| t.strip_prefix("Priority trust mode:"))
+        {
             let v = rest.trim();
             if !v.is_empty() {
                 trust = Some(v.to_string());
@@ -626,6 +631,12 @@ mod tests {
         assert_eq!(c.trust.as_deref(), Some("pcp"));
         let uneven = "PFC configuration:\n priority 0 1 2\n enabled 0 1\n";
         assert!(parse_mlnx_qos(uneven, "x").is_none());
+        // The later layout (written from NVIDIA's QoS docs, not a capture): padded columns, a `buffer` row, tc blocks with indented
+        // `priority:` lines after the table.
+        let ofed5 = "DCBX mode: OS controlled\nPriority trust mode: pcp\nReceive buffer size (bytes): 130944,130944,0,0,0,0,0,0,\nCable len: 7\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   1   0   0   0   0   \n\tbuffer      0   0   0   1   0   0   0   0   \ntc: 1 ratelimit: unlimited, tsa: vendor\n\t priority:  0\ntc: 0 ratelimit: unlimited, tsa: ets, bw: 100%\n\t priority:  1\n";
+        let p = parse_mlnx_qos(ofed5, "x").unwrap();
+        assert_eq!(p.enabled_priorities, vec![3]);
+        assert_eq!(p.trust.as_deref(), Some("pcp"));
     }
 
     #[test]
