@@ -277,7 +277,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "PCIe link below its maximum speed or width",
-        checks: "current_link_width < max_link_width (warning) or current_link_speed < max_link_speed for NICs (warning) and GPUs (info: GPUs lower their PCIe speed when idle).",
+        checks: "current_link_width < max_link_width (warning) or current_link_speed < max_link_speed for NICs (warning) and GPUs (info: GPUs lower their PCIe speed when idle). A NIC whose reduced link still carries its line rate (the sum of its active ports' rates, or the netdev's speed; PCIe bandwidth = GT/s × lanes × 8b/10b up to Gen2, 128b/130b from Gen3) is info only: a 1 GbE management NIC wired x1 is no fault.",
         why: "A NIC at x8 or Gen3 instead of x16 Gen4/5 cannot feed its network port; a GPU at reduced width halves GPUDirect bandwidth.",
         evidence: "/sys/bus/pci/devices/<addr>/{current,max}_link_{speed,width}.",
         fix: "Reseat the card, check the slot's electrical width and BIOS PCIe settings; compare LnkSta with LnkCap in `lspci -vv`.",
