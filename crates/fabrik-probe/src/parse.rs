@@ -411,7 +411,11 @@ pub fn parse_nvidia_smi_topo(raw: &str) -> BTreeMap<(usize, String), String> {
     for line in raw.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if columns.is_empty() {
-            if words.first().is_some_and(|w| *w == "GPU0") && !line.starts_with("GPU0") {
+            // The header's first word is GPU0 and its second another column; GPU0's own row has
+            // `X` second. Pastes often lose the header's leading whitespace, so that is no test.
+            if words.first().is_some_and(|w| *w == "GPU0")
+                && words.get(1).is_some_and(|w| *w != "X")
+            {
                 columns = words
                     .iter()
                     .take_while(|w| **w != "CPU" && **w != "NUMA")
@@ -600,6 +604,47 @@ mod tests {
         assert_eq!(junk.gbps, None);
         assert_eq!(junk.text, "fast");
         assert!(parse_rate("  \n").is_none());
+    }
+
+    #[test]
+    fn every_rate_form_of_rate_show() {
+        // rate_show: deci-Gb/s per lane (SDR 25, DDR 50, QDR/FDR10 100, FDR 140, EDR 250,
+        // HDR 500, NDR 1000, XDR 2000) × width, printed as `N[.5] Gb/sec (WX NAME)`.
+        for (text, gbps, width, speed) in [
+            ("2.5 Gb/sec (1X SDR)", 2.5, 1, "SDR"),
+            ("10 Gb/sec (4X)", 10.0, 4, "SDR"),
+            ("5 Gb/sec (1X DDR)", 5.0, 1, "DDR"),
+            ("20 Gb/sec (4X DDR)", 20.0, 4, "DDR"),
+            ("40 Gb/sec (4X QDR)", 40.0, 4, "QDR"),
+            ("40 Gb/sec (4X FDR10)", 40.0, 4, "FDR10"),
+            ("14 Gb/sec (1X FDR)", 14.0, 1, "FDR"),
+            ("56 Gb/sec (4X FDR)", 56.0, 4, "FDR"),
+            ("25 Gb/sec (1X EDR)", 25.0, 1, "EDR"),
+            ("50 Gb/sec (2X EDR)", 50.0, 2, "EDR"),
+            ("100 Gb/sec (4X EDR)", 100.0, 4, "EDR"),
+            ("300 Gb/sec (12X EDR)", 300.0, 12, "EDR"),
+            ("100 Gb/sec (2X HDR)", 100.0, 2, "HDR"),
+            ("200 Gb/sec (4X HDR)", 200.0, 4, "HDR"),
+            ("400 Gb/sec (8X HDR)", 400.0, 8, "HDR"),
+            ("200 Gb/sec (2X NDR)", 200.0, 2, "NDR"),
+            ("400 Gb/sec (4X NDR)", 400.0, 4, "NDR"),
+            ("800 Gb/sec (4X XDR)", 800.0, 4, "XDR"),
+        ] {
+            let r = parse_rate(&format!("{text}\n")).unwrap();
+            assert_eq!(r.gbps, Some(gbps), "{text}");
+            assert_eq!(r.width, Some(width), "{text}");
+            assert_eq!(r.speed.as_deref(), Some(speed), "{text}");
+        }
+        assert_eq!(parse_rate("Unknown\n").unwrap().gbps, None);
+    }
+
+    #[test]
+    fn topo_header_without_leading_whitespace() {
+        let t = "GPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV12\tPIX\t0-23\t0\nGPU1\tNV12\t X \tSYS\t24-47\t1\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+        let m = parse_nvidia_smi_topo(t);
+        assert_eq!(m[&(0, "mlx5_0".to_string())], "PIX");
+        assert_eq!(m[&(1, "mlx5_0".to_string())], "SYS");
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

@@ -87,3 +87,18 @@ fn nvidia_version_files() {
         assert_eq!(parse_nvidia_open_module(&text), Some(open), "{file}");
     }
 }
+
+#[test]
+fn lspci_acs_blocks_as_pasted() {
+    use fabrik_probe::parse::parse_lspci_acs;
+    let m = parse_lspci_acs(&capture("lspci-vv.openvmm-3461.txt"));
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m["0000:00:00.0"].is_empty(),
+        "ACSCtl all off; ACSCap is no control"
+    );
+    // A paste that starts inside a device block: the ACS lines belong to no known address and
+    // are dropped rather than given to the next header.
+    let m = parse_lspci_acs(&capture("lspci-vvv.heymeco-6.txt"));
+    assert!(m.is_empty(), "{m:?}");
+}
