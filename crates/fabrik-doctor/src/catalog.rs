@@ -244,7 +244,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "Active ports of one node at different rates",
-        checks: "ACTIVE hardware ports of the same link layer report different rates in Gb/s.",
+        checks: "ACTIVE hardware ports of the same link layer, driver family and chip (`mlx5` + `hca_type`) report different rates in Gb/s. iWARP devices, and ports of other families or chips (a 10 GbE i40iw, an Omni-Path hfi1, a 25 GbE ConnectX-4 Lx beside ConnectX-7 rails) are other networks, not slow rails.",
         why: "NCCL spreads channels over rails; collectives finish at the pace of the slowest rail.",
         evidence: "/sys/class/infiniband/*/ports/*/rate.",
         fix: "Bring the slow ports to the rate of the others, or exclude them with NCCL_IB_HCA until repaired.",

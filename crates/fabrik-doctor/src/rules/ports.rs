@@ -214,12 +214,25 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// The driver family and chip (`mlx5 MT4129`) whose ports should run at one rate.
+fn chip_group(dev: &fabrik_model::RdmaDevice) -> String {
+    match dev
+        .hca_type
+        .as_deref()
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.as_deref()))
+    {
+        Some(chip) => format!("{} {chip}", device_family(dev)),
+        None => device_family(dev).to_string(),
+    }
+}
+
 /// (subject, rate path, Gb/s, rate text) of one active port.
 type RatedPort = (String, String, f64, String);
 
 pub fn mixed_rates(node: &Node) -> Vec<Finding> {
-    // Compared within one driver family: a node's 10 GbE iWARP NIC or 100G Omni-Path HFI next
-    // to its InfiniBand HCAs is another fabric, not a slow rail.
+    // Compared within one driver family and chip: a node's 10 GbE iWARP NIC, 100G Omni-Path HFI
+    // or 25 GbE ConnectX-4 Lx management port next to its ConnectX-7 rails is another network,
+    // not a slow rail.
     let mut by_layer: BTreeMap<(&'static str, String), Vec<RatedPort>> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
         if !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
@@ -232,15 +245,12 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
         };
         if let Some(rate) = &port.rate {
             if let Some(g) = rate.gbps {
-                by_layer
-                    .entry((layer, device_family(dev).to_string()))
-                    .or_default()
-                    .push((
-                        port_subject(dev, port),
-                        port_path(dev, port, "rate"),
-                        g,
-                        rate.text.clone(),
-                    ));
+                by_layer.entry((layer, chip_group(dev))).or_default().push((
+                    port_subject(dev, port),
+                    port_path(dev, port, "rate"),
+                    g,
+                    rate.text.clone(),
+                ));
             }
         }
     }
@@ -466,7 +476,14 @@ mod tests {
         iw.name = "hfi1_0".into();
         n.rdma_devices.push(iw);
         assert!(mixed_rates(&n).is_empty());
-        // Slow ports of the same family still fire.
+        // Another mlx5 chip (a 25 GbE ConnectX-4 Lx beside ConnectX-7 rails) is another role.
+        let mut lx = n.rdma_devices[0].clone();
+        lx.name = "mlx5_9".into();
+        lx.hca_type = Some("MT4117".into());
+        lx.ports[0].rate.as_mut().unwrap().gbps = Some(25.0);
+        n.rdma_devices.push(lx);
+        assert!(mixed_rates(&n).is_empty());
+        // Slow ports of the same family and chip still fire.
         n.rdma_devices[1].ports[0].rate.as_mut().unwrap().gbps = Some(200.0);
         assert_eq!(mixed_rates(&n).len(), 1);
     }
