@@ -189,7 +189,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         scope: Scope::Node,
         title: "Locked-memory limit not unlimited with RDMA present",
-        checks: "`Max locked memory` in /proc/self/limits is not `unlimited` while RDMA devices exist.",
+        checks: "`Max locked memory` in /proc/self/limits is not `unlimited` while RDMA devices exist. A number of 1 PiB or more (hosts show 18446744073708503040, 2^64 − 1 MiB) counts as unlimited.",
         why: "RDMA memory registration pins pages; with a limited memlock ibv_reg_mr fails (`Cannot allocate memory`) once NCCL's buffers exceed it. The limit read is the probing process's, which may differ from the job's.",
         evidence: "/proc/self/limits (Max locked memory).",
         fix: "`* soft memlock unlimited` / `* hard memlock unlimited` in /etc/security/limits.conf, `LimitMEMLOCK=infinity` for systemd units, `--ulimit memlock=-1:-1` for Docker; check `ulimit -l` inside the launcher (mpirun/srun).",

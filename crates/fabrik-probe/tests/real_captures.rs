@@ -102,3 +102,10 @@ fn lspci_acs_blocks_as_pasted() {
     let m = parse_lspci_acs(&capture("lspci-vvv.heymeco-6.txt"));
     assert!(m.is_empty(), "{m:?}");
 }
+
+#[test]
+fn proc_limits_with_a_huge_memlock_number() {
+    let m = fabrik_probe::parse::parse_memlock(&capture("proc-limits.procfs-26231.txt")).unwrap();
+    assert_eq!(m.soft_bytes, Some(18446744073708503040));
+    assert_eq!(m.hard_bytes, Some(18446744073708503040));
+}

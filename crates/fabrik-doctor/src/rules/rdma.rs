@@ -95,6 +95,9 @@ pub fn no_uverbs(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// 1 PiB: more than any node's memory.
+const EFFECTIVELY_UNLIMITED: u64 = 1 << 50;
+
 pub fn memlock(node: &Node) -> Vec<Finding> {
     if node.rdma_devices.is_empty() {
         return vec![];
@@ -102,7 +105,10 @@ pub fn memlock(node: &Node) -> Vec<Finding> {
     let Some(limit) = &node.memlock else {
         return vec![];
     };
-    if limit.is_unlimited() {
+    // A limit past any machine's memory never fails a registration: real hosts show
+    // 18446744073708503040 (2^64 - 1 MiB; prometheus/procfs's fixtures) where a tool wrote a
+    // huge number instead of `infinity`.
+    if limit.is_unlimited() || limit.soft_bytes.is_some_and(|b| b >= EFFECTIVELY_UNLIMITED) {
         return vec![];
     }
     let show = |b: Option<u64>| {
@@ -196,6 +202,21 @@ mod tests {
             "unknown, not absent"
         );
         assert!(no_uverbs(&bare_node()).is_empty());
+    }
+
+    #[test]
+    fn a_limit_past_any_memory_is_unlimited() {
+        let mut n = healthy_ib_node("a");
+        n.memlock = Some(MemlockLimit {
+            soft_bytes: Some(18446744073708503040),
+            hard_bytes: Some(18446744073708503040),
+        });
+        assert!(memlock(&n).is_empty());
+        n.memlock = Some(MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        assert_eq!(memlock(&n).len(), 1);
     }
 
     #[test]
