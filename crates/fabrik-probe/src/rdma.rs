@@ -142,6 +142,10 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
     };
     let gids = read_gids(fs, dir);
     let netdev = gids.iter().find_map(|g| g.netdev.clone());
+    let mut hw_counters = fs.numeric_dir(&join(dir, "hw_counters"));
+    // ib_core puts `lifespan` (how long, in ms, the driver caches the values) among the
+    // counters; it is a setting, not a count.
+    hw_counters.remove("lifespan");
     Port {
         number,
         state,
@@ -155,7 +159,7 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
         netdev,
         gids,
         counters: fs.numeric_dir(&join(dir, "counters")),
-        hw_counters: fs.numeric_dir(&join(dir, "hw_counters")),
+        hw_counters,
     }
 }
 

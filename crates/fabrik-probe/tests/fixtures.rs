@@ -351,6 +351,11 @@ fn real_procfs_sysfs() {
         .iter()
         .any(|w| w.path.ends_with("mlx5_0/ports/1/phys_state") && w.message.contains("disagree")));
     assert_eq!(p.hw_counters["local_ack_timeout_err"], 131);
+    assert!(
+        !p.hw_counters.contains_key("lifespan"),
+        "a setting, not a counter"
+    );
+    assert!(p.hw_counters.contains_key("roce_slow_restart"));
     assert!(n
         .warnings
         .iter()
