@@ -834,6 +834,7 @@ mod tests {
             let _ = parse_ibv_devinfo_mtu(&s);
             let _ = parse_ofed_info(&s);
             let _ = parse_nvidia_version(&s);
+            let _ = parse_nvidia_open_module(&s);
             let _ = parse_nvidia_gpu_information(&s);
             let _ = iommu_cmdline_flags(&s);
             let _ = gid_ipv4(&s);
@@ -867,6 +868,73 @@ mod tests {
             let _ = parse_proc_route(&format!("header\n{s}"));
             let _ = parse_proc_modules(&s);
             let _ = parse_ibv_devinfo_mtu(&s);
+        }
+
+        /// `nvidia-smi topo -m` as drivers print it (tabs, or space padding), with or without
+        /// a NIC legend and the header's leading whitespace: every GPU×NIC cell comes back.
+        #[test]
+        fn topo_matrices_roundtrip(
+            cells in proptest::collection::vec(
+                proptest::collection::vec(
+                    prop_oneof![Just("PIX"), Just("PXB"), Just("PHB"), Just("NODE"), Just("SYS")],
+                    0..10,
+                ),
+                1..9,
+            ),
+            tabs in proptest::bool::ANY,
+            legend in proptest::bool::ANY,
+            indent in proptest::bool::ANY,
+        ) {
+            let gpus = cells.len();
+            let nics = cells.iter().map(Vec::len).min().unwrap_or(0);
+            let sep = if tabs { "\t" } else { "    " };
+            let nic_col = |j: usize| if legend { format!("NIC{j}") } else { format!("mlx5_{j}") };
+            let mut head: Vec<String> = (0..gpus).map(|i| format!("GPU{i}")).collect();
+            head.extend((0..nics).map(nic_col));
+            head.push("CPU Affinity".into());
+            head.push("NUMA Affinity".into());
+            let mut text = format!("{}{}\n", if indent { sep } else { "" }, head.join(sep));
+            for (i, row) in cells.iter().enumerate() {
+                let mut words = vec![format!("GPU{i}")];
+                words.extend((0..gpus).map(|k| if k == i { " X ".to_string() } else { "NV18".to_string() }));
+                words.extend(row.iter().take(nics).map(|c| c.to_string()));
+                words.push("0-47,96-143".into());
+                words.push("0".into());
+                text.push_str(&words.join(sep));
+                text.push('\n');
+            }
+            if legend {
+                text.push_str("\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n");
+                for j in 0..nics {
+                    text.push_str(&format!("  NIC{j}: mlx5_{j}\n"));
+                }
+            }
+            let m = parse_nvidia_smi_topo(&text);
+            prop_assert_eq!(m.len(), gpus * nics);
+            for (i, row) in cells.iter().enumerate() {
+                for (j, c) in row.iter().take(nics).enumerate() {
+                    prop_assert_eq!(m.get(&(i, format!("mlx5_{j}"))).map(String::as_str), Some(*c));
+                }
+            }
+        }
+
+        #[test]
+        fn open_module_line_roundtrip(
+            arch in prop_oneof![Just("x86_64"), Just("aarch64"), Just("ppc64le")],
+            v in (100u32..999, 0u32..200, proptest::option::of(0u32..99)),
+            open in proptest::bool::ANY,
+        ) {
+            let ver = match v.2 {
+                Some(p) => format!("{}.{}.{p:02}", v.0, v.1),
+                None => format!("{}.{}", v.0, v.1),
+            };
+            let line = if open {
+                format!("NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {ver}  Release Build  (dvs-builder@U16)  Tue Mar  5 22:15:33 UTC 2024\n")
+            } else {
+                format!("NVRM version: NVIDIA UNIX {arch} Kernel Module  {ver}  Thu Oct 19 18:56:32 UTC 2023\n")
+            };
+            prop_assert_eq!(parse_nvidia_open_module(&line), Some(open));
+            prop_assert_eq!(parse_nvidia_version(&line), Some(ver));
         }
 
         #[test]
