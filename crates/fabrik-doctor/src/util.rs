@@ -80,13 +80,15 @@ pub(crate) fn is_software_device(dev: &RdmaDevice) -> bool {
 
 /// AWS Elastic Fabric Adapter: NCCL's built-in IB transport cannot drive it (it needs the
 /// aws-ofi-nccl plugin), so several rules treat it apart.
+/// rdma-core 27+ renames EFA devices `rdmapBUSsSLOT` (`rdmap115s0` on p5), so the name alone
+/// is not enough: the driver, or Amazon's vendor id with an EFA device id (`0xefa0`…), tell.
 pub(crate) fn is_efa(dev: &RdmaDevice) -> bool {
     dev.name.starts_with("efa")
-        || dev
-            .pci
-            .as_ref()
-            .and_then(|p| p.driver.as_deref())
-            .is_some_and(|d| d == "efa")
+        || dev.pci.as_ref().is_some_and(|p| {
+            p.driver.as_deref() == Some("efa")
+                || (p.vendor.as_deref() == Some("0x1d0f")
+                    && p.device.as_deref().is_some_and(|d| d.starts_with("0xefa")))
+        })
 }
 
 /// iWARP devices (`node_type` `4: RNIC`; Intel's i40iw, Chelsio's cxgb4, soft-iWARP): RDMA over
@@ -101,11 +103,27 @@ pub(crate) fn is_iwarp(dev: &RdmaDevice) -> bool {
             .any(|p| dev.name.starts_with(p))
 }
 
-/// The driver family from the kernel's device name (`mlx5_3` → `mlx5`, `hfi1_0` → `hfi1`,
-/// `i40iw0` → `i40iw`): ports of different families are different fabrics or roles.
-pub(crate) fn device_family(dev: &RdmaDevice) -> &str {
+/// The driver family of a device: its PCI driver (`mlx5_core`, `efa`, `hfi1`) when known, else
+/// the name without its instance number (`mlx5_3` → `mlx5`, `i40iw0` → `i40iw`). rdma-core's
+/// persistent names (`rdmap115s0` for EFA, `ibp12s0`, `rocep1s0f0`, `iwp…`: type, then PCI bus and
+/// slot) keep only their type prefix, so the bus number does not split one family.
+pub(crate) fn device_family(dev: &RdmaDevice) -> String {
+    if let Some(driver) = dev.pci.as_ref().and_then(|p| p.driver.as_deref()) {
+        return driver.to_string();
+    }
+    for prefix in [
+        "rdmap", "rdmas", "ibp", "ibs", "rocep", "roces", "iwp", "iws",
+    ] {
+        if dev
+            .name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            return prefix.to_string();
+        }
+    }
     let trimmed = dev.name.trim_end_matches(|c: char| c.is_ascii_digit());
-    trimmed.strip_suffix('_').unwrap_or(trimmed)
+    trimmed.strip_suffix('_').unwrap_or(trimmed).to_string()
 }
 
 /// The node's RDMA devices sorted by name, so that nothing depends on the order they were read.

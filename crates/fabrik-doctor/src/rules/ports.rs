@@ -222,7 +222,7 @@ fn chip_group(dev: &fabrik_model::RdmaDevice) -> String {
         .or_else(|| dev.pci.as_ref().and_then(|p| p.device.as_deref()))
     {
         Some(chip) => format!("{} {chip}", device_family(dev)),
-        None => device_family(dev).to_string(),
+        None => device_family(dev),
     }
 }
 
@@ -483,6 +483,16 @@ mod tests {
         lx.ports[0].rate.as_mut().unwrap().gbps = Some(25.0);
         n.rdma_devices.push(lx);
         assert!(mixed_rates(&n).is_empty());
+        // rdma-core's persistent names carry the PCI bus: `rdmap115s0` and `rdmap116s0` are one
+        // family.
+        let mut a = n.rdma_devices[0].clone();
+        a.name = "rdmap115s0".into();
+        a.pci = None;
+        a.hca_type = None;
+        let mut b = a.clone();
+        b.name = "rdmap116s0".into();
+        assert_eq!(device_family(&a), device_family(&b));
+        assert_eq!(device_family(&n.rdma_devices[0]), "mlx5_core");
         // Slow ports of the same family and chip still fire.
         n.rdma_devices[1].ports[0].rate.as_mut().unwrap().gbps = Some(200.0);
         assert_eq!(mixed_rates(&n).len(), 1);
