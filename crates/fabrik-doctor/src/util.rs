@@ -223,6 +223,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn efa_by_name_driver_or_ids() {
+        let mut d = crate::testkit::hca("rdmap115s0", "0000:73:00.0", 0, &[], vec![]);
+        d.pci.as_mut().unwrap().driver = None;
+        assert!(!is_efa(&d));
+        let pci = d.pci.as_mut().unwrap();
+        pci.vendor = Some("0x1d0f".into());
+        pci.device = Some("0xefa1".into());
+        assert!(is_efa(&d), "p5's renamed EFA by its ids");
+        let pci = d.pci.as_mut().unwrap();
+        pci.device = Some("0xec20".into());
+        assert!(!is_efa(&d), "ENA is no EFA");
+        d.pci.as_mut().unwrap().driver = Some("efa".into());
+        assert!(is_efa(&d));
+    }
+
+    #[test]
     fn kernel_versions_parse_as_osrelease_writes_them() {
         assert_eq!(kernel_major_minor("6.1.0-26-amd64"), Some((6, 1)));
         assert_eq!(kernel_major_minor("5.15.0-1045-gcp"), Some((5, 15)));
