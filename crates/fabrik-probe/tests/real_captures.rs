@@ -1,5 +1,5 @@
-//! The capture parsers on real tool outputs pasted in public reports (fixtures/nodes/captures/,
-//! each file's source in fixtures/nodes/README.md).
+//! The capture parsers on real tool outputs pasted in public reports (fixtures/doctor/captures/,
+//! each file's source in fixtures/doctor/README.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use fabrik_probe::parse::{
 
 fn capture(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/nodes/captures")
+        .join("../../fixtures/doctor/captures")
         .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
