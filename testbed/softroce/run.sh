@@ -31,5 +31,17 @@ if ! grep -q '^SOFTROCE-DONE' "$log"; then
   echo "softroce: FAIL: the VM did not finish (timeout or crash); tail of the console:"; tail -30 "$log"
   exit 1
 fi
+# The VM's own `fabrik snapshot`, when asked for: SOFTROCE_FIXTURE=DIR unpacks it there.
+if grep -q '^FABRIK-SNAPSHOT-BEGIN' "$log"; then
+  sed -n '/^FABRIK-SNAPSHOT-BEGIN/,/^FABRIK-SNAPSHOT-END/p' "$log" | sed '1d;$d' | base64 -d >"$cache/softroce-snapshot.tar.gz"
+  echo "softroce: VM snapshot in $cache/softroce-snapshot.tar.gz"
+  if [ -n "${SOFTROCE_FIXTURE:-}" ]; then
+    tmp=$(mktemp -d); tar -xzf "$cache/softroce-snapshot.tar.gz" -C "$tmp"
+    top=$tmp; [ "$(ls -A "$tmp" | wc -l)" -eq 1 ] && [ -d "$tmp/$(ls -A "$tmp")" ] && top=$tmp/$(ls -A "$tmp")
+    rm -rf "$SOFTROCE_FIXTURE"; mkdir -p "$SOFTROCE_FIXTURE"
+    cp -a "$top/." "$SOFTROCE_FIXTURE/"; rm -rf "$tmp"
+    echo "softroce: unpacked into $SOFTROCE_FIXTURE"
+  fi
+fi
 echo "softroce: $passes passed, $fails failed"
 [ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]

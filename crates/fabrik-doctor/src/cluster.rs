@@ -193,7 +193,7 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         fix: "Make the GID tables alike on every node (same addressing on the RoCE netdevs), or leave NCCL_IB_GID_INDEX unset with NCCL ≥ 2.21, which selects per device." },
         per(&|n| {
             let idx: Vec<String> = all_ports(n)
-                .filter(|(d, p)| !is_software_device(d) && is_roce(p) && is_active(p))
+                .filter(|(d, p)| !is_software_device(d) && !is_iwarp(d) && is_roce(p) && is_active(p))
                 .filter_map(|(_, p)| recommended_gid_index(p).map(|i| i.to_string()))
                 .collect();
             if idx.is_empty() { None } else { Some(sorted_join(idx)) }

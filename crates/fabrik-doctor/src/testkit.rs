@@ -246,6 +246,7 @@ fn host_basics(hostname: &str) -> Node {
             rdma_core: Some("2307mlnx47".into()),
             nic_driver: Some("23.10-1.1.9".into()),
             nccl: None,
+            nvidia_open_kernel_module: Some(false),
         },
         ..Default::default()
     }

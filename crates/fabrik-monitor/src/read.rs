@@ -35,9 +35,12 @@ pub struct SampleOptions {
 }
 
 impl SampleOptions {
-    /// The defaults for a root: run ethtool on the live system (`/`), read captures otherwise.
+    /// The defaults for a root: run ethtool on the live system (`/`) when it is installed, read
+    /// captures otherwise.
     pub fn for_root(root: &Path) -> SampleOptions {
-        let ethtool = if is_live(root) {
+        let ethtool = if is_live(root) && !ethtool_on_path() {
+            EthtoolMode::Off
+        } else if is_live(root) {
             EthtoolMode::Live {
                 timeout: Duration::from_secs(2),
             }
@@ -49,6 +52,13 @@ impl SampleOptions {
             ethtool,
         }
     }
+}
+
+/// Whether an `ethtool` executable is on `PATH` (checked once per process start of a command,
+/// so that a machine without it does not pay a failed spawn per netdev per scrape).
+pub fn ethtool_on_path() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ethtool").is_file()))
 }
 
 /// True when `root` is this machine's own `/`.

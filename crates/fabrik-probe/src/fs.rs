@@ -297,6 +297,11 @@ impl RootFs {
         }
     }
 
+    /// Whether a name is a directory (after links).
+    pub fn is_dir(&mut self, logical: &str) -> bool {
+        self.resolve(logical).is_ok_and(|r| self.host(&r).is_dir())
+    }
+
     /// The name a link such as `device/driver` points at (`mlx5_core`).
     /// Only the link itself is read, so a snapshot need not hold what it points at.
     pub fn link_name(&mut self, logical: &str) -> Option<String> {

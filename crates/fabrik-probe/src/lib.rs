@@ -97,7 +97,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
 
     let modules = system::modules(fs);
-    let dev_infiniband = system::dev_infiniband(fs);
+    let dev_infiniband = system::dev_infiniband(fs, !rdma_devices.is_empty());
     let memlock = system::memlock(fs);
     let iommu = system::iommu(fs, os.kernel_cmdline.as_deref());
     let versions = system::versions(fs, &caps);

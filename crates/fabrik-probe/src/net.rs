@@ -41,6 +41,10 @@ pub fn read_interfaces(fs: &mut RootFs, caps: &Captures) -> Vec<NetInterface> {
         .collect();
     let mut out = Vec::new();
     for name in fs.list_opt(CLASS_DIR) {
+        // The bonding driver puts a plain file, `bonding_masters`, among the interfaces.
+        if !fs.is_dir(&join(CLASS_DIR, &name)) {
+            continue;
+        }
         let mut nif = read_interface(fs, caps, &name);
         nif.ipv4 = addrs.v4.get(&name).cloned().unwrap_or_default();
         nif.ipv6 = addrs.v6.get(&name).cloned().unwrap_or_default();
@@ -65,12 +69,18 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
     };
     let device_link = join(&base, "device");
     let has_device = fs.resolve(&device_link).is_ok();
+    // A netdev whose own directory sits below a PCI function is hardware even where its
+    // `device` link was not kept (node_exporter's archived eth0); software links live under
+    // /sys/devices/virtual/net.
+    let under_pci = fs
+        .resolve(&base)
+        .is_ok_and(|r| r.starts_with("/sys/devices/pci"));
     let is_bridge = fs.exists(&join(&base, "bridge"));
     let kind = match ty {
         Some(772) => NetKind::Loopback,
         _ if is_bridge => NetKind::Bridge,
         Some(32) => NetKind::Ipoib,
-        _ if !has_device => NetKind::Virtual,
+        _ if !has_device && !under_pci => NetKind::Virtual,
         Some(1) => NetKind::Ethernet,
         _ => NetKind::Unknown,
     };

@@ -310,3 +310,97 @@ fn a_snapshot_address_list_wins_over_proc_net() {
     assert_eq!(eth9.ipv6, vec!["fe80::1/64"]);
     assert_eq!(eth9.kind, NetKind::Virtual);
 }
+
+/// prometheus/procfs `testdata/fixtures.ttar`: real sysfs from an Omni-Path HFI (hfi1), a
+/// ConnectX-3 (mlx4, two QDR ports) and a ConnectX-4 Lx VF (mlx5), unpacked by
+/// fixtures/nodes/ttar.py. Every value read as the kernel wrote it; what the archive lacks
+/// (node_type, /proc) is unknown and warned about, never guessed.
+#[test]
+fn real_procfs_sysfs() {
+    let n = fixture("real-procfs");
+    let names: Vec<&str> = n.rdma_devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["hfi1_0", "mlx4_0", "mlx5_0"]);
+    let hfi = &n.rdma_devices[0];
+    assert_eq!(hfi.fw_ver.as_deref(), Some("1.27.0"));
+    assert!(hfi.board_id.as_deref().unwrap().contains("Omni-Path"));
+    let r = hfi.ports[0].rate.as_ref().unwrap();
+    assert_eq!(
+        (r.gbps, r.width, r.speed.as_deref()),
+        (Some(100.0), Some(4), Some("EDR"))
+    );
+    assert_eq!(hfi.ports[0].counters["port_rcv_data"], 345091702026);
+    let mlx4 = &n.rdma_devices[1];
+    assert_eq!(mlx4.hca_type.as_deref(), Some("MT4099"));
+    assert_eq!(mlx4.ports.len(), 2);
+    for p in &mlx4.ports {
+        assert_eq!(p.rate.as_ref().unwrap().speed.as_deref(), Some("QDR"));
+        assert_eq!(p.rate.as_ref().unwrap().gbps, Some(40.0));
+        assert_eq!(p.link_layer, Some(LinkLayer::Infiniband));
+    }
+    let mlx5 = &n.rdma_devices[2];
+    assert_eq!(mlx5.node_guid.as_deref(), Some("0a7f:bc12:45ef:d23b"));
+    let p = &mlx5.ports[0];
+    assert_eq!(p.rate.as_ref().unwrap().width, Some(1));
+    // This archive's phys_state reads `4: ACTIVE`, a pairing the kernel never writes (4 is
+    // PortConfigurationTraining): unknown, with a warning, not a training link.
+    let ps = p.phys_state.as_ref().unwrap();
+    assert_eq!(ps.code, None);
+    assert_eq!(ps.phys_state(), PhysState::Unknown);
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path.ends_with("mlx5_0/ports/1/phys_state") && w.message.contains("disagree")));
+    assert_eq!(p.hw_counters["local_ack_timeout_err"], 131);
+    assert!(
+        !p.hw_counters.contains_key("lifespan"),
+        "a setting, not a counter"
+    );
+    assert!(p.hw_counters.contains_key("roce_slow_restart"));
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path == "/sys/class/infiniband/hfi1_0/node_type"));
+    let eth0 = n.net_interfaces.iter().find(|i| i.name == "eth0").unwrap();
+    assert_eq!(eth0.kind, NetKind::Ethernet);
+    assert_eq!(eth0.pci.as_ref().unwrap().address, "0000:00:1f.6");
+    assert_eq!(eth0.pci.as_ref().unwrap().numa_node, None, "numa_node -1");
+    assert_eq!(eth0.speed_mbps, Some(1000));
+}
+
+/// prometheus/node_exporter `collector/fixtures/sys.ttar`: an Intel X722 iWARP device (i40iw)
+/// whose counters all read `N/A (no PMA)`, a ConnectX-3, bonding with `bonding_masters` (a plain
+/// file among the interfaces) and an eth0 whose archived directory lost its `device` link.
+#[test]
+fn real_node_exporter_sysfs() {
+    let n = fixture("real-node-exporter");
+    let iw = &n.rdma_devices[0];
+    assert_eq!(iw.name, "i40iw0");
+    let p = &iw.ports[0];
+    let r = p.rate.as_ref().unwrap();
+    // Kernels before 5.x printed no lane name for SDR: `10 Gb/sec (4X)`.
+    assert_eq!(
+        (r.gbps, r.width, r.speed.as_deref()),
+        (Some(10.0), Some(4), Some("SDR"))
+    );
+    assert!(p.counters.is_empty(), "N/A (no PMA) is unknown, not 0");
+    let mlx4 = &n.rdma_devices[1];
+    assert_eq!(mlx4.ports[0].counters["port_xmit_wait"], 4294967295);
+    assert_eq!(mlx4.ports[0].counters["port_rcv_packets"], 6825908347);
+    let names: Vec<&str> = n.net_interfaces.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["bond0", "dmz", "eth0", "int"],
+        "bonding_masters is no interface"
+    );
+    assert!(
+        !n.warnings
+            .iter()
+            .any(|w| w.path.contains("bonding_masters")),
+        "{:?}",
+        n.warnings
+    );
+    let eth0 = n.net_interfaces.iter().find(|i| i.name == "eth0").unwrap();
+    assert_eq!(eth0.kind, NetKind::Ethernet, "below a PCI function");
+    let bond0 = n.net_interfaces.iter().find(|i| i.name == "bond0").unwrap();
+    assert_eq!(bond0.kind, NetKind::Virtual);
+}

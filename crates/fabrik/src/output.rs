@@ -6,13 +6,31 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
-/// Pretty JSON on stdout, newline-terminated.
+/// Pretty JSON on stdout, newline-terminated. A reader that went away (`| head -1`) ends the
+/// output quietly: the command has done its work, and the shell's pipeline is the one that stopped.
 pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    serde_json::to_writer_pretty(&mut lock, value).context("writing JSON to stdout")?;
-    writeln!(lock).context("writing to stdout")?;
-    Ok(())
+    let mut bytes = serde_json::to_vec_pretty(value).context("encoding JSON")?;
+    bytes.push(b'\n');
+    write_stdout(&bytes)
+}
+
+/// Text on stdout (tables, pages); a closed pipe is a normal end, as for [`print_json`].
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    write_stdout(text.as_bytes())
+}
+
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    ignore_broken_pipe(out.write_all(bytes).and_then(|()| out.flush()))
+}
+
+/// Rust ignores SIGPIPE, so a closed reader shows up as `EPIPE` on write; that is the reader's
+/// choice, not a failure of ours.
+fn ignore_broken_pipe(result: std::io::Result<()>) -> anyhow::Result<()> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
@@ -30,4 +48,18 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     tmp.persist(path)
         .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_pipe_is_a_normal_end_and_other_errors_are_not() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(ignore_broken_pipe(Err(pipe)).is_ok());
+        let full = std::io::Error::from(std::io::ErrorKind::WriteZero);
+        assert!(ignore_broken_pipe(Err(full)).is_err());
+        assert!(ignore_broken_pipe(Ok(())).is_ok());
+    }
 }

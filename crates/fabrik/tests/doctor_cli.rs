@@ -92,7 +92,7 @@ fn every_rule_fixture_fires_its_rule() {
 
 #[test]
 fn healthy_trees_fire_nothing_and_say_so_in_one_line() {
-    for name in ["ib-healthy", "roce-healthy"] {
+    for name in ["ib-healthy", "roce-healthy", "ib-dmabuf-healthy"] {
         let r = root(&fixtures().join("nodes").join(name));
         let (code, report) = doctor_json(&["--root", &r, "--strict"]);
         assert_eq!(code, 0);
@@ -361,4 +361,98 @@ fn rules_and_explain() {
     assert!(page.contains("https://"));
     let out = fabrik().args(["explain", "FAB-NOPE-999"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `fabrik rules --format json | head -1`: a reader that has gone away is a normal end (exit 0,
+/// nothing on stderr), for JSON and for the tables and pages alike.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    let invocations: &[&[&str]] = &[
+        &["rules", "--format", "json"],
+        &["rules"],
+        &["explain", "FAB-PORT-001"],
+        &["inventory", "--root", "../../fixtures/nodes/ib-ndr-8gpu"],
+        &[
+            "inventory",
+            "--root",
+            "../../fixtures/nodes/ib-ndr-8gpu",
+            "--format",
+            "json",
+        ],
+    ];
+    for args in invocations {
+        // Both ends of a socket pair; the reader is closed before the command starts, so every
+        // write it makes meets EPIPE, whatever the size of its output.
+        let (reader, writer) = UnixStream::pair().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("fabrik"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(*args)
+            .stdout(std::process::Stdio::from(OwnedFd::from(writer)))
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn node_fixture(name: &str) -> String {
+    root(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/nodes")
+            .join(name),
+    )
+}
+
+fn severities(report: &Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Real sysfs from node_exporter's fixtures: a healthy node with an iWARP i40iw (10 Gb/s, no
+/// PMA counters) and a ConnectX-3 at QDR. Different families are not slow rails, a discard
+/// count is no cable fault, and a tree with no /dev is unknown, not a broken container: nothing
+/// above info fires.
+#[test]
+fn real_node_exporter_tree_fires_nothing_above_info() {
+    let (code, report) = doctor_json(&["--root", &node_fixture("real-node-exporter"), "--strict"]);
+    let found = severities(&report);
+    assert!(found.iter().all(|(_, s)| s == "info"), "{found:?}");
+    assert!(found.contains(&("FAB-RDMA-002".to_string(), "info".to_string())));
+    assert_eq!(code, 0, "{report}");
+}
+
+/// Real sysfs from procfs's fixtures (Omni-Path, ConnectX-3, ConnectX-4 Lx VF): the mixed
+/// families do not fire FAB-PORT-004, the InfiniBand port's transport counters do not fire the
+/// RoCE rule, and the archive's inconsistent `4: ACTIVE` phys_state is reported as unknown
+/// (FAB-DATA-001), not as a link in training (FAB-PORT-002).
+#[test]
+fn real_procfs_tree_reports_only_what_is_there() {
+    let (_, report) = doctor_json(&["--root", &node_fixture("real-procfs")]);
+    let rules = fired(&report);
+    for quiet in ["FAB-PORT-004", "FAB-CTR-002", "FAB-PORT-002", "FAB-CTR-001"] {
+        assert!(!rules.contains(quiet), "{quiet}: {report}");
+    }
+    assert!(rules.contains("FAB-DATA-001"), "{report}");
 }

@@ -150,7 +150,7 @@ pub fn phys_state(node: &Node) -> Vec<Finding> {
 pub fn below_capable(node: &Node) -> Vec<Finding> {
     let mut best: BTreeMap<String, (u32, u8)> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) {
+        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -164,7 +164,7 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     }
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) {
+        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -214,10 +214,28 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// The driver family and chip (`mlx5 MT4129`) whose ports should run at one rate.
+fn chip_group(dev: &fabrik_model::RdmaDevice) -> String {
+    match dev
+        .hca_type
+        .as_deref()
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.as_deref()))
+    {
+        Some(chip) => format!("{} {chip}", device_family(dev)),
+        None => device_family(dev),
+    }
+}
+
+/// (subject, rate path, Gb/s, rate text) of one active port.
+type RatedPort = (String, String, f64, String);
+
 pub fn mixed_rates(node: &Node) -> Vec<Finding> {
-    let mut by_layer: BTreeMap<&'static str, Vec<(String, String, f64, String)>> = BTreeMap::new();
+    // Compared within one driver family and chip: a node's 10 GbE iWARP NIC, 100G Omni-Path HFI
+    // or 25 GbE ConnectX-4 Lx management port next to its ConnectX-7 rails is another network,
+    // not a slow rail.
+    let mut by_layer: BTreeMap<(&'static str, String), Vec<RatedPort>> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || is_software_device(dev) {
+        if !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
             continue;
         }
         let layer = match port.link_layer {
@@ -227,7 +245,7 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
         };
         if let Some(rate) = &port.rate {
             if let Some(g) = rate.gbps {
-                by_layer.entry(layer).or_default().push((
+                by_layer.entry((layer, chip_group(dev))).or_default().push((
                     port_subject(dev, port),
                     port_path(dev, port, "rate"),
                     g,
@@ -237,13 +255,13 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
         }
     }
     let mut out = vec![];
-    for (layer, ports) in by_layer {
+    for ((layer, _), ports) in by_layer {
         let max = ports.iter().map(|p| p.2).fold(f64::MIN, f64::max);
         let min = ports.iter().map(|p| p.2).fold(f64::MAX, f64::min);
         if ports.len() < 2 || (max - min).abs() < f64::EPSILON {
             continue;
         }
-        let slow: Vec<&(String, String, f64, String)> = ports
+        let slow: Vec<&RatedPort> = ports
             .iter()
             .filter(|p| (p.2 - max).abs() > f64::EPSILON)
             .collect();
@@ -434,5 +452,49 @@ mod tests {
         let f = below_capable(&n);
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("1X"));
+    }
+
+    #[test]
+    fn other_families_and_iwarp_are_not_slow_rails() {
+        let mut n = healthy_ib_node("a");
+        assert!(mixed_rates(&n).is_empty());
+        // node_exporter's real i40iw0: iWARP with an `InfiniBand` link layer and `10 Gb/sec (4X)`.
+        let mut iw = n.rdma_devices[0].clone();
+        iw.name = "i40iw0".into();
+        iw.hca_type = Some("I40IW".into());
+        iw.node_type = None;
+        iw.ports[0].rate = Some(fabrik_model::LinkRate {
+            text: "10 Gb/sec (4X)".into(),
+            gbps: Some(10.0),
+            width: Some(4),
+            speed: Some("SDR".into()),
+        });
+        n.rdma_devices.push(iw.clone());
+        assert!(mixed_rates(&n).is_empty());
+        assert!(below_capable(&n).is_empty());
+        // An Omni-Path HFI beside the HCAs is another fabric too.
+        iw.name = "hfi1_0".into();
+        n.rdma_devices.push(iw);
+        assert!(mixed_rates(&n).is_empty());
+        // Another mlx5 chip (a 25 GbE ConnectX-4 Lx beside ConnectX-7 rails) is another role.
+        let mut lx = n.rdma_devices[0].clone();
+        lx.name = "mlx5_9".into();
+        lx.hca_type = Some("MT4117".into());
+        lx.ports[0].rate.as_mut().unwrap().gbps = Some(25.0);
+        n.rdma_devices.push(lx);
+        assert!(mixed_rates(&n).is_empty());
+        // rdma-core's persistent names carry the PCI bus: `rdmap115s0` and `rdmap116s0` are one
+        // family.
+        let mut a = n.rdma_devices[0].clone();
+        a.name = "rdmap115s0".into();
+        a.pci = None;
+        a.hca_type = None;
+        let mut b = a.clone();
+        b.name = "rdmap116s0".into();
+        assert_eq!(device_family(&a), device_family(&b));
+        assert_eq!(device_family(&n.rdma_devices[0]), "mlx5_core");
+        // Slow ports of the same family and chip still fire.
+        n.rdma_devices[1].ports[0].rate.as_mut().unwrap().gbps = Some(200.0);
+        assert_eq!(mixed_rates(&n).len(), 1);
     }
 }

@@ -20,6 +20,9 @@ pub struct Args {
     /// Export every netdev except lo, not only RDMA-backed and physical ones.
     #[arg(long)]
     pub all_netdevs: bool,
+    /// Do not run `ethtool -S` (per-priority pause and phy discard counters) on a live root.
+    #[arg(long)]
+    pub no_ethtool: bool,
     /// How often to re-run the doctor's node rules for `fabrik_findings` (a full probe, so not
     /// on every scrape); `0s` leaves them out.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
@@ -62,6 +65,11 @@ fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut options = SampleOptions::for_root(&args.root);
     options.all_netdevs = args.all_netdevs;
+    if args.no_ethtool {
+        options.ethtool = fabrik_monitor::EthtoolMode::Off;
+    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
+        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
+    }
     let config = ExporterConfig {
         root: args.root.clone(),
         options,

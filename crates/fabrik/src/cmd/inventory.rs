@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = load_node(&args.root)?;
     match args.format {
         Format::Json => crate::output::print_json(&node)?,
-        Format::Table => print!("{}", render_table(&node)),
+        Format::Table => crate::output::print_text(&render_table(&node))?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -299,3 +299,76 @@ fn render(r: &P2pReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn rdma() -> RdmaArgs {
+        RdmaArgs {
+            device: Some("mlx5_0:2".into()),
+            gid_index: None,
+            mtu: None,
+            op: OpArg::Send,
+            tx_depth: 64,
+            cq_mod: 100,
+            qps: 1,
+            inline_size: None,
+            mem: MemArg::Host,
+            cuda_device: 0,
+            relaxed_ordering: true,
+        }
+    }
+
+    fn common(test: P2pTest) -> Common {
+        Common {
+            server: false,
+            client: Some("node-b:18800".into()),
+            local: false,
+            bind: "0.0.0.0:18800".parse().unwrap(),
+            token: Some("t".into()),
+            once: false,
+            test,
+            sizes: None,
+            iters: None,
+            verify: true,
+            timeout: Duration::from_secs(5),
+            json: false,
+        }
+    }
+
+    #[test]
+    fn perftest_defaults_per_test() {
+        let p = params_from(&common(P2pTest::Bw), &rdma()).unwrap();
+        assert_eq!(
+            (p.sizes.clone(), p.iterations, p.inline_size),
+            (vec![65536], 5000, 0)
+        );
+        // cq-mod never exceeds the tx depth, or the send queue would fill unsignaled.
+        assert_eq!(p.cq_mod, 64);
+        assert_eq!(p.op, Op::Send);
+        let p = params_from(&common(P2pTest::Lat), &rdma()).unwrap();
+        assert_eq!(
+            (p.sizes.clone(), p.iterations, p.inline_size),
+            (vec![2], 1000, 236)
+        );
+    }
+
+    #[test]
+    fn device_and_port_split() {
+        let o = local_options(&rdma(), Duration::from_secs(1)).unwrap();
+        assert_eq!((o.device.as_deref(), o.port), (Some("mlx5_0"), 2));
+        assert!(o.relaxed_ordering);
+        let mut r = rdma();
+        r.device = Some("mlx5_0:x".into());
+        assert!(local_options(&r, Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn latency_with_several_qps_is_refused() {
+        let mut r = rdma();
+        r.qps = 2;
+        assert!(params_from(&common(P2pTest::Lat), &r).is_err());
+    }
+}
