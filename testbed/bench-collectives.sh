@@ -91,7 +91,7 @@ for N in ${@:-4 8}; do
   # fabrik
   for h in $(seq 0 $((N - 1))); do
     ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$PORT \
-      FABRIK_TOKEN=bench "$FABRIK" bench-collective all_reduce -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" \
+      FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" \
       -w "$WARMUP" -c 0 --channels "$CHANNELS" --format json --name "h$h" > "$WORK/fab$h.json" &
   done
   wait

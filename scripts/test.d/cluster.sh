@@ -59,8 +59,8 @@ PY
 }
 
 # --- 1. the report in a headless browser --------------------------------------------------
-"$FABRIK" bench-collective all_reduce --local 3 -b 1K -e 256K -n 2 -w 1 --output "$WORK/ar.json" >/dev/null
-"$FABRIK" bench-collective all_gather --local 3 -b 1K -e 256K -n 2 -w 1 --output "$WORK/ag.json" >/dev/null
+"$FABRIK" bench collective all_reduce --local 3 -b 1K -e 256K -n 2 -w 1 --output "$WORK/ar.json" >/dev/null
+"$FABRIK" bench collective all_gather --local 3 -b 1K -e 256K -n 2 -w 1 --output "$WORK/ag.json" >/dev/null
 set +e
 "$FABRIK" cluster matrix --local 4 --size 256K --output "$WORK/m.json" >/dev/null 2>&1
 set -e
@@ -107,7 +107,7 @@ json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval
 for op in all_reduce all_gather reduce_scatter broadcast reduce alltoall; do
   PORT=$((PORT + 1))
   for h in $(seq 0 $((N - 1))); do
-    rank "$h" tok -- bench-collective "$op" -b 1K -e 1M -f 4 -n 2 -w 1 -c 1 -r 3 --timeout 60 --format json
+    rank "$h" tok -- bench collective "$op" -b 1K -e 1M -f 4 -n 2 -w 1 -c 1 -r 3 --timeout 60 --format json
   done
   wait_all || fail "$op on $N hosts failed: $(cat "$WORK"/r*.err)"
   rows=$(json "$WORK/r0.out" 'len(d["rows"])')
@@ -139,7 +139,7 @@ tc -n "$NAME-h2" qdisc del dev eth0 root
 # 2c. a rank killed mid-sweep: rank 0 fails within the timeout, names it, keeps the rows so far.
 PORT=$((PORT + 1))
 for h in $(seq 0 $((N - 1))); do
-  rank "$h" tok -- bench-collective all_reduce -b 1K -e 64M -f 2 -n 5 -w 1 --timeout 10 --output "$WORK/partial.json"
+  rank "$h" tok -- bench collective all_reduce -b 1K -e 64M -f 2 -n 5 -w 1 --timeout 10 --output "$WORK/partial.json"
 done
 for _ in $(seq 600); do [ "$(grep -c '^ ' "$WORK/r0.out" 2>/dev/null || true)" -ge 3 ] && break; sleep 0.1; done
 [ "$(grep -c '^ ' "$WORK/r0.out")" -ge 3 ] || fail "the sweep did not start: $(cat "$WORK/r0.err")"
@@ -160,7 +160,7 @@ echo "cluster.sh: killed rank 5 named by rank 0 after $took s; $kept rows kept"
 PORT=$((PORT + 1))
 for h in $(seq 0 $((N - 1))); do
   tok=tok; [ "$h" = 3 ] && tok=wrong
-  rank "$h" "$tok" -- bench-collective all_reduce -b 1K -e 1K -n 1 -w 0 --timeout 8
+  rank "$h" "$tok" -- bench collective all_reduce -b 1K -e 1K -n 1 -w 0 --timeout 8
 done
 set +e; wait_all; set -e
 grep -q 'token differs' "$WORK/r3.err" || fail "rank 3 was not told its token differs: $(cat "$WORK/r3.err")"

@@ -312,7 +312,13 @@ mod tests {
             // 25 Gb/s between namespaces on one host).
             noise in proptest::collection::vec(-0.6f64..1.5, 1..64),
             which in any::<proptest::sample::Index>(),
-            slow in 0.0005f64..0.02,
+            // What the 4-sigma rule guarantees under this noise: log-noise within ±ln 2.5 gives
+            // a MAD of at most ~0.92, so the threshold sits at most 4 × 1.4826 × 0.92 ≈ 5.4
+            // below a median that is at least ln 0.4 below the base: exp(-0.92 - 5.4) ≈ 0.0018
+            // of the base. A link shaped to 20 Mb/s among 3-25 Gb/s ones is 0.001-0.007 of them,
+            // so the heavy-noise case is only promised below that bound; quieter matrices (the
+            // test above) find links at 0.6 of the median.
+            slow in 0.0001f64..0.0015,
         ) {
             let mut links = matrix(n, base, &noise);
             let k = which.index(links.len());

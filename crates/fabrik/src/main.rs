@@ -50,9 +50,6 @@ enum Command {
     Cluster(cmd::cluster::Args),
     /// One self-contained HTML page from result files: busbw curves, pair heatmap, findings, nodes.
     Report(cmd::report::Args),
-    /// Run a collective (all_reduce, all_gather, ...) across ranks, as nccl-tests does, over TCP.
-    #[command(name = "bench-collective", hide = true)]
-    BenchCollective(Box<cmd::collective::Args>),
 }
 
 fn main() -> ExitCode {
@@ -74,7 +71,6 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Cluster(args) => cmd::cluster::run(args),
         Command::Report(args) => cmd::report::run(args),
-        Command::BenchCollective(args) => cmd::collective::run(*args),
     };
     match result {
         Ok(code) => code,

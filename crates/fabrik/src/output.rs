@@ -1,6 +1,7 @@
 //! Writing results: JSON to stdout, files written atomically.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::Context;
@@ -34,8 +35,8 @@ fn ignore_broken_pipe(result: std::io::Result<()>) -> anyhow::Result<()> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
-/// reader never sees half a file.
-#[allow(dead_code)]
+/// reader never sees half a file. The result is world-readable (0644) like any file a command
+/// writes; the temporary file's private 0600 must not leak into reports and launch files.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -45,14 +46,33 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("setting the permissions of {}", path.display()))?;
     tmp.persist(path)
         .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn atomic_writes_replace_the_file_and_are_world_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.json");
+        write_atomically(&path, b"first").unwrap();
+        write_atomically(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+    }
 
     #[test]
     fn broken_pipe_is_a_normal_end_and_other_errors_are_not() {

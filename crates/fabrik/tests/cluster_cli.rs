@@ -1,4 +1,4 @@
-//! `fabrik bench-collective`, `cluster matrix` and `report` end to end, with `--local` ranks.
+//! `fabrik bench collective`, `cluster matrix` and `report` end to end, with `--local` ranks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use assert_cmd::Command;
@@ -12,7 +12,8 @@ fn fabrik() -> Command {
 fn local_all_reduce_prints_an_nccl_tests_table_with_verified_rows() {
     let out = fabrik()
         .args([
-            "bench-collective",
+            "bench",
+            "collective",
             "all_reduce",
             "--local",
             "3",
@@ -55,7 +56,8 @@ fn local_all_reduce_prints_an_nccl_tests_table_with_verified_rows() {
 fn local_json_is_a_collective_report_with_backend_and_hosts() {
     let out = fabrik()
         .args([
-            "bench-collective",
+            "bench",
+            "collective",
             "reduce_scatter",
             "--local",
             "2",
@@ -95,13 +97,13 @@ fn local_json_is_a_collective_report_with_backend_and_hosts() {
 #[test]
 fn bad_options_are_clear_errors() {
     let out = fabrik()
-        .args(["bench-collective", "all_scatter"])
+        .args(["bench", "collective", "all_scatter"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown collective"));
     let out = fabrik()
-        .args(["bench-collective", "all_reduce", "-d", "complex"])
+        .args(["bench", "collective", "all_reduce", "-d", "complex"])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown data type"));

@@ -1,5 +1,5 @@
 //! `fabrik bench`: measurements between hosts. `p2p` is point-to-point TCP bandwidth and latency
-//! with multi-NIC striping; further kinds (collectives) are added as variants of `Kind`.
+//! with multi-NIC striping (TCP or RDMA verbs); `collective` runs nccl-tests-style collectives.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +25,8 @@ pub struct Args {
 enum Kind {
     /// Point-to-point TCP bandwidth or latency between two hosts, striped over several NICs.
     P2p(Box<P2pArgs>),
+    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it, over TCP.
+    Collective(Box<super::collective::Args>),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -138,6 +140,7 @@ struct P2pArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.kind {
         Kind::P2p(a) => p2p(*a),
+        Kind::Collective(a) => super::collective::run(*a),
     }
 }
 
