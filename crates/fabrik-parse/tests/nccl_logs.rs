@@ -479,3 +479,59 @@ fn json_report_has_the_contract_keys() {
     let back: LogReport = serde_json::from_value(v).unwrap();
     assert_eq!(back, r);
 }
+
+#[test]
+fn f32_roce_ro_with_timestamped_nvml_warn() {
+    let r = load("32-nccl-2.26.2-roce-ro-nvml-missing-timestamp-warn.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, None);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.26.2"));
+    assert_eq!(r.summary.processes, 1);
+    let p = proc(&r, "gpu0301", 842624);
+    assert_eq!(p.cuda_devices, vec![0, 1, 2]);
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.6"));
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "int0");
+    assert_eq!(p.ib_nics.len(), 1);
+    assert_eq!(p.ib_nics[0].link.as_deref(), Some("RoCE"));
+    assert!(p.relaxed_ordering);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    // The WARN behind a `[2025-06-12 16:57:52] ` collector timestamp is still read.
+    let rules = rules(&r);
+    assert!(rules.contains(&"FAB-NCCL-NVML"), "{rules:?}");
+    assert!(rules.contains(&"FAB-NCCL-SYSTEM-ERROR"), "{rules:?}");
+}
+
+#[test]
+fn f33_bare_version_line_in_2_19_with_four_roce_nics() {
+    let r = load("33-nccl-2.19.3-roce-4nics-bare-version-torchrun.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.19.3"));
+    assert_eq!(r.summary.processes, 4);
+    assert_eq!(r.summary.nranks, Some(4));
+    assert_eq!(r.summary.errors, 0);
+    let p = proc(&r, "dsw95381-5f7b687f66-w5sjz", 87933);
+    assert_eq!(p.ranks.len(), 1);
+    assert_eq!((p.ranks[0].rank, p.ranks[0].nranks), (3, Some(4)));
+    assert_eq!(p.ib_nics.len(), 4);
+    assert!(p.ib_nics.iter().all(|n| n.link.as_deref() == Some("RoCE")));
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.channels.get("P2P/CUMEM"), Some(&2));
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.4"));
+}
+
+#[test]
+fn f34_srun_labels_and_the_ofi_plugin_banner() {
+    let r = load("34-nccl-2.26.2-srun-label-ofi-plugin.log");
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert_eq!(r.host_names, vec!["p5-dy-gpu-3", "p5-dy-gpu-4"]);
+    assert_eq!(r.summary.processes, 3);
+    let p = proc(&r, "p5-dy-gpu-4", 930643);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.name.as_deref(), Some("aws-ofi-nccl 1.13.2-aws"));
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(
+        proc(&r, "p5-dy-gpu-3", 47936).cuda_driver.as_deref(),
+        Some("12.8")
+    );
+}

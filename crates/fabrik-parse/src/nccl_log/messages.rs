@@ -104,6 +104,21 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
+        // Only the aws-ofi-nccl plugin prints `NET/OFI` lines: it was loaded.
+        if st.report.plugin.status != PluginStatus::Unusable {
+            st.report.plugin.status = PluginStatus::Loaded;
+        }
+        // `NET/OFI Initializing aws-ofi-nccl 1.13.2-aws`
+        if let Some(rest) = after(msg, "Initializing aws-ofi-nccl") {
+            let v = lossy(rest.trim_ascii());
+            st.report.plugin.name.get_or_insert_with(|| {
+                if v.is_empty() {
+                    "aws-ofi-nccl".to_string()
+                } else {
+                    format!("aws-ofi-nccl {v}")
+                }
+            });
+        }
         // `Selected Provider is efa (found 4 nics)`; newer: `Selected provider is efa, fabric is
         // efa-direct (found 32 nics)`.
         if let Some(rest) =
