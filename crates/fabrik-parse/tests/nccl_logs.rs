@@ -535,3 +535,79 @@ fn f34_srun_labels_and_the_ofi_plugin_banner() {
         Some("12.8")
     );
 }
+
+#[test]
+fn f35_rank_prefix_and_mixed_link_layers() {
+    let r = load("35-nccl-2.5.6-rank-prefix-mixed-ib-roce-ring.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.processes, 1);
+    let p = proc(&r, "crow-ib-new-nccl-256-info-19", 5330);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "eth0");
+    let links: Vec<_> = p
+        .ib_nics
+        .iter()
+        .map(|n| n.link.as_deref().unwrap())
+        .collect();
+    assert_eq!(links, vec!["IB", "IB", "IB", "RoCE", "IB"]);
+    assert_eq!(
+        p.ranks.iter().map(|x| x.rank).collect::<Vec<_>>(),
+        vec![155]
+    );
+    assert_eq!(p.channels.get("P2P/IPC"), Some(&3));
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+}
+
+#[test]
+fn f36_nvls_and_a_cut_init_complete_line() {
+    let r = load("36-nccl-2.2x-nvls-64-ranks-init-complete.log");
+    assert_eq!(r.summary.processes, 5);
+    assert_eq!(r.summary.nranks, Some(64));
+    assert_eq!(r.summary.nvls, Some(true));
+    assert_eq!(r.summary.collnet, Some(false), "0 collnet channels");
+    let mut ranks: Vec<u32> = r
+        .processes
+        .iter()
+        .flat_map(|p| p.ranks.iter().map(|x| x.rank))
+        .collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, vec![32, 33, 34, 35, 36]);
+}
+
+#[test]
+fn f37_collnet_count_that_echoes_the_coll_count_is_not_collnet() {
+    let r = load("37-nccl-2.2x-rank0-prefix-collnet-count-echo.log");
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.summary.nranks, Some(24));
+    assert_eq!(r.summary.nvls, Some(true));
+    assert_eq!(
+        r.summary.collnet, None,
+        "16 collnet channels == 16 coll channels"
+    );
+    let p = proc(&r, "h100clust-worker-1", 497888);
+    assert_eq!(p.ranks[0].bus_id.as_deref(), Some("a4000"));
+}
+
+#[test]
+fn f38_intra_node_direct_pointer_only() {
+    let r = load("38-nccl-2.2x-p2p-direct-pointer-pxn-gdr.log");
+    assert_eq!(r.summary.transport, Transport::Unknown);
+    assert_eq!(r.summary.gdr, None);
+    assert!(!r.summary.socket_fallback);
+    let p = proc(&r, "10-4-3-3", 97095);
+    assert_eq!(p.channels.get("P2P/direct pointer"), Some(&9));
+}
+
+#[test]
+fn f39_nccl_tests_header_and_dlerror_plugin_line() {
+    let r = load("39-nccl-h20-nccl-tests-header-dlerror.log");
+    assert_eq!(r.host_names, vec!["H20-GPU-05", "H20-GPU-06"]);
+    assert_eq!(r.summary.processes, 4);
+    let p = proc(&r, "H20-GPU-05", 1789224);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "ibs1130f0");
+    assert_eq!(
+        p.bootstrap.as_ref().unwrap().address.as_deref(),
+        Some("10.6.128.137")
+    );
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.4"));
+}

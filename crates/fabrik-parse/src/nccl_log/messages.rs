@@ -367,7 +367,12 @@ fn gdr_line(r: &mut ProcessReport, msg: &[u8]) {
 }
 
 /// `16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, ...`
+/// `16 coll channels, 16 collnet channels, 16 nvls channels, ...`. NCCL 2.19 and later print
+/// the coll channel count again in the collnet place (init.cc passes `nChannels` twice), so a
+/// collnet count equal to the coll count proves nothing; only 0, or a different count printed
+/// by older releases from `collNetChannels`, is evidence.
 fn channel_counts(r: &mut ProcessReport, msg: &[u8]) {
+    let mut coll: Option<u64> = None;
     let mut prev: Option<u64> = None;
     let mut words = msg
         .split(|&b| b.is_ascii_whitespace() || b == b',')
@@ -380,7 +385,14 @@ fn channel_counts(r: &mut ProcessReport, msg: &[u8]) {
         if let Some(n) = prev.take() {
             match w {
                 b"nvls" | b"nvlcls" if r.nvls != Some(true) => r.nvls = Some(n > 0),
-                b"collnet" if r.collnet != Some(true) => r.collnet = Some(n > 0),
+                b"coll" => coll = Some(n),
+                b"collnet" if r.collnet != Some(true) => {
+                    if n == 0 {
+                        r.collnet = Some(false);
+                    } else if coll != Some(n) {
+                        r.collnet = Some(true);
+                    }
+                }
                 _ => {}
             }
             let _ = words.next();
