@@ -611,3 +611,115 @@ fn f39_nccl_tests_header_and_dlerror_plugin_line() {
     assert_eq!(p.plugin.status, PluginStatus::NotFound);
     assert_eq!(p.cuda_driver.as_deref(), Some("12.4"));
 }
+
+#[test]
+fn f40_ray_worker_prefix() {
+    let r = load("40-nccl-2.14.3-ray-worker-prefix-indented.log");
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.14.3"));
+    let p = proc(&r, "1080ti-01", 1706083);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "eno2");
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.cuda_driver.as_deref(), Some("11.7"));
+    assert_eq!(p.cuda_runtime.as_deref(), Some("11.7"));
+}
+
+#[test]
+fn f41_trace_without_host_prefix() {
+    let r = load("41-nccl-2.14.3-trace-no-host-prefix-no-verbs.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.processes, 1);
+    let p = &r.processes[0];
+    assert_eq!(p.host, None);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert!(rules(&r).contains(&"FAB-NCCL-NO-VERBS"));
+}
+
+#[test]
+fn f42_ib_disabled_socket_list_is_the_network() {
+    let r = load("42-nccl-2.26.2-ib-disabled-socket.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(
+        !r.summary.socket_fallback,
+        "NCCL_IB_DISABLE=1 is deliberate"
+    );
+    let p = proc(&r, "192-222-52-239", 16629);
+    assert_eq!(p.env.get("NCCL_IB_DISABLE").map(String::as_str), Some("1"));
+    assert_eq!(p.socket_interfaces[0].interface, "eno1");
+}
+
+#[test]
+fn f43_loaded_libfabric_plugin_names_the_transport() {
+    let r = load("43-nccl-2.27.3-libfabric-v10-plugin-no-network-line.log");
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    let p = proc(&r, "llama-3-8b-node-0-0", 188);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.name.as_deref(), Some("Libfabric"));
+    assert_eq!(
+        p.env.get("NCCL_SOCKET_IFNAME").map(String::as_str),
+        Some("^docker0,lo")
+    );
+}
+
+#[test]
+fn f44_merged_virtual_nics() {
+    let r = load("44-nccl-ibext-v8-merged-vnics-roce.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(false));
+    let p = proc(&r, "bigo", 1884);
+    let devs: Vec<_> = p.ib_nics.iter().map(|n| n.device.as_str()).collect();
+    assert_eq!(devs, vec!["mlx5_2", "mlx5_3", "mlx5_0", "mlx5_1"]);
+    assert_eq!(
+        p.ib_nics.iter().map(|n| n.index).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert!(p
+        .ib_nics
+        .iter()
+        .all(|n| n.port == Some(1) && n.link.as_deref() == Some("RoCE")));
+    assert!(p.relaxed_ordering);
+    assert_eq!((p.ranks[0].rank, p.ranks[0].nranks), (2, Some(3)));
+    assert_eq!(p.channels.get("NET/IBext_v8"), Some(&3));
+}
+
+#[test]
+fn f45_rdma_plugin_without_device_falls_back_to_sockets() {
+    let r = load("45-nccl-2.21.5-ibext-no-device-socket-fallback.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(r.summary.socket_fallback);
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.rule == "FAB-NCCL-SOCKET-FALLBACK"));
+    let p = proc(&r, "llm207", 149);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.collnet.as_deref(), Some("SHARP"));
+    assert!(p.ib_no_device);
+    assert_eq!(p.socket_interfaces.len(), 4);
+}
+
+#[test]
+fn f46_bootstrap_list_and_bond_roce_nics() {
+    let r = load("46-nccl-2.7.8-bond-roce-9-nics-bootstrap-list.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.7.8"));
+    let p = proc(&r, "k69a05298", 85517);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "bond0");
+    assert_eq!(p.ib_nics.len(), 9);
+    assert_eq!(p.ib_nics[8].device, "mlx5_bond_0");
+    assert!(p.ib_nics.iter().all(|n| n.link.as_deref() == Some("RoCE")));
+    assert_eq!(p.env.get("NCCL_SHM_DISABLE").map(String::as_str), Some("1"));
+}
+
+#[test]
+fn f47_old_socket_bootstrap_line_beside_ib() {
+    let r = load("47-nccl-2.4-socket-bootstrap-empty-address-ib.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.host_names, vec!["server1", "server3"]);
+    assert_eq!(r.summary.processes, 7);
+    let p = proc(&r, "server3", 15223);
+    assert_eq!(p.socket_interfaces.len(), 2);
+    assert_eq!(p.socket_interfaces[0].address, None);
+}

@@ -202,7 +202,9 @@ fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
     if let Some(rest) = after(msg, "Loaded net plugin ") {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.name = Some(lossy(strip_version_suffix(rest.trim_ascii())));
-    } else if let Some(rest) = after(msg, "Loaded collnet plugin ") {
+    } else if let Some(rest) =
+        after(msg, "Loaded collnet plugin ").or_else(|| after(msg, "Loaded coll plugin "))
+    {
         let name = lossy(strip_version_suffix(rest.trim_ascii()));
         if name.contains("SHARP") {
             r.sharp = Some(true);
@@ -214,6 +216,8 @@ fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
         }
     } else if (has(msg, "No plugin found")
         || has(msg, "returned 2")
+        // `Plugin load returned 17 : libnccl-net.so: cannot open shared object file: ...`
+        || has(msg, "cannot open shared object file")
         || has(msg, "Could not find")
         || has(msg, "Using internal"))
         && !loaded
@@ -268,15 +272,34 @@ fn ib_using(r: &mut ProcessReport, msg: &[u8]) {
         None => (rest, None),
     };
     let mut nics = Vec::new();
-    for tok in devs
-        .split(u8::is_ascii_whitespace)
+    // NCCL >= 2.21 merges ports into virtual NICs (NCCL_IB_MERGE_NICS):
+    // `[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]={[2] mlx5_0:1/RoCE, ...}`. The physical
+    // NICs are listed inside the braces as `[i] dev:port/link`; a bare `[i]` followed by another
+    // bracket is the virtual NIC's own index.
+    let toks: Vec<&[u8]> = devs
+        .split(|b: &u8| b.is_ascii_whitespace() || matches!(b, b'{' | b'}' | b',' | b'='))
         .filter(|t| !t.is_empty())
-    {
+        .collect();
+    let mut i = 0;
+    while i < toks.len() {
+        let tok = toks[i];
+        i += 1;
         if tok == b"[RO]" {
             r.relaxed_ordering = true;
             continue;
         }
-        if let Some(nic) = ib_nic(tok) {
+        let nic = if tok.starts_with(b"[") && tok.ends_with(b"]") {
+            match toks.get(i) {
+                Some(next) if !next.starts_with(b"[") => {
+                    i += 1;
+                    ib_nic(&[tok, *next].concat())
+                }
+                _ => None,
+            }
+        } else {
+            ib_nic(tok)
+        };
+        if let Some(nic) = nic {
             if nics.len() < MAX_KEYS {
                 nics.push(nic);
             }
@@ -620,15 +643,35 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         r.network = channel_net.clone();
     }
     let net = r.network.clone();
+    // A loaded plugin replaces NCCL's internal networks; its name may say which it is
+    // (`Loaded net plugin Libfabric (v10)`), while `NCCL RDMA Plugin` says nothing.
+    let plugin_net = r
+        .plugin
+        .name
+        .as_deref()
+        .filter(|_| r.plugin.status == PluginStatus::Loaded)
+        .map(transport_of)
+        .filter(|t| *t != Transport::Unknown);
+    // NCCL >= 2.6 initialises its socket network only when it is going to use it (earlier
+    // releases printed `NET/Socket : Using` for the bootstrap in every process).
+    let sockets_are_the_net = !r.socket_interfaces.is_empty()
+        && (r.ib_no_device
+            || r.env
+                .get("NCCL_IB_DISABLE")
+                .is_some_and(|v| v.trim() == "1")
+            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6));
     r.transport = Some(match net.as_deref() {
         Some(n) => transport_of(n),
         None if !r.ib_nics.is_empty() => Transport::Ib,
+        // The IBext plugin finding no device falls back to sockets like NCCL's own IB.
+        None if sockets_are_the_net && r.ib_no_device => Transport::Socket,
+        None if plugin_net.is_some() => plugin_net.unwrap_or(Transport::Unknown),
         None if hints.fastrak => Transport::FasTrak,
         None if hints.tcpx => Transport::GpuDirectTcpx,
         None if hints.ofi || r.ofi_provider.is_some() => Transport::Ofi,
         // NCCL < 2.6 prints `NET/Socket : Using` for its bootstrap in every process, so the
         // socket list alone proves nothing; after `NET/IB : No device found` it is the network.
-        None if !r.socket_interfaces.is_empty() && r.ib_no_device => Transport::Socket,
+        None if sockets_are_the_net => Transport::Socket,
         None => Transport::Unknown,
     });
     if r.transport == Some(Transport::Unknown) {
@@ -682,6 +725,16 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
 }
 
 /// Maps NCCL's network names (and plugins') to the transport kinds of the summary.
+/// `2.26.2` ≥ major.minor.
+fn version_at_least(v: Option<&str>, major: u64, minor: u64) -> bool {
+    let Some(v) = v else { return false };
+    let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
+    match (it.next().flatten(), it.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
 pub fn transport_of(name: &str) -> Transport {
     let l = name.to_ascii_lowercase();
     if l.starts_with("ib") {
