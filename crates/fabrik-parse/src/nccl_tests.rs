@@ -119,6 +119,22 @@ impl Builder {
             self.comment(t);
         } else if t.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             self.row(t);
+        } else if [
+            "RCCL version",
+            "NCCL version",
+            "rccl-tests: Version",
+            "HIP version",
+            "ROCm version",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+        {
+            // The library under test: rccl-tests prints a `RCCL version : 2.22.3-...` block,
+            // and NCCL itself a bare `NCCL version 2.18.5+cuda12.2` line with NCCL_DEBUG=VERSION.
+            let note = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !self.cur.report.notes.contains(&note) {
+                self.cur.report.notes.push(note);
+            }
         } else if t.starts_with("Rank ") || is_header(t) {
             // Device lines and the column header with their `#` lost: nccl-tests 1.x printed
             // some without it, and Markdown renders `# ...` lines as headings when pasted.

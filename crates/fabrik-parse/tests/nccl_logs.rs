@@ -723,3 +723,29 @@ fn f47_old_socket_bootstrap_line_beside_ib() {
     assert_eq!(p.socket_interfaces.len(), 2);
     assert_eq!(p.socket_interfaces[0].address, None);
 }
+
+#[test]
+fn f48_rccl_version_block_and_a_build_path_that_is_not_ofi() {
+    let r = load("48-rccl-2.26.6-vllm-ray-double-prefix-profiles-path.log");
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.26.6"));
+    assert_eq!(r.summary.transport, Transport::Unknown);
+    assert_eq!(r.summary.processes, 1);
+    let rules = rules(&r);
+    assert!(!rules.contains(&"FAB-NCCL-OFI"), "{rules:?}");
+    assert!(rules.contains(&"FAB-NCCL-NO-VERBS"), "{rules:?}");
+    let p = proc(&r, "corona", 927);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+}
+
+#[test]
+fn f49_rccl_without_ib_devices_uses_sockets() {
+    let r = load("49-rccl-2.27.7-redacted-prefix-no-ib-socket.log");
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.27.7"));
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    let p = &r.processes[0];
+    assert!(p.ib_no_device);
+    assert!(p.ib_nics.is_empty());
+    assert_eq!(p.socket_interfaces.len(), 9);
+    assert_eq!(r.summary.warnings, 1, "one WARN rule seen twice");
+}

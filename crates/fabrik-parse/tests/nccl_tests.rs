@@ -209,3 +209,37 @@ fn t11_device_lines_and_header_without_hash() {
     assert!(r.rows.is_empty());
     assert_eq!(r.op, "all_reduce");
 }
+
+#[test]
+fn t12_rccl_tests_two_runs_with_the_library_block() {
+    let runs = load("12-rccl-tests-mi300x-two-runs-rccl-version-block.txt");
+    assert_eq!(runs.len(), 2);
+    for (run, avg) in runs.iter().zip([116.669, 120.69]) {
+        let r = &run.report;
+        assert_eq!(r.op, "all_reduce");
+        assert_eq!(r.rows.len(), 32);
+        assert_eq!(r.avg_busbw, Some(avg));
+        assert_eq!(r.devices.len(), 8);
+        assert_eq!(r.devices[0].bus_id.as_deref(), Some("0000:0c:00.0"));
+        assert_eq!(r.devices[0].name.as_deref(), Some("AMD Instinct MI300X"));
+        assert_eq!(r.rows[31].size, 17_179_869_184);
+        assert_eq!(run.out_of_bounds, Some(0));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n == "RCCL version : 2.22.3-develop:f5b15f2"));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n == "rccl-tests: Version develop:448c4c7"));
+    }
+    assert_eq!(
+        runs[1].report.rows[2]
+            .out_of_place
+            .as_ref()
+            .unwrap()
+            .time_us,
+        6.32
+    );
+    assert!(check_collective(&runs[0], None).is_empty());
+}

@@ -145,7 +145,9 @@ fn has_ci(hay: &[u8], needle: &str) -> bool {
 
 /// Diagnoses an NCCL `WARN` message (and its source location, which names the plugin).
 pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
+    // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
+    let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
     if has(message, "no socket interface found")
         || has(message, "No usable listening interface")
         || has(message, "neither AF_INET")

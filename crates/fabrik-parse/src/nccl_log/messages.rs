@@ -47,8 +47,18 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         }
         _ => {}
     }
-    if let Some(rest) = msg.strip_prefix(b"NCCL version ") {
+    if let Some(rest) = msg
+        .strip_prefix(b"NCCL version ")
+        .or_else(|| msg.strip_prefix(b"RCCL version "))
+    {
+        // RCCL: `RCCL version : 2.26.6-HEAD:f224e2c` (and `2.18.3+hip6.0` in older releases).
+        let rest = rest.trim_ascii_start();
+        let rest = rest.strip_prefix(b":").unwrap_or(rest).trim_ascii_start();
         let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        let tok = match tok.iter().position(|b| *b == b'-') {
+            Some(p) if !tok[..p].contains(&b'+') => &tok[..p],
+            _ => tok,
+        };
         let (v, cuda) = split_version(&String::from_utf8_lossy(tok));
         r.nccl_version = Some(v);
         r.cuda_runtime = cuda;
@@ -166,7 +176,9 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
 
 /// Facts from a WARN message (its diagnosis is made elsewhere).
 pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) {
+    // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
+    let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
     if has(src, "tcpx") {
         st.hints.tcpx = true;
     }
