@@ -270,3 +270,24 @@ fn p14_bidirectional_duration_row_with_run_together_columns() {
     assert_eq!(rows[0].bw_peak_gbps, 0.0);
     assert!((rows[0].bw_avg_gbps - 11403.46 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-6);
 }
+
+#[test]
+fn p15_read_latency_with_warnings_between_header_and_row() {
+    let r = load("15-ib_read_lat-roce-cpu-freq-between-header-and-row-two-pods.txt");
+    assert_eq!(r.len(), 2);
+    for x in &r {
+        assert_eq!((x.op.as_deref(), x.test), (Some("read"), P2pTest::Lat));
+        assert_eq!(
+            (x.link_type.as_deref(), x.gid_index),
+            (Some("Ethernet"), Some(3))
+        );
+        assert!(x.notes.iter().any(|n| n == "Outstand reads: 16"));
+    }
+    let rows = lat(&r[0]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].bytes, 2);
+    assert!((rows[0].t_typical_us - 4.83).abs() < 1e-9);
+    assert!((rows[0].t_avg_us - 4.82).abs() < 1e-9);
+    assert_eq!((rows[0].p99_us, rows[0].p999_us), (Some(4.91), Some(13.2)));
+    assert!(lat(&r[1]).is_empty());
+}
