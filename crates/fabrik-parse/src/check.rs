@@ -12,23 +12,34 @@ pub const LOW_FRACTION: f64 = 0.5;
 /// Only messages this large are expected to approach the link rate.
 pub const LARGE_MESSAGE: u64 = 32 << 20;
 
-/// The fastest active RDMA port of a node, in Gb/s (any port when none is known active).
+/// The link rate a node's benchmarks are measured against, in Gb/s: the slowest active RDMA
+/// port (a collective runs at the pace of its slowest rail), else the slowest RDMA port of
+/// unknown state, else the speed of the default-route interface (sockets/TCPX nodes).
 pub fn link_gbps_from_node(node: &Node) -> Option<f64> {
-    let ports = node.rdma_devices.iter().flat_map(|d| d.ports.iter());
-    let active = ports
-        .clone()
+    fn min(it: impl Iterator<Item = f64>) -> Option<f64> {
+        it.filter(|v| *v > 0.0)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.min(v))))
+    }
+    let ports = || node.rdma_devices.iter().flat_map(|d| d.ports.iter());
+    let rate = |p: &fabrik_model::Port| p.rate.as_ref().and_then(|r| r.gbps);
+    let active = min(ports()
         .filter(|p| {
             p.state
                 .as_ref()
                 .is_some_and(|s| s.port_state() == PortState::Active)
         })
-        .filter_map(|p| p.rate.as_ref().and_then(|r| r.gbps))
-        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-    active.or_else(|| {
-        ports
-            .filter_map(|p| p.rate.as_ref().and_then(|r| r.gbps))
-            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
-    })
+        .filter_map(rate));
+    // A port known to be down says nothing about the rate traffic ran at.
+    let unknown = || min(ports().filter(|p| p.state.is_none()).filter_map(rate));
+    let default_route = || {
+        min(node
+            .net_interfaces
+            .iter()
+            .filter(|i| i.default_route)
+            .filter_map(|i| i.speed_mbps)
+            .map(|m| m as f64 / 1000.0))
+    };
+    active.or_else(unknown).or_else(default_route)
 }
 
 fn subject(r: &CollectiveReport) -> String {
@@ -117,16 +128,23 @@ pub fn check_p2p(r: &P2pReport, link_gbps: Option<f64>) -> Vec<Finding> {
     let Some(row) = rows.iter().max_by_key(|row| row.bytes) else {
         return out;
     };
-    if row.bytes >= 65536 && row.bw_avg_gbps < LOW_FRACTION * link {
+    // A bidirectional run adds both directions: each one is expected near the link rate.
+    let directions = if crate::perftest::is_bidirectional(r) {
+        2.0
+    } else {
+        1.0
+    };
+    if row.bytes >= 65536 && row.bw_avg_gbps / directions < LOW_FRACTION * link {
         out.push(Finding {
             rule: "FAB-BENCH-LOW-BW".into(),
             severity: Severity::Warning,
             subject: format!("perftest {}", r.device.as_deref().unwrap_or("?")),
             message: format!(
-                "average bandwidth {:.2} Gb/s at {} bytes is {:.0}% of the {link} Gb/s link",
-                row.bw_avg_gbps,
+                "average bandwidth {:.2} Gb/s{} at {} bytes is {:.0}% of the {link} Gb/s link",
+                row.bw_avg_gbps / directions,
+                if directions > 1.0 { " per direction" } else { "" },
                 row.bytes,
-                100.0 * row.bw_avg_gbps / link
+                100.0 * row.bw_avg_gbps / directions / link
             ),
             evidence: vec![Evidence::new(format!("{} bytes", row.bytes), format!("{:.2} Gb/s", row.bw_avg_gbps))],
             fix: "Check link width/speed and errors (`fabrik doctor`), PCIe width of the NIC, MTU, and that both ends use the same GID/port; try more QPs (-q 4)".into(),

@@ -87,7 +87,10 @@ impl Builder {
     }
 
     fn line(&mut self, raw: &[u8]) {
-        let line = strip_launcher_prefix(raw);
+        let (line, tag) = match rank_tag(raw) {
+            Some((tag, rest)) => (rest, Some(tag)),
+            None => (strip_launcher_prefix(raw), None),
+        };
         if memchr::memmem::find(line, b"NCCL INFO").is_some()
             || memchr::memmem::find(line, b"NCCL WARN").is_some()
         {
@@ -95,6 +98,16 @@ impl Builder {
         }
         let Ok(text) = std::str::from_utf8(line) else {
             return;
+        };
+        // MPI launchers that tag output (`mpirun -prepend-rank`, `--tag-output`) tag every
+        // write, and nccl-tests writes a row in several pieces: `... -1[0]  1626.5 ... 0[0] ...`.
+        let untagged;
+        let text = match tag.and_then(|tag| std::str::from_utf8(tag).ok()) {
+            Some(tag) if text.contains(tag) => {
+                untagged = text.replace(tag, " ");
+                untagged.as_str()
+            }
+            _ => text,
         };
         let t = text.trim();
         if let Some(body) = t.strip_prefix('#') {
@@ -106,6 +119,26 @@ impl Builder {
             self.comment(t);
         } else if t.as_bytes().first().is_some_and(u8::is_ascii_digit) {
             self.row(t);
+        } else if [
+            "RCCL version",
+            "NCCL version",
+            "rccl-tests: Version",
+            "HIP version",
+            "ROCm version",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+        {
+            // The library under test: rccl-tests prints a `RCCL version : 2.22.3-...` block,
+            // and NCCL itself a bare `NCCL version 2.18.5+cuda12.2` line with NCCL_DEBUG=VERSION.
+            let note = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !self.cur.report.notes.contains(&note) {
+                self.cur.report.notes.push(note);
+            }
+        } else if t.starts_with("Rank ") || is_header(t) {
+            // Device lines and the column header with their `#` lost: nccl-tests 1.x printed
+            // some without it, and Markdown renders `# ...` lines as headings when pasted.
+            self.comment(t);
         } else if let Some(op) = t.split_whitespace().find_map(op_from_program) {
             if self.has_data() {
                 self.start_new_run();
@@ -337,6 +370,36 @@ fn parse_row(toks: &[&str], layout: &Layout) -> Option<(CollectiveRow, Option<f6
     row.out_of_place.as_ref()?;
     row.in_place = it.next();
     Some((row, max_err))
+}
+
+/// The column header line: `size count type redop root time algbw busbw #wrong ...`.
+fn is_header(t: &str) -> bool {
+    let mut toks = t.split_whitespace();
+    toks.next() == Some("size") && toks.next() == Some("count")
+}
+
+/// A leading MPI rank tag, `[0]` or `[1,0]<stdout>:`, and the text after it. Only tags of
+/// digits and commas, so a line that merely starts with a bracket is left alone.
+fn rank_tag(raw: &[u8]) -> Option<(&[u8], &[u8])> {
+    let t = raw.trim_ascii_start();
+    if t.first() != Some(&b'[') {
+        return None;
+    }
+    let close = memchr::memchr(b']', t)?;
+    let inner = &t[1..close];
+    if inner.is_empty() || !inner.iter().all(|b| b.is_ascii_digit() || *b == b',') {
+        return None;
+    }
+    let mut end = close + 1;
+    for stream in [&b"<stdout>"[..], b"<stderr>"] {
+        if t[end..].starts_with(stream) {
+            end += stream.len();
+        }
+    }
+    if t[end..].starts_with(b":") {
+        end += 1;
+    }
+    Some((&t[..end], &t[end..]))
 }
 
 /// `Rank  0 Group  0 Pid  28307 on      gpu59 device  0 [0x16] NVIDIA GeForce RTX 4090`, and the

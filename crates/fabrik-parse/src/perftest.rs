@@ -30,7 +30,19 @@ const KEYS: &[&str] = &[
     "Outstand reads",
     "Use ODP",
     "Using Enhanced Reorder",
+    "CQE Poll Batch",
+    "CPU freq",
+    "Use ROCm memory",
+    "Use CUDA memory",
 ];
+
+/// The note a bidirectional run carries: its BW columns add both directions.
+pub const BIDIRECTIONAL_NOTE: &str = "bidirectional: BW columns are the sum of both directions";
+
+/// Whether a perftest report measured both directions at once (`-b`).
+pub fn is_bidirectional(r: &P2pReport) -> bool {
+    r.notes.iter().any(|n| n == BIDIRECTIONAL_NOTE)
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Table {
@@ -164,12 +176,40 @@ impl Builder {
             self.command_line(t, i);
             return;
         }
-        if KEYS.iter().any(|k| t.starts_with(k)) {
+        if KEYS.iter().any(|k| t.starts_with(k)) || self.header_line(t) {
             self.started = true;
             for (k, v) in key_values(t) {
                 self.kv(&k, &v);
             }
+            return;
         }
+        // `allocated 67108864 bytes of GPU buffer at 0x7f..` (`--use_cuda`, `--use_rocm`).
+        if t.starts_with("allocated ") && t.contains(" bytes of GPU buffer") {
+            let note = "GPU memory buffers (GPUDirect RDMA)";
+            if !self.cur.notes.iter().any(|n| n == note) {
+                self.cur.notes.push(note.to_string());
+            }
+        }
+    }
+
+    /// A `Key : value` line of the parameter block that KEYS does not list (each perftest
+    /// release adds some: `CQE Poll Batch`, `CPU freq`, `Use ROCm memory`): only between the
+    /// title and the table, and never the address lines that follow the block.
+    fn header_line(&self, t: &str) -> bool {
+        if !self.titled || self.table.is_some() || self.has_rows() {
+            return false;
+        }
+        let Some((key, value)) = t.split_once(':') else {
+            return false;
+        };
+        let key = key.trim();
+        !value.trim().is_empty()
+            && (2..=32).contains(&key.len())
+            && key.starts_with(|c: char| c.is_ascii_alphabetic())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " .*_/()-".contains(c))
+            && !matches!(key, "local address" | "remote address" | "GID")
     }
 
     /// `ib_send_bw -a -c UD -d mlx4_0 10.0.0.1`: old perftest printed no Device line, so the
@@ -227,6 +267,9 @@ impl Builder {
         };
         self.cur.op = op.map(str::to_string);
         self.cur.notes.push(format!("test: {t}"));
+        if t.contains("Bidirectional") {
+            self.cur.notes.push(BIDIRECTIONAL_NOTE.to_string());
+        }
     }
 
     fn kv(&mut self, key: &str, value: &str) {

@@ -86,7 +86,9 @@ fn plugins_and_collnet_sharp() {
     assert_eq!(p.plugin.name.as_deref(), Some("NCCL RDMA Plugin v8"));
     assert_eq!(p.plugin.collnet.as_deref(), Some("SHARP"));
     assert_eq!(p.sharp, Some(true));
-    assert_eq!(p.collnet, Some(true));
+    // NCCL >= 2.19 prints the coll channel count in the collnet place: a loaded collnet
+    // plugin with `16 collnet channels` does not prove CollNet ran (CollNet channel lines do).
+    assert_eq!(p.collnet, None);
     assert_eq!(p.nvls, Some(false));
     assert_eq!(r.summary.transport, Transport::Ib);
 }
@@ -222,4 +224,15 @@ fn colour_crlf_gzip_and_debug_file_inputs() {
     );
     assert_eq!(p.channels.get("NET/IB/GDRDMA"), Some(&1));
     assert_eq!(p.ranks[0].rank, 1);
+}
+
+#[test]
+fn collnet_count_is_evidence_only_when_it_differs_from_the_coll_count() {
+    let line = |c: u32, n: u32| {
+        format!("n:5:5 [0] NCCL INFO {c} coll channels, {n} collnet channels, 0 nvls channels, {c} p2p channels, 2 p2p channels per peer\n")
+    };
+    let collnet = |text: String| analyze_str("c.log", &text).processes[0].collnet;
+    assert_eq!(collnet(line(16, 16)), None);
+    assert_eq!(collnet(line(16, 0)), Some(false));
+    assert_eq!(collnet(line(16, 2)), Some(true));
 }

@@ -479,3 +479,273 @@ fn json_report_has_the_contract_keys() {
     let back: LogReport = serde_json::from_value(v).unwrap();
     assert_eq!(back, r);
 }
+
+#[test]
+fn f32_roce_ro_with_timestamped_nvml_warn() {
+    let r = load("32-nccl-2.26.2-roce-ro-nvml-missing-timestamp-warn.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, None);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.26.2"));
+    assert_eq!(r.summary.processes, 1);
+    let p = proc(&r, "gpu0301", 842624);
+    assert_eq!(p.cuda_devices, vec![0, 1, 2]);
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.6"));
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "int0");
+    assert_eq!(p.ib_nics.len(), 1);
+    assert_eq!(p.ib_nics[0].link.as_deref(), Some("RoCE"));
+    assert!(p.relaxed_ordering);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    // The WARN behind a `[2025-06-12 16:57:52] ` collector timestamp is still read.
+    let rules = rules(&r);
+    assert!(rules.contains(&"FAB-NCCL-NVML"), "{rules:?}");
+    assert!(rules.contains(&"FAB-NCCL-SYSTEM-ERROR"), "{rules:?}");
+}
+
+#[test]
+fn f33_bare_version_line_in_2_19_with_four_roce_nics() {
+    let r = load("33-nccl-2.19.3-roce-4nics-bare-version-torchrun.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.19.3"));
+    assert_eq!(r.summary.processes, 4);
+    assert_eq!(r.summary.nranks, Some(4));
+    assert_eq!(r.summary.errors, 0);
+    let p = proc(&r, "dsw95381-5f7b687f66-w5sjz", 87933);
+    assert_eq!(p.ranks.len(), 1);
+    assert_eq!((p.ranks[0].rank, p.ranks[0].nranks), (3, Some(4)));
+    assert_eq!(p.ib_nics.len(), 4);
+    assert!(p.ib_nics.iter().all(|n| n.link.as_deref() == Some("RoCE")));
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.channels.get("P2P/CUMEM"), Some(&2));
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.4"));
+}
+
+#[test]
+fn f34_srun_labels_and_the_ofi_plugin_banner() {
+    let r = load("34-nccl-2.26.2-srun-label-ofi-plugin.log");
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert_eq!(r.host_names, vec!["p5-dy-gpu-3", "p5-dy-gpu-4"]);
+    assert_eq!(r.summary.processes, 3);
+    let p = proc(&r, "p5-dy-gpu-4", 930643);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.name.as_deref(), Some("aws-ofi-nccl 1.13.2-aws"));
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(
+        proc(&r, "p5-dy-gpu-3", 47936).cuda_driver.as_deref(),
+        Some("12.8")
+    );
+}
+
+#[test]
+fn f35_rank_prefix_and_mixed_link_layers() {
+    let r = load("35-nccl-2.5.6-rank-prefix-mixed-ib-roce-ring.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.processes, 1);
+    let p = proc(&r, "crow-ib-new-nccl-256-info-19", 5330);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "eth0");
+    let links: Vec<_> = p
+        .ib_nics
+        .iter()
+        .map(|n| n.link.as_deref().unwrap())
+        .collect();
+    assert_eq!(links, vec!["IB", "IB", "IB", "RoCE", "IB"]);
+    assert_eq!(
+        p.ranks.iter().map(|x| x.rank).collect::<Vec<_>>(),
+        vec![155]
+    );
+    assert_eq!(p.channels.get("P2P/IPC"), Some(&3));
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+}
+
+#[test]
+fn f36_nvls_and_a_cut_init_complete_line() {
+    let r = load("36-nccl-2.2x-nvls-64-ranks-init-complete.log");
+    assert_eq!(r.summary.processes, 5);
+    assert_eq!(r.summary.nranks, Some(64));
+    assert_eq!(r.summary.nvls, Some(true));
+    assert_eq!(r.summary.collnet, Some(false), "0 collnet channels");
+    let mut ranks: Vec<u32> = r
+        .processes
+        .iter()
+        .flat_map(|p| p.ranks.iter().map(|x| x.rank))
+        .collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, vec![32, 33, 34, 35, 36]);
+}
+
+#[test]
+fn f37_collnet_count_that_echoes_the_coll_count_is_not_collnet() {
+    let r = load("37-nccl-2.2x-rank0-prefix-collnet-count-echo.log");
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.summary.nranks, Some(24));
+    assert_eq!(r.summary.nvls, Some(true));
+    assert_eq!(
+        r.summary.collnet, None,
+        "16 collnet channels == 16 coll channels"
+    );
+    let p = proc(&r, "h100clust-worker-1", 497888);
+    assert_eq!(p.ranks[0].bus_id.as_deref(), Some("a4000"));
+}
+
+#[test]
+fn f38_intra_node_direct_pointer_only() {
+    let r = load("38-nccl-2.2x-p2p-direct-pointer-pxn-gdr.log");
+    assert_eq!(r.summary.transport, Transport::Unknown);
+    assert_eq!(r.summary.gdr, None);
+    assert!(!r.summary.socket_fallback);
+    let p = proc(&r, "10-4-3-3", 97095);
+    assert_eq!(p.channels.get("P2P/direct pointer"), Some(&9));
+}
+
+#[test]
+fn f39_nccl_tests_header_and_dlerror_plugin_line() {
+    let r = load("39-nccl-h20-nccl-tests-header-dlerror.log");
+    assert_eq!(r.host_names, vec!["H20-GPU-05", "H20-GPU-06"]);
+    assert_eq!(r.summary.processes, 4);
+    let p = proc(&r, "H20-GPU-05", 1789224);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "ibs1130f0");
+    assert_eq!(
+        p.bootstrap.as_ref().unwrap().address.as_deref(),
+        Some("10.6.128.137")
+    );
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.cuda_driver.as_deref(), Some("12.4"));
+}
+
+#[test]
+fn f40_ray_worker_prefix() {
+    let r = load("40-nccl-2.14.3-ray-worker-prefix-indented.log");
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.14.3"));
+    let p = proc(&r, "1080ti-01", 1706083);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "eno2");
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert_eq!(p.cuda_driver.as_deref(), Some("11.7"));
+    assert_eq!(p.cuda_runtime.as_deref(), Some("11.7"));
+}
+
+#[test]
+fn f41_trace_without_host_prefix() {
+    let r = load("41-nccl-2.14.3-trace-no-host-prefix-no-verbs.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.processes, 1);
+    let p = &r.processes[0];
+    assert_eq!(p.host, None);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+    assert!(rules(&r).contains(&"FAB-NCCL-NO-VERBS"));
+}
+
+#[test]
+fn f42_ib_disabled_socket_list_is_the_network() {
+    let r = load("42-nccl-2.26.2-ib-disabled-socket.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(
+        !r.summary.socket_fallback,
+        "NCCL_IB_DISABLE=1 is deliberate"
+    );
+    let p = proc(&r, "192-222-52-239", 16629);
+    assert_eq!(p.env.get("NCCL_IB_DISABLE").map(String::as_str), Some("1"));
+    assert_eq!(p.socket_interfaces[0].interface, "eno1");
+}
+
+#[test]
+fn f43_loaded_libfabric_plugin_names_the_transport() {
+    let r = load("43-nccl-2.27.3-libfabric-v10-plugin-no-network-line.log");
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    let p = proc(&r, "llama-3-8b-node-0-0", 188);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.name.as_deref(), Some("Libfabric"));
+    assert_eq!(
+        p.env.get("NCCL_SOCKET_IFNAME").map(String::as_str),
+        Some("^docker0,lo")
+    );
+}
+
+#[test]
+fn f44_merged_virtual_nics() {
+    let r = load("44-nccl-ibext-v8-merged-vnics-roce.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(false));
+    let p = proc(&r, "bigo", 1884);
+    let devs: Vec<_> = p.ib_nics.iter().map(|n| n.device.as_str()).collect();
+    assert_eq!(devs, vec!["mlx5_2", "mlx5_3", "mlx5_0", "mlx5_1"]);
+    assert_eq!(
+        p.ib_nics.iter().map(|n| n.index).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+    assert!(p
+        .ib_nics
+        .iter()
+        .all(|n| n.port == Some(1) && n.link.as_deref() == Some("RoCE")));
+    assert!(p.relaxed_ordering);
+    assert_eq!((p.ranks[0].rank, p.ranks[0].nranks), (2, Some(3)));
+    assert_eq!(p.channels.get("NET/IBext_v8"), Some(&3));
+}
+
+#[test]
+fn f45_rdma_plugin_without_device_falls_back_to_sockets() {
+    let r = load("45-nccl-2.21.5-ibext-no-device-socket-fallback.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(r.summary.socket_fallback);
+    assert!(r
+        .findings
+        .iter()
+        .any(|f| f.rule == "FAB-NCCL-SOCKET-FALLBACK"));
+    let p = proc(&r, "llm207", 149);
+    assert_eq!(p.plugin.status, PluginStatus::Loaded);
+    assert_eq!(p.plugin.collnet.as_deref(), Some("SHARP"));
+    assert!(p.ib_no_device);
+    assert_eq!(p.socket_interfaces.len(), 4);
+}
+
+#[test]
+fn f46_bootstrap_list_and_bond_roce_nics() {
+    let r = load("46-nccl-2.7.8-bond-roce-9-nics-bootstrap-list.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.7.8"));
+    let p = proc(&r, "k69a05298", 85517);
+    assert_eq!(p.bootstrap.as_ref().unwrap().interface, "bond0");
+    assert_eq!(p.ib_nics.len(), 9);
+    assert_eq!(p.ib_nics[8].device, "mlx5_bond_0");
+    assert!(p.ib_nics.iter().all(|n| n.link.as_deref() == Some("RoCE")));
+    assert_eq!(p.env.get("NCCL_SHM_DISABLE").map(String::as_str), Some("1"));
+}
+
+#[test]
+fn f47_old_socket_bootstrap_line_beside_ib() {
+    let r = load("47-nccl-2.4-socket-bootstrap-empty-address-ib.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.host_names, vec!["server1", "server3"]);
+    assert_eq!(r.summary.processes, 7);
+    let p = proc(&r, "server3", 15223);
+    assert_eq!(p.socket_interfaces.len(), 2);
+    assert_eq!(p.socket_interfaces[0].address, None);
+}
+
+#[test]
+fn f48_rccl_version_block_and_a_build_path_that_is_not_ofi() {
+    let r = load("48-rccl-2.26.6-vllm-ray-double-prefix-profiles-path.log");
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.26.6"));
+    assert_eq!(r.summary.transport, Transport::Unknown);
+    assert_eq!(r.summary.processes, 1);
+    let rules = rules(&r);
+    assert!(!rules.contains(&"FAB-NCCL-OFI"), "{rules:?}");
+    assert!(rules.contains(&"FAB-NCCL-NO-VERBS"), "{rules:?}");
+    let p = proc(&r, "corona", 927);
+    assert_eq!(p.plugin.status, PluginStatus::NotFound);
+}
+
+#[test]
+fn f49_rccl_without_ib_devices_uses_sockets() {
+    let r = load("49-rccl-2.27.7-redacted-prefix-no-ib-socket.log");
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.27.7"));
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    let p = &r.processes[0];
+    assert!(p.ib_no_device);
+    assert!(p.ib_nics.is_empty());
+    assert_eq!(p.socket_interfaces.len(), 9);
+    assert_eq!(r.summary.warnings, 1, "one WARN rule seen twice");
+}

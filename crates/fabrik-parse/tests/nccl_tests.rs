@@ -175,3 +175,71 @@ fn wrong_results_are_flagged() {
     assert_eq!(f.len(), 2);
     assert!(f.iter().all(|f| f.rule == "FAB-BENCH-WRONG"));
 }
+
+#[test]
+fn t10_rank_tag_repeated_inside_rows() {
+    let run = one("10-prepend-rank-tag-inside-rows.txt");
+    let r = &run.report;
+    assert_eq!(r.rows.len(), 10);
+    let first = &r.rows[0];
+    assert_eq!((first.size, first.count), (1_048_576, 262_144));
+    assert_eq!(
+        (first.redop.as_deref(), first.root),
+        (Some("sum"), Some(-1))
+    );
+    let oop = first.out_of_place.as_ref().unwrap();
+    assert_eq!((oop.time_us, oop.busbw, oop.wrong), (1626.5, 1.24, Some(0)));
+    assert_eq!(first.in_place.as_ref().unwrap().time_us, 2302.3);
+    assert_eq!(r.rows[9].size, 536_870_912);
+    // Peak busbw at >= 32 MiB is 29.50 GB/s = 236 Gb/s: above half of 400, below half of 800.
+    assert!(check_collective(&run, Some(400.0)).is_empty());
+    let f = check_collective(&run, Some(800.0));
+    assert!(f.iter().any(|f| f.rule == "FAB-BENCH-LOW-BUSBW"), "{f:?}");
+    assert!(f[0].message.contains("29.50"), "{}", f[0].message);
+}
+
+#[test]
+fn t11_device_lines_and_header_without_hash() {
+    let run = one("11-old-header-hash-lost-in-markdown.txt");
+    let r = &run.report;
+    assert_eq!(r.devices.len(), 8);
+    assert_eq!(r.hosts, vec!["AI-A100-Beethoven01"]);
+    assert_eq!(r.devices[7].pid, Some(1_821_223));
+    assert_eq!(r.devices[7].device, Some(7));
+    assert!(r.rows.is_empty());
+    assert_eq!(r.op, "all_reduce");
+}
+
+#[test]
+fn t12_rccl_tests_two_runs_with_the_library_block() {
+    let runs = load("12-rccl-tests-mi300x-two-runs-rccl-version-block.txt");
+    assert_eq!(runs.len(), 2);
+    for (run, avg) in runs.iter().zip([116.669, 120.69]) {
+        let r = &run.report;
+        assert_eq!(r.op, "all_reduce");
+        assert_eq!(r.rows.len(), 32);
+        assert_eq!(r.avg_busbw, Some(avg));
+        assert_eq!(r.devices.len(), 8);
+        assert_eq!(r.devices[0].bus_id.as_deref(), Some("0000:0c:00.0"));
+        assert_eq!(r.devices[0].name.as_deref(), Some("AMD Instinct MI300X"));
+        assert_eq!(r.rows[31].size, 17_179_869_184);
+        assert_eq!(run.out_of_bounds, Some(0));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n == "RCCL version : 2.22.3-develop:f5b15f2"));
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n == "rccl-tests: Version develop:448c4c7"));
+    }
+    assert_eq!(
+        runs[1].report.rows[2]
+            .out_of_place
+            .as_ref()
+            .unwrap()
+            .time_us,
+        6.32
+    );
+    assert!(check_collective(&runs[0], None).is_empty());
+}

@@ -161,3 +161,133 @@ fn p09_old_perftest_without_msg_rate() {
     );
     assert!(r.notes.iter().any(|n| n.starts_with("MsgRate not printed")));
 }
+
+fn bw(r: &P2pReport) -> &[fabrik_model::BwRow] {
+    match &r.results {
+        P2pRows::Bw(v) => v,
+        P2pRows::Lat(_) => panic!("expected a BW table"),
+    }
+}
+
+fn lat(r: &P2pReport) -> &[fabrik_model::LatRow] {
+    match &r.results {
+        P2pRows::Lat(v) => v,
+        P2pRows::Bw(_) => panic!("expected a latency table"),
+    }
+}
+
+#[test]
+fn p10_all_sizes_gbits_with_a_comment_in_the_header() {
+    let r = one("10-ib_send_bw-all-sizes-gbits-comment-in-header.txt");
+    assert_eq!((r.op.as_deref(), r.test), (Some("send"), P2pTest::Bw));
+    assert_eq!(r.device.as_deref(), Some("mlx4_0"));
+    assert_eq!((r.link_type.as_deref(), r.mtu), (Some("IB"), Some(4096)));
+    let rows = bw(&r);
+    assert_eq!(rows.len(), 23);
+    assert_eq!((rows[0].bytes, rows[22].bytes), (2, 8_388_608));
+    assert!((rows[0].bw_avg_gbps - 0.074187).abs() < 1e-9);
+    assert!((rows[22].bw_avg_gbps - 27.33).abs() < 1e-9);
+    assert!(
+        check_p2p(&r, Some(40.0)).is_empty(),
+        "27.3 of 40 Gb/s is above half"
+    );
+    assert_eq!(check_p2p(&r, Some(100.0)).len(), 1);
+}
+
+#[test]
+fn p11_latency_table_with_percentiles() {
+    let r = one("11-ib_send_lat-all-sizes-percentiles-mlx4.txt");
+    assert_eq!((r.op.as_deref(), r.test), (Some("send"), P2pTest::Lat));
+    let rows = lat(&r);
+    assert_eq!(rows.len(), 23);
+    let last = &rows[22];
+    assert_eq!(last.bytes, 8_388_608);
+    assert!((last.t_typical_us - 2576.83).abs() < 1e-9);
+    assert!((last.t_avg_us - 2576.92).abs() < 1e-9);
+    assert_eq!(last.p99_us, Some(2579.82));
+    assert_eq!(last.p999_us, Some(2609.54));
+}
+
+#[test]
+fn p12_mib_header_and_tabbed_latency_named_by_command_lines() {
+    let r = load("12-ib_write_bw-mib-sec-and-write_lat-tabs.txt");
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].op.as_deref(), r[0].test),
+        (Some("write"), P2pTest::Bw)
+    );
+    let row = &bw(&r[0])[0];
+    assert_eq!(row.bytes, 65536);
+    assert!((row.bw_avg_gbps - 3293.56 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-6);
+    assert_eq!(
+        (r[1].op.as_deref(), r[1].test),
+        (Some("write"), P2pTest::Lat)
+    );
+    let l = &lat(&r[1])[0];
+    assert_eq!(l.bytes, 2);
+    assert!((l.t_avg_us - 1.12).abs() < 1e-9);
+    assert_eq!(l.p999_us, Some(2.05));
+}
+
+#[test]
+fn p13_bidirectional_rocm_run_keeps_new_header_keys() {
+    let r = one("13-ib_write_bw-bidir-rocm-ionic-4qps.txt");
+    assert_eq!((r.op.as_deref(), r.test), (Some("write"), P2pTest::Bw));
+    assert_eq!(r.device.as_deref(), Some("ionic_1"));
+    assert_eq!((r.streams, r.gid_index, r.mtu), (4, Some(1), Some(4096)));
+    assert_eq!(r.link_type.as_deref(), Some("Ethernet"));
+    assert!(fabrik_parse::perftest::is_bidirectional(&r));
+    for note in [
+        "CQE Poll Batch: 16",
+        "CPU freq: 3295[MHz]",
+        "Use ROCm memory: ON",
+        "GPU memory buffers (GPUDirect RDMA)",
+    ] {
+        assert!(r.notes.iter().any(|n| n == note), "{note}: {:?}", r.notes);
+    }
+    assert!(!r.notes.iter().any(|n| n.starts_with("Connected")));
+    let rows = bw(&r);
+    assert_eq!(rows.len(), 23);
+    assert!((rows[22].bw_avg_gbps - 697.97).abs() < 1e-9);
+    // 697.97 Gb/s is both directions: 349 Gb/s each, above half of 400 but below half of 800.
+    assert!(check_p2p(&r, Some(400.0)).is_empty());
+    let f = check_p2p(&r, Some(800.0));
+    assert_eq!(f.len(), 1);
+    assert!(f[0].message.contains("per direction"), "{}", f[0].message);
+}
+
+#[test]
+fn p14_bidirectional_duration_row_with_run_together_columns() {
+    let r = one("14-ib_send_bw-bidir-duration-mbsec.txt");
+    assert_eq!(
+        (r.op.as_deref(), r.device.as_deref()),
+        (Some("send"), Some("mlx5_0"))
+    );
+    assert!(fabrik_parse::perftest::is_bidirectional(&r));
+    let rows = bw(&r);
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].bytes, rows[0].iterations), (4096, 8_758_300));
+    assert_eq!(rows[0].bw_peak_gbps, 0.0);
+    assert!((rows[0].bw_avg_gbps - 11403.46 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-6);
+}
+
+#[test]
+fn p15_read_latency_with_warnings_between_header_and_row() {
+    let r = load("15-ib_read_lat-roce-cpu-freq-between-header-and-row-two-pods.txt");
+    assert_eq!(r.len(), 2);
+    for x in &r {
+        assert_eq!((x.op.as_deref(), x.test), (Some("read"), P2pTest::Lat));
+        assert_eq!(
+            (x.link_type.as_deref(), x.gid_index),
+            (Some("Ethernet"), Some(3))
+        );
+        assert!(x.notes.iter().any(|n| n == "Outstand reads: 16"));
+    }
+    let rows = lat(&r[0]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].bytes, 2);
+    assert!((rows[0].t_typical_us - 4.83).abs() < 1e-9);
+    assert!((rows[0].t_avg_us - 4.82).abs() < 1e-9);
+    assert_eq!((rows[0].p99_us, rows[0].p999_us), (Some(4.91), Some(13.2)));
+    assert!(lat(&r[1]).is_empty());
+}

@@ -103,3 +103,62 @@ fn missing_file_is_a_clear_error() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("/nonexistent/file"), "{err}");
 }
+
+#[test]
+fn parse_nccl_tests_takes_the_link_rate_from_an_inventory_root() {
+    // ib-ndr-8gpu has 400 Gb/s NDR ports; the Mooncake run peaks at 300.52 GB/s busbw
+    // (2404 Gb/s), far above half the link, so no finding.
+    let out = fabrik()
+        .args(["parse", "nccl-tests", "--format", "json", "--root"])
+        .arg(fixture("nodes", "ib-ndr-8gpu"))
+        .arg(fixture("nccl-tests", "09-mooncake-all-reduce-rows.txt"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["findings"].as_array().unwrap().is_empty());
+    // The A3-Mega TCPXO run peaks at 89.25 GB/s = 714 Gb/s: above half of 400 too. The
+    // old nccl-tests run of fixture 02 peaks far lower and must be flagged against NDR.
+    let out = fabrik()
+        .args([
+            "parse",
+            "nccl-tests",
+            "--format",
+            "json",
+            "--op",
+            "all_reduce",
+            "--root",
+        ])
+        .arg(fixture("nodes", "ib-ndr-8gpu"))
+        .arg(fixture(
+            "nccl-tests",
+            "02-nccl-2.6.4-era-no-redop-error-float.txt",
+        ))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"].as_array().unwrap();
+    assert!(
+        f.iter().any(|f| f["rule"] == "FAB-BENCH-LOW-BUSBW"
+            && f["message"].as_str().unwrap().contains("400 Gb/s link")),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn parse_root_and_link_gbps_conflict() {
+    let out = fabrik()
+        .args(["parse", "perftest", "--link-gbps", "100", "--root"])
+        .arg(fixture("nodes", "ib-ndr-8gpu"))
+        .arg(fixture(
+            "perftest",
+            "10-ib_send_bw-all-sizes-gbits-comment-in-header.txt",
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -109,6 +109,12 @@ const CUDA: Diagnosis = Diagnosis {
     fix:
         "Check the driver and CUDA versions and the GPU state (`nvidia-smi`, Xid errors in `dmesg`)",
 };
+const NVML: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-NVML",
+    severity: Severity::Error,
+    cause: "NCCL could not load or use NVML (libnvidia-ml.so.1) to read the GPU topology: the driver's user-space libraries are missing or do not match the kernel driver",
+    fix: "Install the driver's user-space libraries matching the kernel module (in containers: the NVIDIA container toolkit mounts them); `nvidia-smi` must work in the same environment",
+};
 const IB_NO_VERBS: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-NO-VERBS",
     severity: Severity::Info,
@@ -139,7 +145,9 @@ fn has_ci(hay: &[u8], needle: &str) -> bool {
 
 /// Diagnoses an NCCL `WARN` message (and its source location, which names the plugin).
 pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
+    // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
+    let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
     if has(message, "no socket interface found")
         || has(message, "No usable listening interface")
         || has(message, "neither AF_INET")
@@ -195,6 +203,10 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     }
     if has(message, "Cuda failure") || has(message, "CUDA") && has(message, "failed") {
         return CUDA;
+    }
+    // `Failed to open libnvidia-ml.so.1`, `NVML failure`, `nvmlInit() failed`
+    if has(message, "libnvidia-ml") || has(message, "NVML") || has(message, "nvmlInit") {
+        return NVML;
     }
     if has(message, "libibverbs") {
         return IB_NO_VERBS;

@@ -47,8 +47,18 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         }
         _ => {}
     }
-    if let Some(rest) = msg.strip_prefix(b"NCCL version ") {
+    if let Some(rest) = msg
+        .strip_prefix(b"NCCL version ")
+        .or_else(|| msg.strip_prefix(b"RCCL version "))
+    {
+        // RCCL: `RCCL version : 2.26.6-HEAD:f224e2c` (and `2.18.3+hip6.0` in older releases).
+        let rest = rest.trim_ascii_start();
+        let rest = rest.strip_prefix(b":").unwrap_or(rest).trim_ascii_start();
         let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        let tok = match tok.iter().position(|b| *b == b'-') {
+            Some(p) if !tok[..p].contains(&b'+') => &tok[..p],
+            _ => tok,
+        };
         let (v, cuda) = split_version(&String::from_utf8_lossy(tok));
         r.nccl_version = Some(v);
         r.cuda_runtime = cuda;
@@ -104,6 +114,21 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
+        // Only the aws-ofi-nccl plugin prints `NET/OFI` lines: it was loaded.
+        if st.report.plugin.status != PluginStatus::Unusable {
+            st.report.plugin.status = PluginStatus::Loaded;
+        }
+        // `NET/OFI Initializing aws-ofi-nccl 1.13.2-aws`
+        if let Some(rest) = after(msg, "Initializing aws-ofi-nccl") {
+            let v = lossy(rest.trim_ascii());
+            st.report.plugin.name.get_or_insert_with(|| {
+                if v.is_empty() {
+                    "aws-ofi-nccl".to_string()
+                } else {
+                    format!("aws-ofi-nccl {v}")
+                }
+            });
+        }
         // `Selected Provider is efa (found 4 nics)`; newer: `Selected provider is efa, fabric is
         // efa-direct (found 32 nics)`.
         if let Some(rest) =
@@ -151,7 +176,9 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
 
 /// Facts from a WARN message (its diagnosis is made elsewhere).
 pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) {
+    // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
+    let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
     if has(src, "tcpx") {
         st.hints.tcpx = true;
     }
@@ -187,7 +214,9 @@ fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
     if let Some(rest) = after(msg, "Loaded net plugin ") {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.name = Some(lossy(strip_version_suffix(rest.trim_ascii())));
-    } else if let Some(rest) = after(msg, "Loaded collnet plugin ") {
+    } else if let Some(rest) =
+        after(msg, "Loaded collnet plugin ").or_else(|| after(msg, "Loaded coll plugin "))
+    {
         let name = lossy(strip_version_suffix(rest.trim_ascii()));
         if name.contains("SHARP") {
             r.sharp = Some(true);
@@ -199,6 +228,8 @@ fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
         }
     } else if (has(msg, "No plugin found")
         || has(msg, "returned 2")
+        // `Plugin load returned 17 : libnccl-net.so: cannot open shared object file: ...`
+        || has(msg, "cannot open shared object file")
         || has(msg, "Could not find")
         || has(msg, "Using internal"))
         && !loaded
@@ -253,15 +284,34 @@ fn ib_using(r: &mut ProcessReport, msg: &[u8]) {
         None => (rest, None),
     };
     let mut nics = Vec::new();
-    for tok in devs
-        .split(u8::is_ascii_whitespace)
+    // NCCL >= 2.21 merges ports into virtual NICs (NCCL_IB_MERGE_NICS):
+    // `[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]={[2] mlx5_0:1/RoCE, ...}`. The physical
+    // NICs are listed inside the braces as `[i] dev:port/link`; a bare `[i]` followed by another
+    // bracket is the virtual NIC's own index.
+    let toks: Vec<&[u8]> = devs
+        .split(|b: &u8| b.is_ascii_whitespace() || matches!(b, b'{' | b'}' | b',' | b'='))
         .filter(|t| !t.is_empty())
-    {
+        .collect();
+    let mut i = 0;
+    while i < toks.len() {
+        let tok = toks[i];
+        i += 1;
         if tok == b"[RO]" {
             r.relaxed_ordering = true;
             continue;
         }
-        if let Some(nic) = ib_nic(tok) {
+        let nic = if tok.starts_with(b"[") && tok.ends_with(b"]") {
+            match toks.get(i) {
+                Some(next) if !next.starts_with(b"[") => {
+                    i += 1;
+                    ib_nic(&[tok, *next].concat())
+                }
+                _ => None,
+            }
+        } else {
+            ib_nic(tok)
+        };
+        if let Some(nic) = nic {
             if nics.len() < MAX_KEYS {
                 nics.push(nic);
             }
@@ -352,7 +402,12 @@ fn gdr_line(r: &mut ProcessReport, msg: &[u8]) {
 }
 
 /// `16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, ...`
+/// `16 coll channels, 16 collnet channels, 16 nvls channels, ...`. NCCL 2.19 and later print
+/// the coll channel count again in the collnet place (init.cc passes `nChannels` twice), so a
+/// collnet count equal to the coll count proves nothing; only 0, or a different count printed
+/// by older releases from `collNetChannels`, is evidence.
 fn channel_counts(r: &mut ProcessReport, msg: &[u8]) {
+    let mut coll: Option<u64> = None;
     let mut prev: Option<u64> = None;
     let mut words = msg
         .split(|&b| b.is_ascii_whitespace() || b == b',')
@@ -365,7 +420,14 @@ fn channel_counts(r: &mut ProcessReport, msg: &[u8]) {
         if let Some(n) = prev.take() {
             match w {
                 b"nvls" | b"nvlcls" if r.nvls != Some(true) => r.nvls = Some(n > 0),
-                b"collnet" if r.collnet != Some(true) => r.collnet = Some(n > 0),
+                b"coll" => coll = Some(n),
+                b"collnet" if r.collnet != Some(true) => {
+                    if n == 0 {
+                        r.collnet = Some(false);
+                    } else if coll != Some(n) {
+                        r.collnet = Some(true);
+                    }
+                }
                 _ => {}
             }
             let _ = words.next();
@@ -593,15 +655,35 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         r.network = channel_net.clone();
     }
     let net = r.network.clone();
+    // A loaded plugin replaces NCCL's internal networks; its name may say which it is
+    // (`Loaded net plugin Libfabric (v10)`), while `NCCL RDMA Plugin` says nothing.
+    let plugin_net = r
+        .plugin
+        .name
+        .as_deref()
+        .filter(|_| r.plugin.status == PluginStatus::Loaded)
+        .map(transport_of)
+        .filter(|t| *t != Transport::Unknown);
+    // NCCL >= 2.6 initialises its socket network only when it is going to use it (earlier
+    // releases printed `NET/Socket : Using` for the bootstrap in every process).
+    let sockets_are_the_net = !r.socket_interfaces.is_empty()
+        && (r.ib_no_device
+            || r.env
+                .get("NCCL_IB_DISABLE")
+                .is_some_and(|v| v.trim() == "1")
+            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6));
     r.transport = Some(match net.as_deref() {
         Some(n) => transport_of(n),
         None if !r.ib_nics.is_empty() => Transport::Ib,
+        // The IBext plugin finding no device falls back to sockets like NCCL's own IB.
+        None if sockets_are_the_net && r.ib_no_device => Transport::Socket,
+        None if plugin_net.is_some() => plugin_net.unwrap_or(Transport::Unknown),
         None if hints.fastrak => Transport::FasTrak,
         None if hints.tcpx => Transport::GpuDirectTcpx,
         None if hints.ofi || r.ofi_provider.is_some() => Transport::Ofi,
         // NCCL < 2.6 prints `NET/Socket : Using` for its bootstrap in every process, so the
         // socket list alone proves nothing; after `NET/IB : No device found` it is the network.
-        None if !r.socket_interfaces.is_empty() && r.ib_no_device => Transport::Socket,
+        None if sockets_are_the_net => Transport::Socket,
         None => Transport::Unknown,
     });
     if r.transport == Some(Transport::Unknown) {
@@ -655,6 +737,16 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
 }
 
 /// Maps NCCL's network names (and plugins') to the transport kinds of the summary.
+/// `2.26.2` ≥ major.minor.
+fn version_at_least(v: Option<&str>, major: u64, minor: u64) -> bool {
+    let Some(v) = v else { return false };
+    let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
+    match (it.next().flatten(), it.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
 pub fn transport_of(name: &str) -> Transport {
     let l = name.to_ascii_lowercase();
     if l.starts_with("ib") {

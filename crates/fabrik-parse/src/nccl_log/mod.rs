@@ -53,7 +53,7 @@ pub struct LogAnalyzer {
 struct ProgramGate {
     upper: memchr::memmem::Finder<'static>,
     lower: memchr::memmem::Finder<'static>,
-    others: [memchr::memmem::Finder<'static>; 3],
+    others: [memchr::memmem::Finder<'static>; 4],
 }
 
 impl ProgramGate {
@@ -65,6 +65,8 @@ impl ProgramGate {
                 memchr::memmem::Finder::new(b"nhandled"),
                 memchr::memmem::Finder::new(b"remote process"),
                 memchr::memmem::Finder::new(b"Last error"),
+                // RCCL (ROCm) prints its version as `RCCL version 2.18.3+hip6.0 <git hash>`.
+                memchr::memmem::Finder::new(b"RCCL version "),
             ],
         }
     }
@@ -207,9 +209,17 @@ impl LogAnalyzer {
             return;
         }
         // Rank 0 of NCCL < 2.9 prints its version without any prefix.
-        if let Some(pos) = memchr::memmem::find(line, b"NCCL version ").filter(|_| has_upper) {
-            let rest = &line[pos + 13..];
+        let bare = memchr::memmem::find(line, b"NCCL version ")
+            .filter(|_| has_upper)
+            .or_else(|| memchr::memmem::find(line, b"RCCL version "));
+        if let Some(pos) = bare {
+            let rest = line[pos + 13..].trim_ascii_start();
+            let rest = rest.strip_prefix(b":").unwrap_or(rest).trim_ascii_start();
             let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+            let tok = match tok.iter().position(|b| *b == b'-') {
+                Some(p) => &tok[..p],
+                None => tok,
+            };
             if tok.first().is_some_and(u8::is_ascii_digit) {
                 let v = String::from_utf8_lossy(tok);
                 let v = v.trim_end_matches(',');

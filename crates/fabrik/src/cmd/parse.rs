@@ -38,6 +38,10 @@ pub struct ToolArgs {
     /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
     #[arg(long)]
     pub link_gbps: Option<f64>,
+    /// Take the link rate from this machine's inventory instead (a sysfs root such as `/`
+    /// or a captured tree): the slowest active RDMA port, else the default-route NIC speed.
+    #[arg(long, conflicts_with = "link_gbps")]
+    pub root: Option<PathBuf>,
     /// Collective name when the text does not say (`all_reduce`, `reduce_scatter`...).
     #[arg(long)]
     pub op: Option<String>,
@@ -59,6 +63,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The link rate to check against: given, or read from the inventory under `--root`.
+fn link_gbps(a: &ToolArgs) -> anyhow::Result<Option<f64>> {
+    let Some(root) = &a.root else {
+        return Ok(a.link_gbps);
+    };
+    let node = fabrik_probe::probe(root)
+        .with_context(|| format!("reading the inventory under {}", root.display()))?;
+    let gbps = fabrik_parse::check::link_gbps_from_node(&node);
+    if gbps.is_none() {
+        eprintln!(
+            "fabrik parse: no RDMA port or default-route NIC speed under {}; bandwidth not checked against a link rate",
+            root.display()
+        );
+    }
+    Ok(gbps)
+}
+
 fn exit_for(findings: &[Finding]) -> ExitCode {
     if findings.iter().any(|f| f.severity == Severity::Error) {
         ExitCode::from(1)
@@ -75,6 +96,7 @@ fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> 
 }
 
 fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
+    let link = link_gbps(&a)?;
     let mut runs = fabrik_parse::nccl_tests::parse_path(&a.file)
         .with_context(|| format!("parsing nccl-tests output {}", a.file.display()))?;
     if runs.is_empty() {
@@ -85,10 +107,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
             r.report.op = op.clone();
         }
     }
-    let findings: Vec<Vec<Finding>> = runs
-        .iter()
-        .map(|r| check_collective(r, a.link_gbps))
-        .collect();
+    let findings: Vec<Vec<Finding>> = runs.iter().map(|r| check_collective(r, link)).collect();
     let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
     match a.format {
         Format::Json => {
@@ -194,12 +213,13 @@ fn findings_text(all: &[Finding]) -> String {
 }
 
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
+    let link = link_gbps(&a)?;
     let reports = fabrik_parse::perftest::parse_path(&a.file)
         .with_context(|| format!("parsing perftest output {}", a.file.display()))?;
     if reports.is_empty() {
         anyhow::bail!("{}: no perftest report found", a.file.display());
     }
-    let findings: Vec<Vec<Finding>> = reports.iter().map(|r| check_p2p(r, a.link_gbps)).collect();
+    let findings: Vec<Vec<Finding>> = reports.iter().map(|r| check_p2p(r, link)).collect();
     let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
     match a.format {
         Format::Json => {
