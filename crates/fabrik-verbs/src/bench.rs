@@ -490,11 +490,17 @@ fn poll_some(
             return Ok(n);
         }
         spins = spins.wrapping_add(1);
-        if spins % 256 == 0 && start.elapsed() > timeout {
-            return Err(VerbsError::Timeout {
-                what: what.to_string(),
-                secs: timeout.as_secs_f64(),
-            });
+        if spins % 256 == 0 {
+            if start.elapsed() > timeout {
+                return Err(VerbsError::Timeout {
+                    what: what.to_string(),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            // When both ends share a CPU (oversubscribed hosts, VMs), a spinning waiter would
+            // hold it until the next tick while the peer it waits for cannot run; yielding now
+            // and then costs nothing when the CPU is ours alone.
+            std::thread::yield_now();
         }
         std::hint::spin_loop();
     }
@@ -580,6 +586,9 @@ fn bw_sender(
             // Reading the clock on every empty poll costs more than the poll where the guest
             // clocksource is emulated; look every 1024.
             idle_spins = idle_spins.wrapping_add(1);
+            if idle_spins % 1024 == 0 {
+                std::thread::yield_now();
+            }
             if idle_spins % 1024 == 0 && last_progress.elapsed() > timeout {
                 return Err(VerbsError::Timeout {
                     what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
@@ -707,11 +716,15 @@ fn wait_marker(
             return Ok(());
         }
         spins = spins.wrapping_add(1);
-        if spins % 1024 == 0 && start.elapsed() > timeout {
-            return Err(VerbsError::Timeout {
-                what: "the peer's RDMA write".into(),
-                secs: timeout.as_secs_f64(),
-            });
+        if spins % 256 == 0 {
+            if start.elapsed() > timeout {
+                return Err(VerbsError::Timeout {
+                    what: "the peer's RDMA write".into(),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            // See poll_some.
+            std::thread::yield_now();
         }
         std::hint::spin_loop();
     }
