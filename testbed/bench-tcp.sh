@@ -8,7 +8,8 @@
 # Needs root, iproute2, iperf3, qperf, sockperf, jq (scripts/apt/bench.txt).
 #
 # Settings (environment): ROUNDS=5 DURATION=5 STREAMS=1 SIZE=128K RATE=500mbit MTU=9000
-#   LAT_ITERS=20000 FABRIK=target/release/fabrik
+#   LAT_ITERS=300000 (about as long as qperf's and sockperf's DURATION) SECTIONS="1 2 3"
+#   FABRIK=target/release/fabrik
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
@@ -17,7 +18,9 @@ STREAMS=${STREAMS:-1}
 SIZE=${SIZE:-128K}
 RATE=${RATE:-500mbit}
 MTU=${MTU:-9000}
-LAT_ITERS=${LAT_ITERS:-20000}
+LAT_ITERS=${LAT_ITERS:-300000}
+SECTIONS=${SECTIONS:-1 2 3}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 FABRIK=${FABRIK:-target/release/fabrik}
 T=testbed/netns.sh
 NAME=fabbench$$
@@ -33,7 +36,16 @@ FABRIK=$(realpath "$FABRIK")
 cleanup() { $T down "$NAME-a" || true; $T down "$NAME-b" || true; }
 trap cleanup EXIT
 
+# Servers run outside this shell's job table; `netns.sh down` kills them with their namespace.
+serve() { local ns=$1; shift; (ip netns exec "$ns" "$@" >/dev/null 2>&1 &); }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+# The median of per-round ratios: each round runs the tools back to back, so slow drift in the
+# machine's load cancels out.
+paired() { # "A1 A2 ..." "B1 B2 ..." -> median of Ai/Bi
+  local -a a=($1) b=($2) r=(); local i
+  for i in "${!a[@]}"; do r+=("$(ratio "${a[$i]}" "${b[$i]}")"); done
+  median "${r[@]}"
+}
 ratio() { awk "BEGIN{printf \"%.3f\", $1/$2}"; }
 wait_port() { # HOSTNS PORT
   for _ in $(seq 100); do
@@ -52,12 +64,13 @@ echo
 # ---- 1. one link, iperf3 vs fabrik -------------------------------------------------------------
 $T up "$NAME-a" 2 1 >/dev/null
 A0="$NAME-a-h0"; A1="$NAME-a-h1"; SRV=$($T addr 1 0)
-ip netns exec "$A1" iperf3 -s >/dev/null 2>&1 &
-ip netns exec "$A1" "$FABRIK" bench p2p --server --token "$TOKEN" >/dev/null 2>&1 &
-ip netns exec "$A1" qperf >/dev/null 2>&1 &
-ip netns exec "$A1" sockperf server --tcp -i "$SRV" -p 11111 >/dev/null 2>&1 &
+serve "$A1" iperf3 -s
+serve "$A1" "$FABRIK" bench p2p --server --token "$TOKEN"
+serve "$A1" qperf
+serve "$A1" sockperf server --tcp -i "$SRV" -p 11111
 wait_port "$A1" 5201; wait_port "$A1" 18800; wait_port "$A1" 19765; wait_port "$A1" 11111
 
+if want 1; then
 IPERF_CMD="iperf3 -c $SRV -t $DURATION -P $STREAMS -l $SIZE -J"
 FAB_CMD="fabrik bench p2p --client $SRV --token T -P $STREAMS -D $DURATION -s $SIZE --format json"
 ip=(); fb=()
@@ -69,17 +82,19 @@ IP_M=$(median "${ip[@]}"); FB_M=$(median "${fb[@]}")
 echo "## 1. one veth link, $STREAMS stream(s), $SIZE writes, ${DURATION}s x $ROUNDS rounds"
 echo "iperf3 Gb/s: ${ip[*]}"
 echo "fabrik Gb/s: ${fb[*]}"
-echo "median: iperf3 $IP_M, fabrik $FB_M, fabrik/iperf3 = $(ratio "$FB_M" "$IP_M") (target >= 1.0)"
+echo "median: iperf3 $IP_M, fabrik $FB_M, fabrik/iperf3 = $(ratio "$FB_M" "$IP_M"); median of per-round ratios $(paired "${fb[*]}" "${ip[*]}") (target >= 1.0)"
 echo "commands: $IPERF_CMD  |  $FAB_CMD"
 echo
+fi
 
 # ---- 3. latency (same link) ---------------------------------------------------------------------
+if want 3; then
 qp=(); sp=(); sp50=(); fl=(); fl50=()
 for r in $(seq "$ROUNDS"); do
   q=$(ip netns exec "$A0" qperf "$SRV" -m 64 -t "$DURATION" tcp_lat | awk '/latency/ {v=$3; if ($4=="ms") v*=1000; if ($4=="ns") v/=1000; print v}')
   qp+=("$q")
   s=$(ip netns exec "$A0" sockperf ping-pong --tcp -i "$SRV" -p 11111 -m 64 -t "$DURATION" 2>&1)
-  sp+=("$(echo "$s" | sed -nE 's/.*avg-(lat|rtt)=([0-9.]+).*/\2/p' | tail -1)")
+  sp+=("$(echo "$s" | sed -nE 's/.*avg-(latency|rtt)=([0-9.]+).*/\2/p' | tail -1)")
   sp50+=("$(echo "$s" | awk '/percentile 50.000/ {print $NF}' | tail -1)")
   f=$(ip netns exec "$A0" "$FABRIK" bench p2p --client "$SRV" --token "$TOKEN" --test lat -s 64 -n "$LAT_ITERS" --format json)
   fl+=("$(echo "$f" | jq '.results[0].t_avg_us')")
@@ -93,15 +108,18 @@ echo "sockperf avg: ${sp[*]}   median: ${sp50[*]}"
 echo "fabrik avg: ${fl[*]}   median: ${fl50[*]}"
 echo "median of rounds: qperf $QP_M, sockperf avg $SP_M / median $SP50_M, fabrik avg $FL_M / median $FL50_M"
 echo "fabrik/qperf (avg) = $(ratio "$FL_M" "$QP_M"), fabrik/sockperf (avg) = $(ratio "$FL_M" "$SP_M"), fabrik/sockperf (median) = $(ratio "$FL50_M" "$SP50_M") (target <= 1.1)"
+echo "median of per-round ratios: fabrik/qperf (avg) $(paired "${fl[*]}" "${qp[*]}"), fabrik/sockperf (avg) $(paired "${fl[*]}" "${sp[*]}"), fabrik/sockperf (median) $(paired "${fl50[*]}" "${sp50[*]}")"
 echo "commands: qperf $SRV -m 64 -t $DURATION tcp_lat  |  sockperf ping-pong --tcp -i $SRV -p 11111 -m 64 -t $DURATION  |  fabrik bench p2p --client $SRV --token T --test lat -s 64 -n $LAT_ITERS --format json"
 echo
+fi
 $T down "$NAME-a"
 
 # ---- 2. four shaped links: striping vs the sum of the rates --------------------------------------
+want 2 || exit 0
 $T up "$NAME-b" 2 4 --rate "$RATE" --mtu "$MTU" >/dev/null
 B0="$NAME-b-h0"; B1="$NAME-b-h1"
-ip netns exec "$B1" "$FABRIK" bench p2p --server --token "$TOKEN" >/dev/null 2>&1 &
-for k in 0 1 2 3; do ip netns exec "$B1" iperf3 -s -p $((5300 + k)) >/dev/null 2>&1 & done
+serve "$B1" "$FABRIK" bench p2p --server --token "$TOKEN"
+for k in 0 1 2 3; do serve "$B1" iperf3 -s -p $((5300 + k)); done
 wait_port "$B1" 18800; for k in 0 1 2 3; do wait_port "$B1" $((5300 + k)); done
 SUM=$(awk -v g="$(rate_gbps "$RATE")" 'BEGIN{print 4*g}')
 st=(); i4=()
@@ -111,7 +129,7 @@ for r in $(seq "$ROUNDS"); do
   for k in 0 1 2 3; do
     ip netns exec "$B0" iperf3 -c "$($T addr 1 $k)" -B "$($T addr 0 $k)" -p $((5300 + k)) -t "$DURATION" -l "$SIZE" -J >"$tmp/$k.json" &
   done
-  wait $(jobs -p | tail -4) 2>/dev/null || true
+  wait
   i4+=("$(jq -s 'map(.end.sum_received.bits_per_second) | add / 1e9' "$tmp"/*.json)")
   rm -rf "$tmp"
 done

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fabrik_model::{BwRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
+use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
 use fabrik_wire::{Channel, Token};
 
 use crate::data::{self, Fault, RecvPlan, SendPlan, SockOpts};
@@ -80,14 +80,26 @@ impl ClientConfig {
 
     fn validate(&self) -> Result<(), BenchError> {
         let bad = |m: &str| Err(BenchError::Config(m.to_string()));
-        if self.sizes.is_empty() || self.sizes.iter().any(|&s| s == 0 || s > 1 << 30) {
-            return bad("message sizes must be between 1 byte and 1 GiB");
-        }
-        if self.streams == 0 || self.streams > 1024 {
-            return bad("--streams must be between 1 and 1024");
+        if self.sizes.is_empty() {
+            return bad("no message size");
         }
         if self.test == P2pTest::Lat && (self.streams != 1 || self.bidir) {
             return bad("the latency test is one ping-pong stream; drop --streams and --bidir");
+        }
+        for &size in &self.sizes {
+            let spec = RoundSpec {
+                round: 0,
+                test: self.test,
+                size,
+                iters: None,
+                duration_ms: None,
+                streams: self.streams,
+                bidir: self.bidir,
+                verify: self.verify,
+            };
+            if let Some(why) = spec.out_of_bounds() {
+                return Err(BenchError::Config(why));
+            }
         }
         match self.amount {
             Amount::Iters(0) => bad("--iters must be at least 1"),
@@ -100,8 +112,23 @@ impl ClientConfig {
     }
 }
 
+/// A row as soon as it is measured, for printing progress as perftest does.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    Bw(&'a BwRow),
+    Lat(&'a LatRow),
+}
+
 /// Runs the whole test and returns the report.
 pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
+    run_observed(cfg, &mut |_| {})
+}
+
+/// Runs the whole test, handing each row to `on_row` as soon as its size is done.
+pub fn run_observed(
+    cfg: &ClientConfig,
+    on_row: &mut dyn FnMut(Row<'_>),
+) -> Result<P2pReport, BenchError> {
     cfg.validate()?;
     let control_addr = resolve(&cfg.server)?;
     let mut ch = Channel::connect(control_addr, &cfg.token, cfg.timeout)?;
@@ -207,14 +234,16 @@ pub fn run(cfg: &ClientConfig) -> Result<P2pReport, BenchError> {
                 let remote = round_done(&mut ch)?;
                 check_remote(&remote, &peer)?;
                 if let Some(row) = stats::lat_row(size, &lat) {
+                    on_row(Row::Lat(&row));
                     lat_rows.push(row);
                 }
             }
             P2pTest::Bw => {
-                let (local, elapsed) = bw_round(socks, &plan, &spec, cfg, &peer)?;
+                let local = bw_round(socks, &plan, &spec, cfg, &peer)?;
                 let remote = round_done(&mut ch)?;
                 check_remote(&remote, &peer)?;
-                let (row, streams) = bw_result(&spec, &plan, &remote, local.as_ref(), elapsed);
+                let (row, streams) = bw_result(&spec, &plan, &remote, local.as_ref());
+                on_row(Row::Bw(&row));
                 bw_rows.push(row);
                 per_stream = streams;
             }
@@ -298,10 +327,16 @@ fn stream_err(p: &StreamPath, peer: &str, e: std::io::Error) -> BenchError {
         (None, Some(ip)) => format!(" from {ip}"),
         _ => String::new(),
     };
+    let detail = match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            "no progress within the timeout: the peer stalled or the path is down".to_string()
+        }
+        _ => e.to_string(),
+    };
     BenchError::Stream {
         stream: p.stream,
         peer: format!("{peer} ({}{via})", p.remote),
-        detail: e.to_string(),
+        detail,
     }
 }
 
@@ -348,12 +383,12 @@ fn bw_round(
     spec: &RoundSpec,
     cfg: &ClientConfig,
     peer: &str,
-) -> Result<(Option<LocalRecv>, Duration), BenchError> {
+) -> Result<Option<LocalRecv>, BenchError> {
     let start = Instant::now();
     let deadline = spec.duration_ms.map(|ms| start + Duration::from_millis(ms));
     let total = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let result = thread::scope(|scope| -> Result<Option<LocalRecv>, BenchError> {
+    thread::scope(|scope| -> Result<Option<LocalRecv>, BenchError> {
         let sampler = spec
             .bidir
             .then(|| scope.spawn(|| data::sample(&total, start, SAMPLE_EVERY, &stop)));
@@ -426,8 +461,7 @@ fn bw_round(
             }
         }
         Ok(spec.bidir.then_some(LocalRecv { streams, samples }))
-    })?;
-    Ok((result, start.elapsed()))
+    })
 }
 
 /// The row and the per-stream breakdown of one bandwidth round.
@@ -436,7 +470,6 @@ fn bw_result(
     plan: &[StreamPath],
     remote: &RoundResult,
     local: Option<&LocalRecv>,
-    _elapsed: Duration,
 ) -> (BwRow, Vec<StreamResult>) {
     let direction = |streams: &[StreamRecv], samples: &[(f64, u64)]| {
         let (first, last) = span_ns(streams);

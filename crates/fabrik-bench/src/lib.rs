@@ -29,6 +29,14 @@ pub use server::{Server, ServerConfig};
 /// Runs a server on `127.0.0.1` in a thread and the client against it (`--local`).
 /// `cfg.server` and `cfg.token` are replaced.
 pub fn run_local(cfg: &ClientConfig) -> Result<fabrik_model::P2pReport, BenchError> {
+    run_local_observed(cfg, &mut |_| {})
+}
+
+/// [`run_local`], handing each row to `on_row` as soon as it is measured.
+pub fn run_local_observed(
+    cfg: &ClientConfig,
+    on_row: &mut dyn FnMut(client::Row<'_>),
+) -> Result<fabrik_model::P2pReport, BenchError> {
     let token = fabrik_wire::Token::random()?;
     let server = Server::bind(ServerConfig {
         bind: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -44,7 +52,7 @@ pub fn run_local(cfg: &ClientConfig) -> Result<fabrik_model::P2pReport, BenchErr
     let mut c = cfg.clone();
     c.server = addr.to_string();
     c.token = token;
-    let report = client::run(&c);
+    let report = client::run_observed(&c, on_row);
     stop.store(true, Ordering::Relaxed);
     let _ = handle.join();
     report

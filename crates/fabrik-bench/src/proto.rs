@@ -89,6 +89,35 @@ pub struct RoundResult {
     pub error: Option<String>,
 }
 
+/// Limits a server enforces on a round, so that an authenticated but careless (or hostile) client
+/// cannot make it allocate more than a few GiB: each stream holds one message (two with
+/// `--verify` or `--bidir`).
+pub const MAX_STREAMS: u32 = 1024;
+pub const MAX_MESSAGE: u64 = 256 << 20;
+pub const MAX_ROUND_BYTES: u64 = 4 << 30;
+
+impl RoundSpec {
+    /// Why the round is out of bounds, or `None`.
+    pub fn out_of_bounds(&self) -> Option<String> {
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Some(format!("{} streams (1 to {MAX_STREAMS})", self.streams));
+        }
+        if self.test == P2pTest::Lat && (self.streams != 1 || self.bidir) {
+            return Some("a latency round of more than one stream or both directions".into());
+        }
+        if self.size == 0 || self.size > MAX_MESSAGE {
+            return Some(format!("{}-byte messages (1 B to 256 MiB)", self.size));
+        }
+        if self.size.saturating_mul(u64::from(self.streams)) > MAX_ROUND_BYTES {
+            return Some(format!(
+                "{} streams of {}-byte messages (at most 4 GiB of messages in flight)",
+                self.streams, self.size
+            ));
+        }
+        None
+    }
+}
+
 /// Bytes of the header that opens each data connection: magic, session id, round, stream.
 pub const DATA_HEADER_LEN: usize = 8 + 16 + 4 + 4;
 const DATA_MAGIC: &[u8; 8] = b"FABDATA1";
@@ -187,6 +216,29 @@ mod tests {
         assert_eq!(unhex16("zz"), None);
         assert!(same_session(&id, &id));
         assert!(!same_session(&id, &[0xaa; 16]));
+    }
+
+    #[test]
+    fn rounds_out_of_bounds_are_named() {
+        let ok = RoundSpec {
+            round: 0,
+            test: P2pTest::Bw,
+            size: 1 << 20,
+            iters: Some(1),
+            duration_ms: None,
+            streams: 64,
+            bidir: false,
+            verify: true,
+        };
+        assert_eq!(ok.out_of_bounds(), None);
+        let big = RoundSpec {
+            size: 256 << 20,
+            streams: 17,
+            ..ok.clone()
+        };
+        assert!(big.out_of_bounds().is_some_and(|m| m.contains("4 GiB")));
+        let zero = RoundSpec { streams: 0, ..ok };
+        assert!(zero.out_of_bounds().is_some());
     }
 
     #[test]

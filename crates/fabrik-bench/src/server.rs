@@ -20,6 +20,8 @@ use crate::BenchError;
 
 /// Largest control message a server accepts: round specs are tiny.
 const MAX_CONTROL_FRAME: u32 = 64 * 1024;
+/// Control connections served at once; more are refused so a flood cannot exhaust threads.
+const MAX_CONNECTIONS: usize = 64;
 /// How often the receiving side samples its byte counter for the peak rate.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -57,16 +59,21 @@ impl Server {
             .set_nonblocking(true)
             .map_err(|e| BenchError::io("setting the listener non-blocking", e))?;
         let done = Arc::new(AtomicBool::new(false));
-        let mut workers = Vec::new();
+        let mut workers: Vec<thread::JoinHandle<()>> = Vec::new();
         while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((sock, peer)) => {
+                    workers.retain(|w| !w.is_finished());
+                    if workers.len() >= MAX_CONNECTIONS {
+                        tracing::warn!("refused {peer}: {MAX_CONNECTIONS} connections are open");
+                        drop(sock);
+                        continue;
+                    }
                     let cfg = self.cfg.clone();
                     let done = Arc::clone(&done);
                     workers.push(thread::spawn(move || {
                         handle(sock, peer, &cfg, &done);
                     }));
-                    workers.retain(|w| !w.is_finished());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     thread::sleep(Duration::from_millis(20));
@@ -140,12 +147,9 @@ fn session(
         .local_addr()
         .map_err(|e| BenchError::io("reading the data listener address", e))?
         .port();
-    let mut session_id = [0u8; 16];
-    let tok = Token::random()?;
     // A fresh 128-bit secret per session: a random token's 32 hex digits are 16 random bytes.
-    if let Some(b) = crate::proto::unhex16(tok.as_str()) {
-        session_id = b;
-    }
+    let session_id = crate::proto::unhex16(Token::random()?.as_str())
+        .ok_or_else(|| BenchError::Config("the random session id is not 32 hex digits".into()))?;
     ch.send(&ServerMsg::Session {
         version: PROTOCOL_VERSION,
         session: hex(&session_id),
@@ -163,15 +167,12 @@ fn session(
             ClientMsg::Finish => return Ok(()),
             ClientMsg::Round(spec) => spec,
         };
-        if spec.streams == 0 || spec.streams > 1024 || spec.size == 0 || spec.size > 1 << 30 {
-            return Err(BenchError::Config(format!(
-                "round asks for {} streams of {}-byte messages (allowed: 1..=1024 streams, 1 B..=1 GiB)",
-                spec.streams, spec.size
-            )));
+        if let Some(why) = spec.out_of_bounds() {
+            return Err(BenchError::Config(format!("the client asked for {why}")));
         }
         ch.send(&ServerMsg::Go)?;
         let socks = accept_streams(&data_listener, &session_id, &spec, &opts, ch.peer())?;
-        let result = run_round(socks, &spec, &opts);
+        let result = run_round(socks, &spec);
         ch.send(&ServerMsg::RoundDone(result))?;
     }
 }
@@ -229,14 +230,14 @@ fn accept_streams(
     Ok(socks)
 }
 
-fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, opts: &SockOpts) -> RoundResult {
+fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     let from: Vec<(u32, Option<String>)> = socks
         .iter()
         .map(|(s, sock)| (*s, sock.peer_addr().ok().map(|a| a.ip().to_string())))
         .collect();
     let mut r = match spec.test {
         P2pTest::Lat => lat_round(socks, spec),
-        P2pTest::Bw => bw_round(socks, spec, opts),
+        P2pTest::Bw => bw_round(socks, spec),
     };
     for s in &mut r.streams {
         s.from = from
@@ -261,7 +262,7 @@ fn lat_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     out
 }
 
-fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec, _opts: &SockOpts) -> RoundResult {
+fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
     let start = Instant::now();
     let total = AtomicU64::new(0);
     let stop = AtomicBool::new(false);

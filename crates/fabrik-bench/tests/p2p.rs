@@ -252,6 +252,29 @@ fn garbage_and_oversized_control_frames_are_rejected_and_the_server_keeps_servin
         Ok(ServerMsg::Error { message }) => assert!(message.contains("limit"), "{message}"),
         other => panic!("expected an error message, got {other:?}"),
     }
+    // And a well-formed round far out of bounds is refused before anything is allocated.
+    let mut ch = Channel::connect(
+        srv.addr,
+        &Token::new("tok").unwrap(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let _ = ch.recv::<ServerMsg>().unwrap();
+    ch.send(&ClientMsg::Round(RoundSpec {
+        round: 0,
+        test: P2pTest::Bw,
+        size: 256 << 20,
+        iters: Some(1),
+        duration_ms: None,
+        streams: 1000,
+        bidir: true,
+        verify: true,
+    }))
+    .unwrap();
+    match ch.recv::<ServerMsg>() {
+        Ok(ServerMsg::Error { message }) => assert!(message.contains("4 GiB"), "{message}"),
+        other => panic!("expected an error message, got {other:?}"),
+    }
     let mut ok = cfg(&srv, "tok", P2pTest::Bw);
     ok.amount = Amount::Iters(10);
     assert!(client::run(&ok).is_ok());

@@ -11,7 +11,7 @@ use std::thread;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
+use crate::dtype::{finish_avg, reduce_from, reduce_into, Elem, RedOp};
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
@@ -217,6 +217,35 @@ impl Comm {
         Ok(())
     }
 
+    /// Out-of-place all_reduce: the first reduce-scatter step reads `send` directly, so the
+    /// input is never copied into `recv` as a separate pass.
+    pub fn all_reduce_out_of_place<T: Elem>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: RedOp,
+    ) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        let len = send.len().min(recv.len());
+        let (send, recv) = (&send[..len], &mut recv[..len]);
+        if n < 2 {
+            recv.copy_from_slice(send);
+        } else {
+            let lanes = self.lanes.len();
+            let sparts = split_even_ref(send, lanes);
+            let rparts = split_even(recv, lanes);
+            let parts: Vec<(&[T], &mut [T])> = sparts.into_iter().zip(rparts).collect();
+            self.per_lane(parts, |lane, (sp, rp)| {
+                let ssegs = split_even_ref(sp, n);
+                let mut rsegs = split_even(rp, n);
+                self.ring_reduce_scatter_from(lane, &ssegs, &mut rsegs, op)?;
+                self.ring_all_gather(lane, &mut rsegs)
+            })?;
+        }
+        finish_avg(recv, op, self.n);
+        Ok(())
+    }
+
     /// In-place reduce_scatter over `buf` of `n` equal blocks: block `rank` ends up reduced.
     pub fn reduce_scatter<T: Elem>(&self, buf: &mut [T], op: RedOp) -> Result<(), ClusterError> {
         let n = self.n as usize;
@@ -387,6 +416,43 @@ impl Comm {
         Ok(())
     }
 
+    /// Ring reduce-scatter reading this rank's contribution from `src` and writing into `dst`
+    /// (same segmentation): every `dst` segment this rank receives becomes `src op incoming`,
+    /// and the first segment sent comes straight from `src`.
+    fn ring_reduce_scatter_from<T: Elem>(
+        &self,
+        lane: &Lane,
+        src: &[&[T]],
+        dst: &mut [&mut [T]],
+        op: RedOp,
+    ) -> Result<(), ClusterError> {
+        let n = dst.len();
+        let r = self.rank as usize;
+        let chunk = self.chunk_elems::<T>();
+        let longest = dst.iter().map(|s| s.len()).max().unwrap_or(0);
+        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(longest)];
+        for step in 0..n - 1 {
+            let si = (r + 2 * n - step - 1) % n;
+            let ri = (r + 2 * n - step - 2) % n;
+            let mine: &[T] = src[ri];
+            let (out, inb): (&[T], &mut [T]) = if step == 0 {
+                (src[si], &mut *dst[ri])
+            } else {
+                two(dst, si, ri)
+            };
+            self.step(lane, bytemuck::cast_slice(out), |prev| {
+                for (k, d) in inb.chunks_mut(chunk).enumerate() {
+                    let tmp = &mut scratch[..d.len()];
+                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
+                    let start = k * chunk;
+                    reduce_from(d, &mine[start..start + tmp.len()], tmp, op);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
     /// Ring all-gather over `n` segments, segment `rank` complete at the start: at step `s`
     /// send segment `rank-s` and receive segment `rank-s-1` in place.
     fn ring_all_gather<T: Elem>(
@@ -549,6 +615,21 @@ pub fn split_even<T>(buf: &mut [T], parts: usize) -> Vec<&mut [T]> {
     for i in 0..parts {
         let len = base + usize::from(i < extra);
         let (head, tail) = rest.split_at_mut(len);
+        out.push(head);
+        rest = tail;
+    }
+    out
+}
+
+/// [`split_even`] for a shared slice.
+pub fn split_even_ref<T>(buf: &[T], parts: usize) -> Vec<&[T]> {
+    let parts = parts.max(1);
+    let (base, extra) = (buf.len() / parts, buf.len() % parts);
+    let mut out = Vec::with_capacity(parts);
+    let mut rest = buf;
+    for i in 0..parts {
+        let len = base + usize::from(i < extra);
+        let (head, tail) = rest.split_at(len);
         out.push(head);
         rest = tail;
     }

@@ -9,8 +9,26 @@ use crate::ClusterError;
 /// Inventories are larger than ordinary control messages.
 const MAX_INVENTORY_BYTES: u32 = 64 << 20;
 
-/// Cross-node rules: all inventories in, findings and notes (what could not be checked) out.
-pub type CrossNodeRules<'a> = &'a dyn Fn(&[Node]) -> (Vec<Finding>, Vec<String>);
+/// The rules: every rank's inventory in, findings and notes (what could not be checked) out.
+pub type CrossNodeRules<'a> = &'a dyn Fn(&[RankNode]) -> (Vec<Finding>, Vec<String>);
+
+/// How findings name each rank's node: its host name when all differ, else `rank N`.
+pub fn node_names(nodes: &[RankNode]) -> Vec<String> {
+    let mut hosts: Vec<&str> = nodes.iter().map(|n| n.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let distinct = hosts.len() == nodes.len();
+    nodes
+        .iter()
+        .map(|n| {
+            if distinct {
+                n.host.clone()
+            } else {
+                format!("rank{}", n.rank)
+            }
+        })
+        .collect()
+}
 
 /// Sends `node` to rank 0; rank 0 returns everyone's, with `rules` applied to the whole set.
 pub fn gather_nodes(
@@ -27,8 +45,7 @@ pub fn gather_nodes(
     };
     let all = group.gather(mine)?;
     Ok(all.map(|nodes| {
-        let plain: Vec<Node> = nodes.iter().map(|n| n.node.clone()).collect();
-        let (findings, notes) = rules(&plain);
+        let (findings, notes) = rules(&nodes);
         ClusterDoctorReport {
             schema_version: SCHEMA_VERSION,
             ranks: nodes.len() as u32,
@@ -37,4 +54,24 @@ pub fn gather_nodes(
             notes,
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rn(rank: u32, host: &str) -> RankNode {
+        let node = Node::default();
+        RankNode {
+            rank,
+            host: host.into(),
+            node,
+        }
+    }
+
+    #[test]
+    fn nodes_are_named_by_host_unless_hosts_repeat() {
+        assert_eq!(node_names(&[rn(0, "a"), rn(1, "b")]), ["a", "b"]);
+        assert_eq!(node_names(&[rn(0, "vm"), rn(1, "vm")]), ["rank0", "rank1"]);
+    }
 }

@@ -248,6 +248,20 @@ pub fn reduce_into<T: Elem>(dst: &mut [T], src: &[T], op: RedOp) {
     }
 }
 
+/// `dst[i] = a[i] op b[i]`: the first reduction step of an out-of-place run, which reads the
+/// input buffer instead of copying it into the output first.
+pub fn reduce_from<T: Elem>(dst: &mut [T], a: &[T], b: &[T], op: RedOp) {
+    let n = dst.len().min(a.len()).min(b.len());
+    let (dst, a, b) = (&mut dst[..n], &a[..n], &b[..n]);
+    let it = dst.iter_mut().zip(a.iter().zip(b));
+    match op {
+        RedOp::Sum | RedOp::Avg => it.for_each(|(d, (x, y))| *d = x.radd(*y)),
+        RedOp::Prod => it.for_each(|(d, (x, y))| *d = x.rmul(*y)),
+        RedOp::Max => it.for_each(|(d, (x, y))| *d = x.rmax(*y)),
+        RedOp::Min => it.for_each(|(d, (x, y))| *d = x.rmin(*y)),
+    }
+}
+
 pub fn finish_avg<T: Elem>(buf: &mut [T], op: RedOp, ranks: u32) {
     if op == RedOp::Avg {
         buf.iter_mut().for_each(|x| *x = x.div_n(ranks));

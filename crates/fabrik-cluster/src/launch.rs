@@ -262,11 +262,19 @@ mod tests {
 
     #[test]
     fn strip_local_removes_both_spellings() {
-        let a: Vec<OsString> = ["bench-collective", "--local", "4", "-b", "8", "--local=2"]
-            .iter()
-            .map(OsString::from)
-            .collect();
-        let want: Vec<OsString> = ["bench-collective", "-b", "8"]
+        let a: Vec<OsString> = [
+            "bench",
+            "collective",
+            "--local",
+            "4",
+            "-b",
+            "8",
+            "--local=2",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let want: Vec<OsString> = ["bench", "collective", "-b", "8"]
             .iter()
             .map(OsString::from)
             .collect();

@@ -16,6 +16,7 @@ pub mod matrix;
 pub mod pairs;
 pub mod ranks;
 pub mod rendezvous;
+pub mod report;
 pub mod sweep;
 
 pub use error::ClusterError;

@@ -530,9 +530,13 @@ impl Group {
             Ctrl::Root(chans) => {
                 let mut dead = Vec::new();
                 let mut said = Vec::new();
+                // One short window for all of them: ranks that are still blocked on a peer
+                // will not report in time and must not stretch the failure out.
+                let deadline = Instant::now() + Duration::from_secs(3);
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else { continue };
-                    let _ = ch.set_timeout(Duration::from_secs(3));
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let _ = ch.set_timeout(left.max(Duration::from_millis(50)));
                     match ch.recv::<Up<serde_json::Value>>() {
                         Ok(Up::Failed(why)) => said.push(format!("{}: {why}", ch.peer())),
                         Ok(Up::Ok(_)) => {}

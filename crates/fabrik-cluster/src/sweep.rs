@@ -306,10 +306,11 @@ fn run_once<T: Elem>(
     let r = comm.rank() as usize;
     match cfg.op {
         CollOp::AllReduce => {
-            if !in_place {
-                b.recv.copy_from_slice(&b.send);
+            if in_place {
+                comm.all_reduce(&mut b.recv, cfg.redop)
+            } else {
+                comm.all_reduce_out_of_place(&b.send, &mut b.recv, cfg.redop)
             }
-            comm.all_reduce(&mut b.recv, cfg.redop)
         }
         CollOp::Broadcast => {
             if !in_place && comm.rank() == cfg.root {

@@ -69,7 +69,7 @@ fn drift(d: Drift<'_>, values: Vec<(&str, Option<String>)>) -> Vec<Finding> {
         for name in names {
             let message = match &majority {
                 Some(m) => format!(
-                    "{} is `{value}` on {name} but `{m}` on {} of {} nodes",
+                    "{} differs: `{value}` on {name}, `{m}` on {} of {} nodes",
                     d.what,
                     groups[m].len(),
                     values.len()
@@ -193,7 +193,7 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         fix: "Make the GID tables alike on every node (same addressing on the RoCE netdevs), or leave NCCL_IB_GID_INDEX unset with NCCL ≥ 2.21, which selects per device." },
         per(&|n| {
             let idx: Vec<String> = all_ports(n)
-                .filter(|(d, p)| !is_software_device(d) && is_roce(p) && is_active(p))
+                .filter(|(d, p)| !is_software_device(d) && !is_iwarp(d) && is_roce(p) && is_active(p))
                 .filter_map(|(_, p)| recommended_gid_index(p).map(|i| i.to_string()))
                 .collect();
             if idx.is_empty() { None } else { Some(sorted_join(idx)) }
@@ -276,9 +276,9 @@ mod tests {
         );
         assert!(f.iter().all(|x| x.subject == "gpu3"));
         let k = f.iter().find(|x| x.rule == KERNEL).unwrap();
-        assert!(k
-            .message
-            .contains("`5.15.0-91-generic` on gpu3 but `5.15.0-105-generic` on 3 of 4 nodes"));
+        assert!(k.message.contains(
+            "kernel differs: `5.15.0-91-generic` on gpu3, `5.15.0-105-generic` on 3 of 4 nodes"
+        ));
         assert_eq!(k.evidence.len(), 4);
     }
 
@@ -322,6 +322,13 @@ mod tests {
         let f = check(&named(nodes));
         assert_eq!(f.len(), 2);
         assert!(f[0].message.contains("no majority"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn network_parsing_never_panics(s in ".{0,40}") {
+            let _ = ipv4_network(&s);
+        }
     }
 
     #[test]

@@ -71,6 +71,12 @@ impl PlannedEnv {
             .filter(|v| !v.is_empty())
     }
 
+    /// NCCL_SOCKET_IFNAME as NCCL honours it: `ncclFindInterfaces` ignores values of one
+    /// character or less and falls back to its automatic choice.
+    pub fn socket_ifname(&self) -> Option<&str> {
+        self.get("NCCL_SOCKET_IFNAME").filter(|v| v.len() > 1)
+    }
+
     /// NCCL reads integer parameters with `strtoll`; anything not an integer is left unjudged.
     pub fn int(&self, key: &str) -> Option<i64> {
         self.get(key).and_then(|v| v.parse().ok())
@@ -109,6 +115,11 @@ mod tests {
         assert!(e.vars.contains_key("NCCL_IB_HCA"));
         assert_eq!(e.get("FI_PROVIDER"), Some("efa"));
         assert!(!e.vars.contains_key("PATH"));
+        assert_eq!(e.socket_ifname(), Some("eth0"));
+        assert_eq!(
+            PlannedEnv::parse("t", "NCCL_SOCKET_IFNAME=^\n").socket_ifname(),
+            None
+        );
     }
 
     proptest! {

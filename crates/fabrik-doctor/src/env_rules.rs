@@ -139,7 +139,7 @@ pub fn ib_hca(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
 }
 
 pub fn socket_ifname(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
-    let Some(raw) = env.get("NCCL_SOCKET_IFNAME") else {
+    let Some(raw) = env.socket_ifname() else {
         return vec![];
     };
     let filter = NameFilter::parse(raw);

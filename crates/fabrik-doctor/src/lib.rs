@@ -28,7 +28,7 @@ pub use env::PlannedEnv;
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 22] = [
+    let plain: [fn(&Node) -> Vec<Finding>; 23] = [
         rdma::no_rdma,
         rdma::no_uverbs,
         rdma::memlock,
@@ -38,6 +38,7 @@ pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
         ports::below_capable,
         ports::mixed_rates,
         ports::unknown_values,
+        ports::unreadable,
         pci::pcie_link,
         pci::acs_redirect,
         pci::iommu_translated,
@@ -180,7 +181,7 @@ mod tests {
     #[test]
     fn every_finding_names_a_catalog_rule() {
         let mut n = healthy_roce_node("r", 1);
-        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.rdma_devices[0].ports[0].state = state("2: INIT");
         n.dev_infiniband = None;
         let env = PlannedEnv::parse(
             "t",
@@ -209,7 +210,7 @@ mod tests {
     #[test]
     fn output_does_not_depend_on_read_order() {
         let mut a = healthy_ib_node("a");
-        a.rdma_devices[1].ports[0].state = state("1: DOWN");
+        a.rdma_devices[1].ports[0].state = state("2: INIT");
         a.rdma_devices[3].ports[0].rate = rate("25 Gb/sec (1X EDR)");
         a.memlock = Some(fabrik_model::MemlockLimit {
             soft_bytes: Some(65536),
@@ -235,14 +236,42 @@ mod tests {
         let r = diagnose(&name_nodes(vec![n.clone()]), None);
         assert_eq!(r.exit_code(false), 0);
         assert_eq!(r.exit_code(true), 1);
-        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        n.rdma_devices[0].ports[0].state = state("2: INIT");
         assert_eq!(diagnose(&name_nodes(vec![n]), None).exit_code(false), 1);
+    }
+
+    proptest::proptest! {
+        /// Whatever text sysfs holds, the rules neither panic nor name a rule outside the catalog.
+        #[test]
+        fn arbitrary_sysfs_values_never_panic(
+            state_text in ".{0,20}",
+            phys_text in ".{0,20}",
+            rate_text in ".{0,30}",
+            layer in ".{0,12}",
+            gid_type in ".{0,12}",
+            kernel in ".{0,20}",
+            env_text in ".{0,80}",
+        ) {
+            let mut n = healthy_roce_node("p", 1);
+            let p = &mut n.rdma_devices[0].ports[0];
+            p.state = Some(fabrik_model::StateValue::parse(&state_text));
+            p.phys_state = Some(fabrik_model::StateValue::parse(&phys_text));
+            p.rate = rate(&rate_text);
+            p.link_layer = Some(fabrik_model::LinkLayer::parse(&layer));
+            p.gids[3].gid_type = Some(fabrik_model::GidType::parse(&gid_type));
+            n.os.kernel = Some(kernel);
+            let env = PlannedEnv::parse("p", &env_text);
+            let r = diagnose(&name_nodes(vec![n, healthy_roce_node("q", 2)]), Some(&env));
+            for f in &r.findings {
+                proptest::prop_assert!(catalog::rule(&f.rule).is_some());
+            }
+        }
     }
 
     #[test]
     fn several_nodes_prefix_subjects_and_name_by_hostname() {
         let mut b = healthy_ib_node("gpu2");
-        b.rdma_devices[0].ports[0].state = state("1: DOWN");
+        b.rdma_devices[0].ports[0].state = state("2: INIT");
         let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1"), b]), None);
         assert_eq!(r.nodes, vec!["gpu1", "gpu2"]);
         assert!(r.findings.iter().any(|f| f.subject == "gpu2/mlx5_0:1"));

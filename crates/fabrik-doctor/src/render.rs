@@ -141,8 +141,8 @@ mod tests {
     #[test]
     fn findings_are_grouped_by_subject_and_end_with_the_verdict() {
         let mut n = healthy_ib_node("gpu1");
-        n.rdma_devices[1].ports[0].state = state("1: DOWN");
-        n.rdma_devices[1].ports[0].phys_state = state("3: Disabled");
+        n.rdma_devices[1].ports[0].state = state("2: INIT");
+        n.rdma_devices[1].ports[0].phys_state = state("6: LinkErrorRecovery");
         n.memlock = Some(fabrik_model::MemlockLimit {
             soft_bytes: Some(65536),
             hard_bytes: Some(65536),

@@ -175,17 +175,18 @@ pub fn explicit_choice<'a>(node: &'a Node, filter: &NameFilter) -> Vec<&'a NetIn
         .collect()
 }
 
-/// Interfaces that carry traffic to other hosts poorly or not at all when NCCL picks them:
-/// bridges, veth/CNI/overlay devices, loopback.
+/// Interfaces that other hosts cannot reach, or reach only through NAT: loopback, container and
+/// VM bridges and their veth/overlay devices. Bonds, VLANs and a pod's own `eth0` (a veth with
+/// no PCI device behind it) are fine; a bridge that carries the default route is the host's main
+/// interface (VM hosts often have one) and is fine too.
 pub fn is_poor_choice(i: &NetInterface) -> bool {
-    matches!(
-        i.kind,
-        NetKind::Bridge | NetKind::Virtual | NetKind::Loopback
-    ) || [
-        "docker", "virbr", "veth", "cni", "flannel", "cali", "br-", "vxlan", "tun", "tap",
-    ]
-    .iter()
-    .any(|p| i.name.starts_with(p))
+    const LOCAL_ONLY: [&str; 16] = [
+        "docker", "virbr", "veth", "cni", "flannel", "cali", "br-", "vxlan", "tun", "tap", "lxc",
+        "lxd", "podman", "cilium", "weave", "kube-",
+    ];
+    i.kind == NetKind::Loopback
+        || (i.kind == NetKind::Bridge && !i.default_route)
+        || LOCAL_ONLY.iter().any(|p| i.name.starts_with(p))
 }
 
 /// The interface fabrik recommends for `NCCL_SOCKET_IFNAME`: the default-route interface when
@@ -283,6 +284,20 @@ mod tests {
         let c = default_choice(&n).unwrap();
         assert!(c.addresses_unknown);
         assert_eq!(c.interfaces[0].name, "eth0");
+    }
+
+    #[test]
+    fn bonds_vlans_and_main_bridges_are_not_poor_choices() {
+        let bond = netif("bond0", NetKind::Virtual, Some("10.0.0.5/24"), "up");
+        assert!(!is_poor_choice(&bond));
+        let vlan = netif("eth0.100", NetKind::Virtual, Some("10.1.0.5/24"), "up");
+        assert!(!is_poor_choice(&vlan));
+        let mut br0 = netif("br0", NetKind::Bridge, Some("10.0.0.5/24"), "up");
+        assert!(is_poor_choice(&br0));
+        br0.default_route = true;
+        assert!(!is_poor_choice(&br0));
+        let veth = netif("veth12ab", NetKind::Virtual, None, "up");
+        assert!(is_poor_choice(&veth));
     }
 
     #[test]

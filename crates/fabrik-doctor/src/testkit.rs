@@ -154,6 +154,7 @@ pub fn roce_port(number: u32, netdev: &str, ip: &str) -> Port {
 
 fn ipv4_mapped_gid(ip: &str) -> String {
     let o: Vec<u8> = ip.split('.').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(o.len(), 4);
     format!(
         "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
         o[0], o[1], o[2], o[3]
@@ -245,6 +246,7 @@ fn host_basics(hostname: &str) -> Node {
             rdma_core: Some("2307mlnx47".into()),
             nic_driver: Some("23.10-1.1.9".into()),
             nccl: None,
+            nvidia_open_kernel_module: Some(false),
         },
         ..Default::default()
     }

@@ -80,13 +80,50 @@ pub(crate) fn is_software_device(dev: &RdmaDevice) -> bool {
 
 /// AWS Elastic Fabric Adapter: NCCL's built-in IB transport cannot drive it (it needs the
 /// aws-ofi-nccl plugin), so several rules treat it apart.
+/// rdma-core 27+ renames EFA devices `rdmapBUSsSLOT` (`rdmap115s0` on p5), so the name alone
+/// is not enough: the driver, or Amazon's vendor id with an EFA device id (`0xefa0`…), tell.
 pub(crate) fn is_efa(dev: &RdmaDevice) -> bool {
     dev.name.starts_with("efa")
-        || dev
-            .pci
-            .as_ref()
-            .and_then(|p| p.driver.as_deref())
-            .is_some_and(|d| d == "efa")
+        || dev.pci.as_ref().is_some_and(|p| {
+            p.driver.as_deref() == Some("efa")
+                || (p.vendor.as_deref() == Some("0x1d0f")
+                    && p.device.as_deref().is_some_and(|d| d.starts_with("0xefa")))
+        })
+}
+
+/// iWARP devices (`node_type` `4: RNIC`; Intel's i40iw, Chelsio's cxgb4, soft-iWARP): RDMA over
+/// TCP. Older kernels print `InfiniBand` as their link layer and a made-up IB rate (node_exporter's
+/// real i40iw fixture reads `10 Gb/sec (4X)`), so IB link rules must not judge them.
+pub(crate) fn is_iwarp(dev: &RdmaDevice) -> bool {
+    dev.node_type
+        .as_deref()
+        .is_some_and(|t| t.trim().starts_with("4:") || t.contains("RNIC"))
+        || ["i40iw", "cxgb3", "cxgb4", "siw"]
+            .iter()
+            .any(|p| dev.name.starts_with(p))
+}
+
+/// The driver family of a device: its PCI driver (`mlx5_core`, `efa`, `hfi1`) when known, else
+/// the name without its instance number (`mlx5_3` → `mlx5`, `i40iw0` → `i40iw`). rdma-core's
+/// persistent names (`rdmap115s0` for EFA, `ibp12s0`, `rocep1s0f0`, `iwp…`: type, then PCI bus and
+/// slot) keep only their type prefix, so the bus number does not split one family.
+pub(crate) fn device_family(dev: &RdmaDevice) -> String {
+    if let Some(driver) = dev.pci.as_ref().and_then(|p| p.driver.as_deref()) {
+        return driver.to_string();
+    }
+    for prefix in [
+        "rdmap", "rdmas", "ibp", "ibs", "rocep", "roces", "iwp", "iws",
+    ] {
+        if dev
+            .name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            return prefix.to_string();
+        }
+    }
+    let trimmed = dev.name.trim_end_matches(|c: char| c.is_ascii_digit());
+    trimmed.strip_suffix('_').unwrap_or(trimmed).to_string()
 }
 
 /// The node's RDMA devices sorted by name, so that nothing depends on the order they were read.
@@ -129,13 +166,20 @@ pub(crate) fn has_healthy_verbs_port(node: &Node) -> bool {
     })
 }
 
-/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared.
+/// The model of an HCA as far as sysfs tells it: ports of the same model can be compared. The
+/// board id is part of it because one chip ships on different boards for different jobs (a
+/// DGX's compute and storage ConnectX-7 share `MT4129` but not the board).
 pub(crate) fn model_key(dev: &RdmaDevice) -> String {
-    dev.hca_type
+    let chip = dev
+        .hca_type
         .clone()
-        .or_else(|| dev.board_id.clone())
-        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()))
-        .unwrap_or_else(|| "unknown model".to_string())
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.clone()));
+    match (chip, &dev.board_id) {
+        (Some(c), Some(b)) => format!("{c} ({b})"),
+        (Some(c), None) => c,
+        (None, Some(b)) => b.clone(),
+        (None, None) => "unknown model".to_string(),
+    }
 }
 
 /// IB lane speeds in increasing order; an unknown name ranks as `None`.
@@ -159,6 +203,12 @@ pub(crate) fn kernel_major_minor(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Whether probing reported `path` as missing or unreadable: the facts from it are unknown, not
+/// absent.
+pub(crate) fn unread(node: &Node, path: &str) -> bool {
+    node.warnings.iter().any(|w| w.path == path)
+}
+
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("{n} {one}")
@@ -173,6 +223,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn efa_by_name_driver_or_ids() {
+        let mut d = crate::testkit::hca("rdmap115s0", "0000:73:00.0", 0, &[], vec![]);
+        d.pci.as_mut().unwrap().driver = None;
+        assert!(!is_efa(&d));
+        let pci = d.pci.as_mut().unwrap();
+        pci.vendor = Some("0x1d0f".into());
+        pci.device = Some("0xefa1".into());
+        assert!(is_efa(&d), "p5's renamed EFA by its ids");
+        let pci = d.pci.as_mut().unwrap();
+        pci.device = Some("0xec20".into());
+        assert!(!is_efa(&d), "ENA is no EFA");
+        d.pci.as_mut().unwrap().driver = Some("efa".into());
+        assert!(is_efa(&d));
+    }
+
+    #[test]
     fn kernel_versions_parse_as_osrelease_writes_them() {
         assert_eq!(kernel_major_minor("6.1.0-26-amd64"), Some((6, 1)));
         assert_eq!(kernel_major_minor("5.15.0-1045-gcp"), Some((5, 15)));
@@ -181,6 +247,13 @@ mod tests {
         assert_eq!(kernel_major_minor("6.18.44-fc-v669"), Some((6, 18)));
         assert_eq!(kernel_major_minor("garbage"), None);
         assert_eq!(kernel_major_minor(""), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn kernel_parsing_never_panics(s in ".{0,40}") {
+            let _ = kernel_major_minor(&s);
+        }
     }
 
     #[test]

@@ -28,8 +28,9 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     out.push('\n');
     match &shape.master_addr {
         Some(a) => out.push_str(&format!("export MASTER_ADDR={}\n", quote(a)?)),
+        // Assigned before the export so that a failing scontrol stops the script under set -e.
         None => out.push_str(
-            "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
+            "MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\nexport MASTER_ADDR\n",
         ),
     }
     out.push_str(&format!("export MASTER_PORT={}\n\n", shape.master_port));

@@ -404,3 +404,36 @@ mod props {
         }
     }
 }
+
+#[test]
+fn efa_pods_get_devices_from_the_efa_resource_not_a_privileged_host_path() {
+    use fabrik_model::{Node, Port, RdmaDevice, StateValue};
+    let node = Node {
+        rdma_devices: (0..2)
+            .map(|i| RdmaDevice {
+                name: format!("efa_{i}"),
+                ports: vec![Port {
+                    number: 1,
+                    state: Some(StateValue::parse("4: ACTIVE")),
+                    ..Port::default()
+                }],
+                ..RdmaDevice::default()
+            })
+            .collect(),
+        ..Node::default()
+    };
+    let empty = BTreeMap::new();
+    let env = generate(&Request {
+        profile: Profile::Auto,
+        node: Some(&node),
+        existing: &empty,
+        keep_env: false,
+    })
+    .unwrap();
+    let text = render(Kind::K8s, &env, &shape(K8sKind::Job)).unwrap();
+    assert!(text.contains("vpc.amazonaws.com/efa: '2'"), "{text}");
+    assert!(!text.contains("privileged"), "{text}");
+    assert!(!text.contains("dev-infiniband"), "{text}");
+    let docker = render(Kind::Docker, &env, &shape(K8sKind::Job)).unwrap();
+    assert!(docker.contains("--device /dev/infiniband"));
+}

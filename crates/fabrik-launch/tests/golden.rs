@@ -135,6 +135,46 @@ fn every_named_profile_matches_its_golden_files() {
     );
 }
 
+/// `--profile auto` on every probe fixture: the decisions taken from real sysfs trees.
+#[test]
+fn auto_on_every_node_fixture_matches_its_golden_files() {
+    let nodes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&nodes)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(
+        dirs.len() >= 4,
+        "expected the probe fixtures under {}",
+        nodes.display()
+    );
+    let empty = BTreeMap::new();
+    let mut problems = Vec::new();
+    for dir in &dirs {
+        let node = fabrik_probe::probe(dir).unwrap();
+        let env = generate(&Request {
+            profile: Profile::Auto,
+            node: Some(&node),
+            existing: &empty,
+            keep_env: false,
+        })
+        .unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        problems.extend(check_dir(
+            &golden_dir().join("auto").join(&name),
+            &files_for(&env),
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "golden mismatches (FABRIK_UPDATE_GOLDEN=1 regenerates):\n{}",
+        problems.join("\n")
+    );
+}
+
 #[test]
 fn a_changed_golden_file_is_detected() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,8 +27,9 @@ pub struct SlowLink {
     pub gbps: f64,
     /// This link's bandwidth over the median link's.
     pub ratio_to_median: f64,
-    /// How many robust standard deviations (1.4826 × MAD) below the median.
-    pub robust_z: f64,
+    /// How many robust standard deviations (1.4826 × MAD of the natural log of Gb/s) below
+    /// the median; `None` when the MAD is zero (all other links identical).
+    pub robust_z: Option<f64>,
 }
 
 /// A node whose links are, as a whole, well below the other nodes'.
@@ -39,7 +40,8 @@ pub struct SlowNode {
     /// Median over every link to or from this node.
     pub median_gbps: f64,
     pub ratio_to_median: f64,
-    pub robust_z: f64,
+    /// As for [`SlowLink::robust_z`].
+    pub robust_z: Option<f64>,
 }
 
 /// Robust statistics over the matrix.

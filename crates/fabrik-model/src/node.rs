@@ -77,6 +77,11 @@ pub struct Versions {
     pub nic_driver: Option<String>,
     /// NCCL library version where a `libnccl.so.X.Y.Z` was found.
     pub nccl: Option<String>,
+    /// Whether the loaded NVIDIA kernel module is the open one (`/proc/driver/nvidia/version`
+    /// reads `Open Kernel Module`) rather than the proprietary `Kernel Module`; `None` when no
+    /// NVIDIA driver version line was read. dma-buf GPUDirect RDMA needs the open module.
+    #[serde(default)]
+    pub nvidia_open_kernel_module: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -517,6 +517,22 @@ mod tests {
         assert_eq!(c.change, Change::Moved { delta: 20 });
     }
 
+    proptest::proptest! {
+        /// Whatever two readings are, the rate is never negative and a decrease is a reset.
+        #[test]
+        fn never_negative(b in proptest::prelude::any::<u64>(), a in proptest::prelude::any::<u64>(), ms in 0u64..100_000) {
+            for (src, name) in [(Source::Counters, "port_xmit_data"), (Source::Counters, "symbol_error"), (Source::HwCounters, "np_cnp_sent")] {
+                let c = change(src, name, Some(&v(b)), Some(&v(a)), Some(Duration::from_millis(ms)));
+                if let Some(r) = c.per_second {
+                    proptest::prop_assert!(r >= 0.0 && r.is_finite());
+                }
+                if a < b {
+                    proptest::prop_assert_eq!(&c.change, &Change::Reset);
+                }
+            }
+        }
+    }
+
     #[test]
     fn unknown_interval_gives_deltas_only() {
         let c = change(

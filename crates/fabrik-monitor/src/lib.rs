@@ -15,6 +15,23 @@ pub mod server;
 pub mod width;
 
 pub use delta::{compare, interval_between, Change, CounterChange, Report};
-pub use read::{sample, sample_with, EthtoolMode, SampleOptions};
+pub use read::{ethtool_on_path, is_live, sample, sample_with, EthtoolMode, SampleOptions};
 pub use rules::{counter_findings, report_findings, Thresholds};
 pub use sample::{NetdevSample, PortSample, Reading, Sample, Source};
+
+/// Samples `root` twice, `interval` apart, and returns the comparison and its counter findings:
+/// what `fabrik doctor --watch 10s` adds to the doctor's static rules.
+pub fn watch(
+    root: &std::path::Path,
+    interval: std::time::Duration,
+    thresholds: &Thresholds,
+) -> (Report, Vec<fabrik_model::Finding>) {
+    let opts = SampleOptions::for_root(root);
+    let before = sample_with(root, &opts);
+    let t0 = std::time::Instant::now();
+    std::thread::sleep(interval);
+    let after = sample_with(root, &opts);
+    let report = compare(&before, &after, Some(t0.elapsed()));
+    let findings = report_findings(&report, thresholds);
+    (report, findings)
+}

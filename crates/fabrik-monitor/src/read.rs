@@ -35,9 +35,12 @@ pub struct SampleOptions {
 }
 
 impl SampleOptions {
-    /// The defaults for a root: run ethtool on the live system (`/`), read captures otherwise.
+    /// The defaults for a root: run ethtool on the live system (`/`) when it is installed, read
+    /// captures otherwise.
     pub fn for_root(root: &Path) -> SampleOptions {
-        let ethtool = if is_live(root) {
+        let ethtool = if is_live(root) && !ethtool_on_path() {
+            EthtoolMode::Off
+        } else if is_live(root) {
             EthtoolMode::Live {
                 timeout: Duration::from_secs(2),
             }
@@ -49,6 +52,13 @@ impl SampleOptions {
             ethtool,
         }
     }
+}
+
+/// Whether an `ethtool` executable is on `PATH` (checked once per process start of a command,
+/// so that a machine without it does not pay a failed spawn per netdev per scrape).
+pub fn ethtool_on_path() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ethtool").is_file()))
 }
 
 /// True when `root` is this machine's own `/`.
@@ -74,7 +84,7 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
         },
         ..Sample::default()
     };
-    let mut buf = String::with_capacity(64);
+    let mut buf: Vec<u8> = Vec::with_capacity(256);
 
     let ib = root.join("sys/class/infiniband");
     match sorted_entries(&ib) {
@@ -121,7 +131,7 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
     out
 }
 
-fn read_device(dev_name: &str, dev_path: &Path, buf: &mut String, out: &mut Sample) {
+fn read_device(dev_name: &str, dev_path: &Path, buf: &mut Vec<u8>, out: &mut Sample) {
     let ports_dir = dev_path.join("ports");
     let ports = match sorted_entries(&ports_dir) {
         Ok(p) => p,
@@ -187,7 +197,7 @@ fn read_netdev(
     physical: bool,
     rdma_ports: Vec<String>,
     opts: &SampleOptions,
-    buf: &mut String,
+    buf: &mut Vec<u8>,
 ) -> NetdevSample {
     let mut nd = NetdevSample {
         name: name.to_string(),
@@ -299,46 +309,111 @@ pub fn parse_timestamp(text: &str) -> Option<f64> {
 
 /// Every file of a counter directory. `lifespan` in `hw_counters` is the driver's cache time
 /// in milliseconds, a setting and not a counter, so it is skipped.
+///
+/// Files are opened relative to the directory's descriptor (`openat`), so the kernel resolves
+/// one name per counter instead of the whole path: on a 16-port node that is over a thousand
+/// path walks saved per scrape. std has no `openat`, hence rustix.
 fn read_counter_dir(
     dir: &Path,
-    buf: &mut String,
+    buf: &mut Vec<u8>,
     into: &mut BTreeMap<String, Reading>,
     problems: &mut Vec<String>,
 ) {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+    use rustix::fs::{openat, Dir, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dfd = match openat(CWD, dir, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return,
         Err(e) => {
-            problems.push(format!("{}: {e}", dir.display()));
+            problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
             return;
         }
     };
-    for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
+    let mut listing = match Dir::new(dfd) {
+        Ok(d) => d,
+        Err(e) => {
+            problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
+            return;
+        }
+    };
+    let mut names: Vec<std::ffi::CString> = Vec::new();
+    while let Some(entry) = listing.read() {
+        match entry {
+            Ok(e) => {
+                let name = e.file_name();
+                let bytes = name.to_bytes();
+                if bytes == b"." || bytes == b".." || bytes == b"lifespan" {
+                    continue;
+                }
+                names.push(name.to_owned());
+            }
+            Err(e) => {
+                problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
+                break;
+            }
+        }
+    }
+    let Ok(dfd) = listing.fd() else {
+        return;
+    };
+    for cname in names {
+        let Ok(name) = cname.into_string() else {
             continue;
         };
-        if name == "lifespan" {
-            continue;
-        }
-        let reading = match read_into(&entry.path(), buf) {
-            Ok(()) => Reading::parse(buf),
+        let reading = match read_at(dfd, &name, buf) {
+            Ok(()) => Reading::parse(&String::from_utf8_lossy(buf)),
             Err(e) => Reading::Unreadable(e.to_string()),
         };
         into.insert(name, reading);
     }
 }
 
-/// Reads a small sysfs attribute into `buf` (reused to spare an allocation per file).
-fn read_into(path: &Path, buf: &mut String) -> std::io::Result<()> {
+/// [`read_into`] for a file named relative to an open directory.
+fn read_at(dfd: rustix::fd::BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use rustix::fs::{openat, Mode, OFlags};
     buf.clear();
-    let mut f = fs::File::open(path)?;
-    f.read_to_string(buf)?;
-    Ok(())
+    let fd = openat(dfd, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let mut chunk = [0u8; 256];
+    loop {
+        let n = match rustix::io::read(&fd, &mut chunk) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if n < chunk.len() || buf.len() > 64 * 1024 {
+            return Ok(());
+        }
+    }
 }
 
-fn read_text(path: &Path, buf: &mut String) -> Option<String> {
+/// Reads a small sysfs attribute into `buf` (reused to spare an allocation per file).
+///
+/// Hand-rolled rather than `fs::read_to_string` because this is the hot path: that function
+/// stats and seeks the file to size its buffer and reads until EOF, six syscalls per counter;
+/// here it is open, one read, close. A read shorter than the chunk means the end: sysfs hands an
+/// attribute's whole text to the first read, and regular files (snapshots) do the same.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.clear();
+    let mut f = fs::File::open(path)?;
+    let mut chunk = [0u8; 256];
+    loop {
+        let n = match f.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if n < chunk.len() || buf.len() > 64 * 1024 {
+            return Ok(());
+        }
+    }
+}
+
+fn read_text(path: &Path, buf: &mut Vec<u8>) -> Option<String> {
     read_into(path, buf).ok()?;
-    let t = buf.trim();
+    let t = String::from_utf8_lossy(buf);
+    let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
 }
 

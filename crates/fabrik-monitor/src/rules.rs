@@ -41,7 +41,7 @@ use Source::{Counters as C, Ethtool as E, HwCounters as H, Statistics as S};
 
 const PORT_RULES: &[GrowRule] = &[
     GrowRule {
-        id: "FAB-CNT-001",
+        id: "FAB-CNT-101",
         severity: Severity::Warning,
         counters: &[(C, "symbol_error")],
         what: "symbol errors grew: the physical link corrupts bits (cable, transceiver or port)",
@@ -50,7 +50,7 @@ const PORT_RULES: &[GrowRule] = &[
               counters with `perfquery -x -R` and watch again",
     },
     GrowRule {
-        id: "FAB-CNT-002",
+        id: "FAB-CNT-102",
         severity: Severity::Error,
         counters: &[(C, "link_downed"), (H, "link_downed")],
         what: "the link went down during the interval (link_downed grew): a flapping link",
@@ -58,7 +58,7 @@ const PORT_RULES: &[GrowRule] = &[
               `dmesg` for the driver's link events; replace the cable if it flaps again",
     },
     GrowRule {
-        id: "FAB-CNT-003",
+        id: "FAB-CNT-103",
         severity: Severity::Warning,
         counters: &[(C, "link_error_recovery")],
         what: "link error recovery grew: the link retrained after errors",
@@ -66,7 +66,7 @@ const PORT_RULES: &[GrowRule] = &[
               switch port; replace the cable if it keeps recovering",
     },
     GrowRule {
-        id: "FAB-CNT-004",
+        id: "FAB-CNT-104",
         severity: Severity::Warning,
         counters: &[
             (C, "port_rcv_errors"),
@@ -77,7 +77,7 @@ const PORT_RULES: &[GrowRule] = &[
               sending side; replace the cable if errors keep growing",
     },
     GrowRule {
-        id: "FAB-CNT-005",
+        id: "FAB-CNT-105",
         severity: Severity::Warning,
         counters: &[(C, "port_xmit_discards")],
         what: "transmit discards grew: the port dropped packets it could not send (congestion, \
@@ -86,7 +86,7 @@ const PORT_RULES: &[GrowRule] = &[
               check the subnet manager's partition config (P_Key) for this node",
     },
     GrowRule {
-        id: "FAB-CNT-006",
+        id: "FAB-CNT-106",
         severity: Severity::Warning,
         counters: &[(C, "excessive_buffer_overrun_errors")],
         what: "excessive buffer overrun errors grew: the receive buffer overflowed (flow \
@@ -95,7 +95,7 @@ const PORT_RULES: &[GrowRule] = &[
               RoCE check that PFC is enabled on the same priority at both ends",
     },
     GrowRule {
-        id: "FAB-CNT-007",
+        id: "FAB-CNT-107",
         severity: Severity::Warning,
         counters: &[(C, "local_link_integrity_errors")],
         what: "local link integrity errors grew: the physical link exceeded its error \
@@ -103,7 +103,7 @@ const PORT_RULES: &[GrowRule] = &[
         fix: "Check cable and transceivers (`mlxlink -m`), reseat or replace them",
     },
     GrowRule {
-        id: "FAB-CNT-010",
+        id: "FAB-CNT-110",
         severity: Severity::Warning,
         counters: &[
             (H, "out_of_sequence"),
@@ -128,9 +128,14 @@ const PORT_RULES: &[GrowRule] = &[
               receives too slowly",
     },
     GrowRule {
-        id: "FAB-CNT-011",
+        id: "FAB-CNT-111",
         severity: Severity::Error,
-        counters: &[(H, "retry_exceeded_err"), (H, "retry_rnr_exceeded_err")],
+        counters: &[
+            (H, "retry_exceeded_err"),
+            (H, "retry_rnr_exceeded_err"),
+            (H, "req_transport_retries_exceeded"),
+            (H, "req_rnr_retries_exceeded"),
+        ],
         what: "retries were exhausted: queue pairs went to the error state and the job's \
                connection failed",
         fix: "Find why packets are lost (link errors, congestion without PFC, a peer that \
@@ -138,7 +143,7 @@ const PORT_RULES: &[GrowRule] = &[
               NCCL_IB_RETRY_CNT)",
     },
     GrowRule {
-        id: "FAB-CNT-012",
+        id: "FAB-CNT-112",
         severity: Severity::Warning,
         counters: &[(H, "out_of_buffer")],
         what: "out_of_buffer grew: packets were dropped because no receive buffer was posted",
@@ -149,7 +154,7 @@ const PORT_RULES: &[GrowRule] = &[
 
 const NETDEV_RULES: &[GrowRule] = &[
     GrowRule {
-        id: "FAB-CNT-013",
+        id: "FAB-CNT-113",
         severity: Severity::Warning,
         counters: &[(E, "rx_discards_phy"), (E, "tx_discards_phy")],
         what: "the NIC's physical port discarded packets (rx/tx_discards_phy grew): its buffers \
@@ -158,7 +163,7 @@ const NETDEV_RULES: &[GrowRule] = &[
               check PCIe bandwidth and the NIC's NUMA placement",
     },
     GrowRule {
-        id: "FAB-CNT-014",
+        id: "FAB-CNT-114",
         severity: Severity::Warning,
         counters: &[
             (S, "rx_errors"),
@@ -228,7 +233,7 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
                 .map(|c| format!("{} {:.0}/s", c.name, c.per_second.unwrap_or(0.0)))
                 .collect();
             out.push(Finding {
-                rule: "FAB-CNT-009".into(),
+                rule: "FAB-CNT-109".into(),
                 severity: Severity::Warning,
                 subject: subject.clone(),
                 message: format!(
@@ -281,7 +286,7 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
                 format!(" (RDMA {})", n.rdma_ports.join(", "))
             };
             out.push(Finding {
-                rule: "FAB-CNT-008".into(),
+                rule: "FAB-CNT-108".into(),
                 severity: Severity::Warning,
                 subject: subject.clone(),
                 message: format!(
@@ -358,7 +363,7 @@ fn meta_findings(
     let resets = pick(&|c| matches!(c, Change::Reset));
     if !resets.is_empty() {
         out.push(Finding {
-            rule: "FAB-CNT-020".into(),
+            rule: "FAB-CNT-120".into(),
             severity: Severity::Info,
             subject: subject.into(),
             message: format!(
@@ -376,7 +381,7 @@ fn meta_findings(
     let sat = pick(&|c| matches!(c, Change::Saturated { .. }));
     if !sat.is_empty() {
         out.push(Finding {
-            rule: "FAB-CNT-021".into(),
+            rule: "FAB-CNT-121".into(),
             severity: Severity::Warning,
             subject: subject.into(),
             message: format!(
@@ -398,7 +403,7 @@ fn meta_findings(
     let bad = pick(&|c| matches!(c, Change::Unreadable { .. }));
     if !bad.is_empty() {
         out.push(Finding {
-            rule: "FAB-CNT-023".into(),
+            rule: "FAB-CNT-123".into(),
             severity: Severity::Info,
             subject: subject.into(),
             message: format!(
@@ -433,7 +438,7 @@ fn presence_finding(subject: &str, kind: &str, vanished: bool) -> Finding {
         ("appeared between the two samples", Severity::Info)
     };
     Finding {
-        rule: "FAB-CNT-022".into(),
+        rule: "FAB-CNT-122".into(),
         severity: sev,
         subject: subject.into(),
         message: format!("{kind} {subject} {what}"),
@@ -501,12 +506,12 @@ pub fn rule_ids() -> Vec<&'static str> {
         .map(|r| r.id)
         .collect();
     v.extend([
-        "FAB-CNT-008",
-        "FAB-CNT-009",
-        "FAB-CNT-020",
-        "FAB-CNT-021",
-        "FAB-CNT-022",
-        "FAB-CNT-023",
+        "FAB-CNT-108",
+        "FAB-CNT-109",
+        "FAB-CNT-120",
+        "FAB-CNT-121",
+        "FAB-CNT-122",
+        "FAB-CNT-123",
     ]);
     v.sort_unstable();
     v

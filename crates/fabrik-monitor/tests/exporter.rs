@@ -88,7 +88,7 @@ fn serves_metrics_healthz_and_plugged_findings() {
     assert!(body.ends_with("# EOF\n"));
     assert!(body.contains("fabrik_unreadable_counters{subject=\"mlx5_2:1\"} 2"));
     assert!(
-        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-010\"} 1"),
+        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-110\"} 1"),
         "{body}"
     );
 
@@ -98,7 +98,7 @@ fn serves_metrics_healthz_and_plugged_findings() {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(!body.contains("device=\"mlx5_2\",port=\"1\"} "));
     assert!(
-        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-022\"} 1"),
+        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-122\"} 1"),
         "{body}"
     );
 

@@ -151,7 +151,7 @@ fn evidence_states_before_after_interval() {
         &sample(&dir.join("after")),
         Some(std::time::Duration::from_secs(10)),
     );
-    let sym = f.iter().find(|f| f.rule == "FAB-CNT-001").unwrap();
+    let sym = f.iter().find(|f| f.rule == "FAB-CNT-101").unwrap();
     assert_eq!(
         sym.evidence[0].path,
         "/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error"
@@ -175,4 +175,21 @@ fn ethtool_and_ports_are_read_from_snapshot() {
     let p = s.port("mlx5_2", 1).unwrap();
     assert_eq!(p.link_layer.as_deref(), Some("Ethernet"));
     assert_eq!(p.netdevs, vec!["ens1f0".to_string()]);
+}
+
+#[test]
+fn watch_samples_twice_and_sees_no_motion_in_a_snapshot() {
+    let (report, findings) = fabrik_monitor::watch(
+        &fixtures().join("rxe/after"),
+        std::time::Duration::from_millis(20),
+        &Thresholds::default(),
+    );
+    assert!(report.interval_s.unwrap() >= 0.02);
+    assert_eq!(report.ports.len(), 1);
+    assert!(findings.is_empty(), "{findings:?}");
+}
+
+#[test]
+fn rxe_vm_pair_captured_from_a_real_soft_roce_run() {
+    check_pair("rxe-vm");
 }

@@ -37,7 +37,6 @@ struct Builder {
     runs: Vec<NcclTestsRun>,
     cur: NcclTestsRun,
     layout: Option<Layout>,
-    n_gpus: Option<u32>,
 }
 
 fn empty_run() -> NcclTestsRun {
@@ -74,7 +73,6 @@ impl Builder {
             runs: Vec::new(),
             cur: empty_run(),
             layout: None,
-            n_gpus: None,
         }
     }
 
@@ -82,7 +80,6 @@ impl Builder {
         let done = std::mem::replace(&mut self.cur, empty_run());
         self.runs.push(done);
         self.layout = None;
-        self.n_gpus = None;
     }
 
     fn has_data(&self) -> bool {
@@ -118,22 +115,23 @@ impl Builder {
     }
 
     fn comment(&mut self, body: &str) {
-        if let Some(rest) = body.strip_prefix("nThread ") {
+        if body.starts_with("nThread ") {
             if self.has_data() {
                 self.start_new_run();
             }
-            let toks: Vec<&str> = rest.split_whitespace().collect();
-            let n_threads = toks.first().and_then(|v| v.parse::<u32>().ok());
-            let n_gpus = toks
-                .windows(2)
-                .find(|w| w[0] == "nGpus")
-                .and_then(|w| w[1].parse::<u32>().ok());
-            self.n_gpus = n_gpus.zip(n_threads).map(|(g, t)| g * t);
+            self.cur.report.notes.push(body.to_string());
         } else if let Some(rest) = body.strip_prefix("Collective test starting:") {
+            // nccl-tests >= 2.19 prints this before `# nThread`: it opens the next run.
+            if self.has_data() {
+                self.start_new_run();
+            }
             if let Some(op) = op_from_program(rest.trim()) {
                 self.cur.report.op = op;
             }
         } else if body.starts_with("nccl-tests version") {
+            if self.has_data() {
+                self.start_new_run();
+            }
             self.cur.report.notes.push(body.to_string());
         } else if body.starts_with("Rank ") {
             if let Some(d) = device_line(body) {
@@ -589,6 +587,32 @@ mod tests {
         assert_eq!(rep.rows[0].in_place.as_ref().unwrap().wrong, None);
         assert_eq!(rep.avg_busbw, Some(38.3));
         assert_eq!(runs[0].out_of_bounds, Some(0));
+    }
+
+    #[test]
+    fn consecutive_runs_of_the_newest_format_split_at_their_banner() {
+        // Banner lines as nccl-tests 2.19 (src/util.cu) prints them.
+        let text = "# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803\n\
+# Collective test starting: all_reduce_perf\n\
+# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 1 agg iters: 1 validation: 1 graph: 0 unalign: 0\n\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+           8             2     float     sum      -1    20.10    0.00    0.00       0    19.90    0.00    0.00       0\n\
+# Out of bounds values : 0 OK\n\
+# Avg bus bandwidth    : 0.001 \n\
+#\n\
+# Collective test concluded: all_reduce_perf\n\
+# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803\n\
+# Collective test starting: all_gather_perf\n\
+# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 1 agg iters: 1 validation: 1 graph: 0 unalign: 0\n\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n\
+          64             2     float    none      -1    15.00    0.00    0.00       0    14.00    0.00    0.00       0\n";
+        let runs = parse_str(text);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].report.op, "all_reduce");
+        assert_eq!(runs[0].report.avg_busbw, Some(0.001));
+        assert_eq!(runs[1].report.op, "all_gather");
+        assert_eq!(runs[1].report.rows[0].size, 64);
+        assert_eq!(runs[1].report.rows[0].redop.as_deref(), Some("none"));
     }
 
     #[test]

@@ -35,9 +35,11 @@ const KEYS: &[&str] = &[
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Table {
     /// Bandwidth in Gb/s (`--report_gbits`) or in MiB/s (perftest's `MB/sec` is 2^20 bytes).
+    /// Perftest 1.x printed no MsgRate column.
     Bw {
         gbits: bool,
         qos: bool,
+        msg_rate: bool,
     },
     Lat {
         avg: bool,
@@ -121,7 +123,7 @@ impl Builder {
             return;
         }
         if t.ends_with(" BW Test") || t.ends_with(" Latency Test") || t.ends_with(" Lat Test") {
-            if self.has_rows() || self.titled || self.cur.device.is_some() {
+            if self.has_rows() || self.titled {
                 self.flush();
             }
             self.started = true;
@@ -158,11 +160,51 @@ impl Builder {
             self.row(t);
             return;
         }
+        if let Some(i) = t.split_whitespace().position(is_perftest_tool) {
+            self.command_line(t, i);
+            return;
+        }
         if KEYS.iter().any(|k| t.starts_with(k)) {
             self.started = true;
             for (k, v) in key_values(t) {
                 self.kv(&k, &v);
             }
+        }
+    }
+
+    /// `ib_send_bw -a -c UD -d mlx4_0 10.0.0.1`: old perftest printed no Device line, so the
+    /// command line, when the output includes it, names the device and the test.
+    fn command_line(&mut self, t: &str, tool_at: usize) {
+        let toks: Vec<&str> = t.split_whitespace().collect();
+        if toks
+            .iter()
+            .skip(tool_at)
+            .any(|a| a.starts_with("--version"))
+        {
+            return;
+        }
+        if self.has_rows() || self.titled {
+            // A second run's command line.
+            self.flush();
+        }
+        let tool = toks[tool_at].rsplit('/').next().unwrap_or(toks[tool_at]);
+        if !self.titled {
+            let mut parts = tool.split('_').skip(1);
+            self.cur.op = parts.next().map(str::to_string);
+            self.cur.test = if parts.next() == Some("lat") {
+                P2pTest::Lat
+            } else {
+                P2pTest::Bw
+            };
+        }
+        let dev = toks
+            .windows(2)
+            .find(|w| w[0] == "-d")
+            .map(|w| w[1])
+            .or_else(|| toks.iter().find_map(|a| a.strip_prefix("--ib-dev=")));
+        if let (Some(d), None) = (dev, &self.cur.device) {
+            self.cur.device = Some(d.to_string());
+            self.cur.interfaces.push(d.to_string());
         }
     }
 
@@ -214,9 +256,13 @@ impl Builder {
             .filter(|s| !s.is_empty())
             .collect();
         match table {
-            Table::Bw { gbits, qos } => {
+            Table::Bw {
+                gbits,
+                qos,
+                msg_rate,
+            } => {
                 let skip = usize::from(qos);
-                let need = 5 + skip;
+                let need = 4 + skip + usize::from(msg_rate);
                 if toks.len() < need {
                     return;
                 }
@@ -225,10 +271,8 @@ impl Builder {
                 else {
                     return;
                 };
-                let vals: Option<Vec<f64>> = toks[2 + skip..5 + skip]
-                    .iter()
-                    .map(|s| parse_f64(s))
-                    .collect();
+                let vals: Option<Vec<f64>> =
+                    toks[2 + skip..need].iter().map(|s| parse_f64(s)).collect();
                 let Some(v) = vals else { return };
                 let to_gbps = |x: f64| {
                     if gbits {
@@ -237,12 +281,27 @@ impl Builder {
                         x * 1_048_576.0 * 8.0 / 1e9
                     }
                 };
+                let avg = to_gbps(v[1]);
+                let rate = match v.get(2) {
+                    Some(r) => *r,
+                    None => {
+                        let note = "MsgRate not printed by this perftest; derived from BW average";
+                        if !self.cur.notes.iter().any(|n| n == note) {
+                            self.cur.notes.push(note.to_string());
+                        }
+                        if bytes == 0 {
+                            0.0
+                        } else {
+                            avg * 1e9 / 8.0 / bytes as f64 / 1e6
+                        }
+                    }
+                };
                 self.bw.push(BwRow {
                     bytes,
                     iterations,
                     bw_peak_gbps: to_gbps(v[0]),
-                    bw_avg_gbps: to_gbps(v[1]),
-                    msg_rate_mpps: v[2],
+                    bw_avg_gbps: avg,
+                    msg_rate_mpps: rate,
                 });
             }
             Table::Lat {
@@ -318,11 +377,30 @@ impl Builder {
     }
 }
 
+fn is_perftest_tool(tok: &str) -> bool {
+    let name = tok.rsplit('/').next().unwrap_or(tok);
+    let Some(rest) = name.strip_prefix("ib_") else {
+        return false;
+    };
+    matches!(
+        rest,
+        "write_bw"
+            | "read_bw"
+            | "send_bw"
+            | "atomic_bw"
+            | "write_lat"
+            | "read_lat"
+            | "send_lat"
+            | "atomic_lat"
+    )
+}
+
 fn table_kind(header: &str) -> Option<Table> {
     if header.contains("BW peak") || header.contains("BW average") || header.contains("BW_") {
         return Some(Table::Bw {
             gbits: header.contains("Gb/sec"),
             qos: header.contains("#sl"),
+            msg_rate: header.contains("MsgRate"),
         });
     }
     if header.contains("t_min") {

@@ -67,6 +67,12 @@ fn f02_gdrdma_channels_old_channel_form() {
     assert_eq!(p.cuda_devices, vec![0, 1, 2, 3]);
     assert_eq!(p.channels.get("NET/IB/GDRDMA"), Some(&12));
     assert_eq!(p.network.as_deref(), Some("IB"));
+    // Ranks from the channel lines: source of a send, destination of a receive.
+    let ranks: Vec<(u32, Option<u32>)> = p.ranks.iter().map(|x| (x.rank, x.cuda_dev)).collect();
+    assert_eq!(
+        ranks,
+        vec![(0, Some(0)), (1, Some(1)), (2, Some(2)), (3, Some(3))]
+    );
 }
 
 #[test]
@@ -185,6 +191,8 @@ fn f09_nccl_2_4_aws_ofi_rings() {
     assert!(rules(&r).contains(&"FAB-NCCL-OFI"));
     let p = proc(&r, "ip-172-32-36-209", 8716);
     assert_eq!(p.channels.get("P2P/IPC"), Some(&1));
+    assert_eq!(p.ranks[0].rank, 26);
+    assert_eq!(proc(&r, "ip-172-32-38-1", 21471).ranks[0].rank, 7);
 }
 
 #[test]
@@ -329,6 +337,7 @@ fn f21_roce_relaxed_ordering_gdr_disabled() {
     assert!(p.gdr_hcas.iter().all(|h| !h.enabled));
     assert_eq!(p.gdr_hcas.len(), 2);
     assert_eq!(p.ranks[0].nranks, Some(16));
+    assert_eq!(r.summary.nranks, Some(16));
 }
 
 #[test]

@@ -138,3 +138,26 @@ fn json_round_trips_into_the_model() {
     let back: P2pReport = serde_json::from_str(&text).unwrap();
     assert_eq!(back, r);
 }
+
+#[test]
+fn p09_old_perftest_without_msg_rate() {
+    let r = one("09-ib_send_bw-old-ud-no-msgrate.txt");
+    assert_eq!(r.op.as_deref(), Some("send"));
+    assert_eq!(r.device.as_deref(), Some("mlx4_0"));
+    assert_eq!(r.mtu, Some(2048));
+    assert!(r.notes.iter().any(|n| n == "Connection type: UD"));
+    let P2pRows::Bw(rows) = &r.results else {
+        panic!()
+    };
+    assert_eq!(rows.len(), 11);
+    let last = rows.last().unwrap();
+    assert_eq!(last.bytes, 2048);
+    assert!((last.bw_avg_gbps - 2919.91 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-9);
+    // 2919.91 MiB/s of 2 KiB messages is 1.495 M messages per second.
+    assert!(
+        (last.msg_rate_mpps - 1.494_994).abs() < 1e-3,
+        "{}",
+        last.msg_rate_mpps
+    );
+    assert!(r.notes.iter().any(|n| n.starts_with("MsgRate not printed")));
+}

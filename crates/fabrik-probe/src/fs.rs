@@ -47,6 +47,7 @@ pub struct RootFs {
     record: Option<BTreeMap<String, Recorded>>,
     /// Files a snapshot saw fail, answered with the same error.
     unreadable: BTreeMap<String, i32>,
+    live: bool,
 }
 
 /// Splits a path into its normal components.
@@ -88,6 +89,7 @@ impl RootFs {
             warnings: Vec::new(),
             record: None,
             unreadable,
+            live: std::fs::canonicalize(root).is_ok_and(|p| p == Path::new("/")),
         }
     }
 
@@ -99,6 +101,18 @@ impl RootFs {
 
     pub fn take_record(&mut self) -> BTreeMap<String, Recorded> {
         self.record.take().unwrap_or_default()
+    }
+
+    /// Whether the root is this machine's own `/` (facts that only the kernel's APIs give, such
+    /// as interface addresses, can then be asked for).
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Records a file that probing derived from the live kernel rather than read, so that a
+    /// snapshot carries it and reads back the same.
+    pub fn record_derived(&mut self, logical: &str, bytes: Vec<u8>) {
+        self.note(logical.to_string(), Recorded::File(bytes));
     }
 
     fn host(&self, logical: &str) -> PathBuf {
@@ -281,6 +295,11 @@ impl RootFs {
             }
             Err(_) => false,
         }
+    }
+
+    /// Whether a name is a directory (after links).
+    pub fn is_dir(&mut self, logical: &str) -> bool {
+        self.resolve(logical).is_ok_and(|r| self.host(&r).is_dir())
     }
 
     /// The name a link such as `device/driver` points at (`mlx5_core`).

@@ -77,7 +77,12 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
             .filter_map(|n| n.pci.clone().map(|p| (n.name.clone(), p)))
             .collect();
     }
-    let gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics);
+    let single_numa_node = system::single_numa_node(fs);
+    let mut gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics, single_numa_node);
+    if let Some(text) = caps.get("nvidia-smi-topo-m") {
+        let smi = parse::parse_nvidia_smi_topo(text);
+        topology::cross_check(&mut gpu_nic_paths, &gpus, &smi, fs);
+    }
     let mut acs = std::collections::BTreeMap::new();
     let mut have_lspci = false;
     for (_, text) in caps.with_prefix("lspci") {
@@ -92,7 +97,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
 
     let modules = system::modules(fs);
-    let dev_infiniband = system::dev_infiniband(fs);
+    let dev_infiniband = system::dev_infiniband(fs, !rdma_devices.is_empty());
     let memlock = system::memlock(fs);
     let iommu = system::iommu(fs, os.kernel_cmdline.as_deref());
     let versions = system::versions(fs, &caps);

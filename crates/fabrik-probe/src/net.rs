@@ -9,8 +9,8 @@ use fabrik_model::{NetInterface, NetKind, RoceEcn};
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
 use crate::parse::{
-    parse_fib_trie_local, parse_if_inet6, parse_ip_o_addr, parse_mlnx_qos, parse_proc_route,
-    parse_u64, RouteEntry,
+    parse_addresses_file, parse_fib_trie_local, parse_if_inet6, parse_ip_o_addr, parse_mlnx_qos,
+    parse_proc_route, parse_u64, RouteEntry,
 };
 use crate::pci::function_behind;
 
@@ -41,6 +41,10 @@ pub fn read_interfaces(fs: &mut RootFs, caps: &Captures) -> Vec<NetInterface> {
         .collect();
     let mut out = Vec::new();
     for name in fs.list_opt(CLASS_DIR) {
+        // The bonding driver puts a plain file, `bonding_masters`, among the interfaces.
+        if !fs.is_dir(&join(CLASS_DIR, &name)) {
+            continue;
+        }
         let mut nif = read_interface(fs, caps, &name);
         nif.ipv4 = addrs.v4.get(&name).cloned().unwrap_or_default();
         nif.ipv6 = addrs.v6.get(&name).cloned().unwrap_or_default();
@@ -65,12 +69,18 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
     };
     let device_link = join(&base, "device");
     let has_device = fs.resolve(&device_link).is_ok();
+    // A netdev whose own directory sits below a PCI function is hardware even where its
+    // `device` link was not kept (node_exporter's archived eth0); software links live under
+    // /sys/devices/virtual/net.
+    let under_pci = fs
+        .resolve(&base)
+        .is_ok_and(|r| r.starts_with("/sys/devices/pci"));
     let is_bridge = fs.exists(&join(&base, "bridge"));
     let kind = match ty {
         Some(772) => NetKind::Loopback,
         _ if is_bridge => NetKind::Bridge,
         Some(32) => NetKind::Ipoib,
-        _ if !has_device => NetKind::Virtual,
+        _ if !has_device && !under_pci => NetKind::Virtual,
         Some(1) => NetKind::Ethernet,
         _ => NetKind::Unknown,
     };
@@ -155,10 +165,28 @@ fn read_ecn(fs: &mut RootFs, base: &str) -> Option<RoceEcn> {
     }
 }
 
+/// Where a snapshot keeps the addresses the live kernel listed.
+pub const ADDRESSES_FILE: &str = "/fabrik/addresses.txt";
+
+/// Addresses, from the best source the root has: the live kernel (`getifaddrs`, which also names
+/// the interface of a `/32`), a snapshot's record of it, a captured `ip -o addr`, or `/proc/net`.
 fn read_addresses(fs: &mut RootFs, caps: &Captures, routes: &[RouteEntry]) -> Addresses {
     let mut a = Addresses::default();
-    if let Some(text) = caps.get("ip-o-addr") {
-        for (ifname, family, cidr) in parse_ip_o_addr(text) {
+    let listed = if fs.is_live() {
+        live_addresses().inspect(|list| {
+            let text: String = list
+                .iter()
+                .map(|(n, f, c)| format!("{n} {f} {c}\n"))
+                .collect();
+            fs.record_derived(ADDRESSES_FILE, text.into_bytes());
+        })
+    } else {
+        fs.text_opt(ADDRESSES_FILE)
+            .map(|t| parse_addresses_file(&t))
+            .or_else(|| caps.get("ip-o-addr").map(parse_ip_o_addr))
+    };
+    if let Some(list) = listed {
+        for (ifname, family, cidr) in list {
             let map = if family == "inet" {
                 &mut a.v4
             } else {
@@ -198,4 +226,32 @@ fn owner_of(addr: Ipv4Addr, routes: &[RouteEntry]) -> Option<(String, u32)> {
         None if addr.is_loopback() => Some(("lo".to_string(), 8)),
         None => None,
     }
+}
+
+/// This machine's addresses from `getifaddrs(3)`, sorted: (interface, `inet`/`inet6`, CIDR).
+/// An IPv4 label (`eth0:1`) is reported under its interface. `None` when the call fails.
+fn live_addresses() -> Option<Vec<(String, String, String)>> {
+    let addrs = nix::ifaddrs::getifaddrs().ok()?;
+    let mut out = Vec::new();
+    for ifa in addrs {
+        let name = ifa
+            .interface_name
+            .split(':')
+            .next()
+            .unwrap_or(&ifa.interface_name)
+            .to_string();
+        let (Some(addr), Some(mask)) = (ifa.address, ifa.netmask) else {
+            continue;
+        };
+        if let (Some(a), Some(m)) = (addr.as_sockaddr_in(), mask.as_sockaddr_in()) {
+            let plen = u32::from(m.ip()).count_ones();
+            out.push((name, "inet".to_string(), format!("{}/{plen}", a.ip())));
+        } else if let (Some(a), Some(m)) = (addr.as_sockaddr_in6(), mask.as_sockaddr_in6()) {
+            let plen = u128::from(m.ip()).count_ones();
+            out.push((name, "inet6".to_string(), format!("{}/{plen}", a.ip())));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Some(out)
 }

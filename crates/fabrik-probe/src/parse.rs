@@ -86,7 +86,12 @@ pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
     let mut in_pfc = false;
     for line in raw.lines() {
         let t = line.trim();
-        if let Some(rest) = t.strip_prefix("Priority trust state:") {
+        // `Priority trust state:` is what MLNX_OFED 4.2+ prints (Mellanox DOC-2792); `mode` is
+        // accepted as well, unconfirmed, since a wrong miss would hide the trust setting.
+        if let Some(rest) = t
+            .strip_prefix("Priority trust state:")
+            .or_else(|| t.strip_prefix("Priority trust mode:"))
+        {
             let v = rest.trim();
             if !v.is_empty() {
                 trust = Some(v.to_string());
@@ -368,6 +373,79 @@ pub fn parse_ip_o_addr(raw: &str) -> Vec<(String, String, String)> {
     out
 }
 
+/// `fabrik/addresses.txt`, which a snapshot of a live machine holds: `IFNAME inet|inet6 ADDR/LEN`.
+pub fn parse_addresses_file(raw: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = raw
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                [name, fam @ ("inet" | "inet6"), cidr] if cidr.contains('/') => {
+                    Some((name.to_string(), fam.to_string(), cidr.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `nvidia-smi topo -m`: the GPU-row × NIC-column cells, keyed by (GPU index, NIC name). NIC
+/// columns are named `NIC0`… with a `NIC Legend:` (`NIC0: mlx5_0`) in newer drivers, or by the
+/// device name (`mlx5_0`) in older ones. Cells are kept as printed (`PIX`, `PXB`, `SYS`...).
+pub fn parse_nvidia_smi_topo(raw: &str) -> BTreeMap<(usize, String), String> {
+    let mut out = BTreeMap::new();
+    let mut legend: BTreeMap<String, String> = BTreeMap::new();
+    for line in raw.lines() {
+        let t = line.trim();
+        if let Some((k, v)) = t.split_once(':') {
+            let (k, v) = (k.trim(), v.trim());
+            if k.starts_with("NIC") && k[3..].chars().all(|c| c.is_ascii_digit()) && !v.is_empty() {
+                legend.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    let mut columns: Vec<String> = Vec::new();
+    for line in raw.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if columns.is_empty() {
+            // The header's first word is GPU0 and its second another column; GPU0's own row has
+            // `X` second. Pastes often lose the header's leading whitespace, so that is no test.
+            if words.first().is_some_and(|w| *w == "GPU0")
+                && words.get(1).is_some_and(|w| *w != "X")
+            {
+                columns = words
+                    .iter()
+                    .take_while(|w| **w != "CPU" && **w != "NUMA")
+                    .map(|w| w.to_string())
+                    .collect();
+            }
+            continue;
+        }
+        let Some(label) = words.first() else { break };
+        let Some(gpu) = label
+            .strip_prefix("GPU")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            if label.starts_with("NIC") || label.starts_with("mlx") || label.starts_with("Legend") {
+                break;
+            }
+            continue;
+        };
+        // A cell is one word (`X` is printed ` X `), so cells line up with the header.
+        for (col, cell) in columns.iter().zip(words.iter().skip(1)) {
+            if col.starts_with("GPU") {
+                continue;
+            }
+            let nic = legend.get(col).cloned().unwrap_or_else(|| col.clone());
+            out.insert((gpu, nic), cell.to_string());
+        }
+    }
+    out
+}
+
 /// A `KEY=value` file (`/etc/os-release`), quotes removed.
 pub fn parse_os_release(raw: &str, key: &str) -> Option<String> {
     raw.lines().find_map(|line| {
@@ -434,6 +512,23 @@ pub fn parse_nvidia_version(raw: &str) -> Option<String> {
                     .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
         })
         .map(str::to_string)
+}
+
+/// `/proc/driver/nvidia/version`: whether the module is the open one. The proprietary module
+/// writes `NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  <date>`, the open one
+/// `NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build ...`;
+/// `None` without an `NVRM version:` line naming a kernel module.
+pub fn parse_nvidia_open_module(raw: &str) -> Option<bool> {
+    let line = raw
+        .lines()
+        .find(|l| l.trim_start().starts_with("NVRM version:"))?;
+    if line.contains("Open Kernel Module") {
+        Some(true)
+    } else if line.contains("Kernel Module") {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// `/proc/driver/nvidia/gpus/ADDR/information`: model, UUID and device minor.
@@ -512,6 +607,47 @@ mod tests {
     }
 
     #[test]
+    fn every_rate_form_of_rate_show() {
+        // rate_show: deci-Gb/s per lane (SDR 25, DDR 50, QDR/FDR10 100, FDR 140, EDR 250,
+        // HDR 500, NDR 1000, XDR 2000) × width, printed as `N[.5] Gb/sec (WX NAME)`.
+        for (text, gbps, width, speed) in [
+            ("2.5 Gb/sec (1X SDR)", 2.5, 1, "SDR"),
+            ("10 Gb/sec (4X)", 10.0, 4, "SDR"),
+            ("5 Gb/sec (1X DDR)", 5.0, 1, "DDR"),
+            ("20 Gb/sec (4X DDR)", 20.0, 4, "DDR"),
+            ("40 Gb/sec (4X QDR)", 40.0, 4, "QDR"),
+            ("40 Gb/sec (4X FDR10)", 40.0, 4, "FDR10"),
+            ("14 Gb/sec (1X FDR)", 14.0, 1, "FDR"),
+            ("56 Gb/sec (4X FDR)", 56.0, 4, "FDR"),
+            ("25 Gb/sec (1X EDR)", 25.0, 1, "EDR"),
+            ("50 Gb/sec (2X EDR)", 50.0, 2, "EDR"),
+            ("100 Gb/sec (4X EDR)", 100.0, 4, "EDR"),
+            ("300 Gb/sec (12X EDR)", 300.0, 12, "EDR"),
+            ("100 Gb/sec (2X HDR)", 100.0, 2, "HDR"),
+            ("200 Gb/sec (4X HDR)", 200.0, 4, "HDR"),
+            ("400 Gb/sec (8X HDR)", 400.0, 8, "HDR"),
+            ("200 Gb/sec (2X NDR)", 200.0, 2, "NDR"),
+            ("400 Gb/sec (4X NDR)", 400.0, 4, "NDR"),
+            ("800 Gb/sec (4X XDR)", 800.0, 4, "XDR"),
+        ] {
+            let r = parse_rate(&format!("{text}\n")).unwrap();
+            assert_eq!(r.gbps, Some(gbps), "{text}");
+            assert_eq!(r.width, Some(width), "{text}");
+            assert_eq!(r.speed.as_deref(), Some(speed), "{text}");
+        }
+        assert_eq!(parse_rate("Unknown\n").unwrap().gbps, None);
+    }
+
+    #[test]
+    fn topo_header_without_leading_whitespace() {
+        let t = "GPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV12\tPIX\t0-23\t0\nGPU1\tNV12\t X \tSYS\t24-47\t1\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+        let m = parse_nvidia_smi_topo(t);
+        assert_eq!(m[&(0, "mlx5_0".to_string())], "PIX");
+        assert_eq!(m[&(1, "mlx5_0".to_string())], "SYS");
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
     fn pci_speeds() {
         assert_eq!(parse_pci_speed("16.0 GT/s PCIe\n"), Some(16.0));
         assert_eq!(parse_pci_speed("8 GT/s"), Some(8.0));
@@ -540,6 +676,12 @@ mod tests {
         assert_eq!(c.trust.as_deref(), Some("pcp"));
         let uneven = "PFC configuration:\n priority 0 1 2\n enabled 0 1\n";
         assert!(parse_mlnx_qos(uneven, "x").is_none());
+        // The later layout (written from NVIDIA's QoS docs, not a capture): padded columns, a `buffer` row, tc blocks with indented
+        // `priority:` lines after the table.
+        let ofed5 = "DCBX mode: OS controlled\nPriority trust mode: pcp\nReceive buffer size (bytes): 130944,130944,0,0,0,0,0,0,\nCable len: 7\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   1   0   0   0   0   \n\tbuffer      0   0   0   1   0   0   0   0   \ntc: 1 ratelimit: unlimited, tsa: vendor\n\t priority:  0\ntc: 0 ratelimit: unlimited, tsa: ets, bw: 100%\n\t priority:  1\n";
+        let p = parse_mlnx_qos(ofed5, "x").unwrap();
+        assert_eq!(p.enabled_priorities, vec![3]);
+        assert_eq!(p.trust.as_deref(), Some("pcp"));
     }
 
     #[test]
@@ -599,6 +741,9 @@ mod tests {
         let ip = parse_ip_o_addr("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n3: eth0@if7    inet6 fd00::2/64 scope global \\       valid_lft forever\n");
         assert_eq!(ip[0], ("eth0".into(), "inet6".into(), "fd00::2/64".into()));
         assert_eq!(ip[1], ("lo".into(), "inet".into(), "127.0.0.1/8".into()));
+        let f = parse_addresses_file("eth0 inet 10.128.0.5/32\nbad line\nlo inet6 ::1/128\n");
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0], ("eth0".into(), "inet".into(), "10.128.0.5/32".into()));
     }
 
     #[test]
@@ -619,6 +764,22 @@ mod tests {
             parse_nvidia_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:15:33 UTC 2024\n").as_deref(),
             Some("550.54.15")
         );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n"),
+            Some(false)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Mar  5 22:15:33 UTC 2024\n"),
+            Some(true)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  560.35.03  Release Build\n"),
+            Some(true)
+        );
+        assert_eq!(
+            parse_nvidia_open_module("GCC version:  gcc version 12.2.0\n"),
+            None
+        );
         let info = parse_nvidia_gpu_information("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 50\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\nDevice Minor: \t 3\n");
         assert_eq!(info.0.as_deref(), Some("NVIDIA H100 80GB HBM3"));
         assert_eq!(info.2, Some(3));
@@ -637,6 +798,21 @@ mod tests {
         assert!(!is_bdf("pci0000:00"));
     }
 
+    #[test]
+    fn nvidia_smi_topo_both_layouts() {
+        let new_style = "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV18\tPIX\tSYS\t0-55,112-167\t0\t\tN/A\nGPU1\tNV18\t X \tSYS\tPXB\t56-111,168-223\t1\t\tN/A\nNIC0\tPIX\tSYS\t X \tSYS\t\t\t\t\nNIC1\tSYS\tPXB\tSYS\t X \t\t\t\t\n\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n";
+        let m = parse_nvidia_smi_topo(new_style);
+        assert_eq!(m[&(0, "mlx5_0".to_string())], "PIX");
+        assert_eq!(m[&(1, "mlx5_1".to_string())], "PXB");
+        assert_eq!(m[&(0, "mlx5_1".to_string())], "SYS");
+        assert_eq!(m.len(), 4);
+        let old_style = "        GPU0    GPU1    mlx5_0  mlx5_1  CPU Affinity\nGPU0     X      NV6     PIX     PXB     0-23,48-71\nGPU1    NV6      X      PXB     PIX     0-23,48-71\nmlx5_0  PIX     PXB      X      PIX\n";
+        let m = parse_nvidia_smi_topo(old_style);
+        assert_eq!(m[&(1, "mlx5_1".to_string())], "PIX");
+        assert_eq!(m[&(0, "mlx5_1".to_string())], "PXB");
+        assert!(parse_nvidia_smi_topo("NVIDIA-SMI has failed").is_empty());
+    }
+
     proptest! {
         #[test]
         fn parsers_never_panic(s in "\\PC*") {
@@ -652,10 +828,13 @@ mod tests {
             let _ = parse_proc_route(&s);
             let _ = parse_if_inet6(&s);
             let _ = parse_ip_o_addr(&s);
+            let _ = parse_addresses_file(&s);
+            let _ = parse_nvidia_smi_topo(&s);
             let _ = parse_os_release(&s, "PRETTY_NAME");
             let _ = parse_ibv_devinfo_mtu(&s);
             let _ = parse_ofed_info(&s);
             let _ = parse_nvidia_version(&s);
+            let _ = parse_nvidia_open_module(&s);
             let _ = parse_nvidia_gpu_information(&s);
             let _ = iommu_cmdline_flags(&s);
             let _ = gid_ipv4(&s);
@@ -689,6 +868,73 @@ mod tests {
             let _ = parse_proc_route(&format!("header\n{s}"));
             let _ = parse_proc_modules(&s);
             let _ = parse_ibv_devinfo_mtu(&s);
+        }
+
+        /// `nvidia-smi topo -m` as drivers print it (tabs, or space padding), with or without
+        /// a NIC legend and the header's leading whitespace: every GPU×NIC cell comes back.
+        #[test]
+        fn topo_matrices_roundtrip(
+            cells in proptest::collection::vec(
+                proptest::collection::vec(
+                    prop_oneof![Just("PIX"), Just("PXB"), Just("PHB"), Just("NODE"), Just("SYS")],
+                    0..10,
+                ),
+                1..9,
+            ),
+            tabs in proptest::bool::ANY,
+            legend in proptest::bool::ANY,
+            indent in proptest::bool::ANY,
+        ) {
+            let gpus = cells.len();
+            let nics = cells.iter().map(Vec::len).min().unwrap_or(0);
+            let sep = if tabs { "\t" } else { "    " };
+            let nic_col = |j: usize| if legend { format!("NIC{j}") } else { format!("mlx5_{j}") };
+            let mut head: Vec<String> = (0..gpus).map(|i| format!("GPU{i}")).collect();
+            head.extend((0..nics).map(nic_col));
+            head.push("CPU Affinity".into());
+            head.push("NUMA Affinity".into());
+            let mut text = format!("{}{}\n", if indent { sep } else { "" }, head.join(sep));
+            for (i, row) in cells.iter().enumerate() {
+                let mut words = vec![format!("GPU{i}")];
+                words.extend((0..gpus).map(|k| if k == i { " X ".to_string() } else { "NV18".to_string() }));
+                words.extend(row.iter().take(nics).map(|c| c.to_string()));
+                words.push("0-47,96-143".into());
+                words.push("0".into());
+                text.push_str(&words.join(sep));
+                text.push('\n');
+            }
+            if legend {
+                text.push_str("\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n");
+                for j in 0..nics {
+                    text.push_str(&format!("  NIC{j}: mlx5_{j}\n"));
+                }
+            }
+            let m = parse_nvidia_smi_topo(&text);
+            prop_assert_eq!(m.len(), gpus * nics);
+            for (i, row) in cells.iter().enumerate() {
+                for (j, c) in row.iter().take(nics).enumerate() {
+                    prop_assert_eq!(m.get(&(i, format!("mlx5_{j}"))).map(String::as_str), Some(*c));
+                }
+            }
+        }
+
+        #[test]
+        fn open_module_line_roundtrip(
+            arch in prop_oneof![Just("x86_64"), Just("aarch64"), Just("ppc64le")],
+            v in (100u32..999, 0u32..200, proptest::option::of(0u32..99)),
+            open in proptest::bool::ANY,
+        ) {
+            let ver = match v.2 {
+                Some(p) => format!("{}.{}.{p:02}", v.0, v.1),
+                None => format!("{}.{}", v.0, v.1),
+            };
+            let line = if open {
+                format!("NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {ver}  Release Build  (dvs-builder@U16)  Tue Mar  5 22:15:33 UTC 2024\n")
+            } else {
+                format!("NVRM version: NVIDIA UNIX {arch} Kernel Module  {ver}  Thu Oct 19 18:56:32 UTC 2023\n")
+            };
+            prop_assert_eq!(parse_nvidia_open_module(&line), Some(open));
+            prop_assert_eq!(parse_nvidia_version(&line), Some(ver));
         }
 
         #[test]

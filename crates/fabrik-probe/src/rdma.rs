@@ -77,11 +77,47 @@ fn pick_netdev(fs: &mut RootFs, device_link: &str, names: &[String], n: u32) -> 
     }
 }
 
+/// The kernel's names for port states (`state_show`) and physical states (`phys_state_show`),
+/// by code: a number whose name does not match is not something the kernel wrote.
+const STATE_NAMES: &[&str] = &["NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
+const PHYS_STATE_NAMES: &[&str] = &[
+    "<unknown>",
+    "Sleep",
+    "Polling",
+    "Disabled",
+    "PortConfigurationTraining",
+    "LinkUp",
+    "LinkErrorRecovery",
+    "Phy Test",
+];
+
+/// Reads `N: NAME`; when the kernel's table gives N another name, the value is unknown (code
+/// dropped, text kept) and warned about, rather than trusting either half.
+fn read_state(fs: &mut RootFs, path: &str, names: &[&str]) -> Option<StateValue> {
+    let raw = fs.attr(path)?;
+    let v = StateValue::parse(&raw);
+    let expected = v
+        .code
+        .and_then(|c| usize::try_from(c).ok())
+        .and_then(|c| names.get(c));
+    match expected {
+        Some(name) if !name.eq_ignore_ascii_case(&v.name) => {
+            fs.warn(
+                path,
+                format!("code and name disagree ({raw:?}; the kernel names this code {name:?})"),
+            );
+            Some(StateValue {
+                code: None,
+                name: raw.trim().to_string(),
+            })
+        }
+        _ => Some(v),
+    }
+}
+
 fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
-    let state = fs.attr(&join(dir, "state")).map(|s| StateValue::parse(&s));
-    let phys_state = fs
-        .attr(&join(dir, "phys_state"))
-        .map(|s| StateValue::parse(&s));
+    let state = read_state(fs, &join(dir, "state"), STATE_NAMES);
+    let phys_state = read_state(fs, &join(dir, "phys_state"), PHYS_STATE_NAMES);
     let rate_path = join(dir, "rate");
     let rate = match fs.attr(&rate_path) {
         Some(raw) => {
@@ -106,6 +142,10 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
     };
     let gids = read_gids(fs, dir);
     let netdev = gids.iter().find_map(|g| g.netdev.clone());
+    let mut hw_counters = fs.numeric_dir(&join(dir, "hw_counters"));
+    // ib_core puts `lifespan` (how long, in ms, the driver caches the values) among the
+    // counters; it is a setting, not a count.
+    hw_counters.remove("lifespan");
     Port {
         number,
         state,
@@ -119,7 +159,7 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
         netdev,
         gids,
         counters: fs.numeric_dir(&join(dir, "counters")),
-        hw_counters: fs.numeric_dir(&join(dir, "hw_counters")),
+        hw_counters,
     }
 }
 

@@ -450,8 +450,11 @@ enum RunResult {
 }
 
 /// Runs a helper with a clean environment (nothing of the caller's is recorded) in the C locale,
-/// killing it at the deadline.
+/// in its own process group, killing the group at the deadline. The group is also killed once
+/// the helper exits, so a background process it left (shell scripts such as `ofed_info` start
+/// some) cannot hold the output pipe open and hang the snapshot.
 fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::Result<RunResult> {
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new(exe)
         .args(args)
         .env_clear()
@@ -463,7 +466,17 @@ fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()?;
+    let group = i32::try_from(child.id())
+        .ok()
+        .map(nix::unistd::Pid::from_raw);
+    let kill_group = || {
+        if let Some(g) = group {
+            // ESRCH (nothing left in the group) is the usual, harmless answer.
+            let _ = nix::sys::signal::killpg(g, nix::sys::signal::Signal::SIGKILL);
+        }
+    };
     let mut stdout = child.stdout.take();
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -475,6 +488,7 @@ fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
+            kill_group();
             let stdout = reader.join().unwrap_or_default();
             return Ok(RunResult::Done {
                 status: status.code().unwrap_or(-1),
@@ -482,6 +496,7 @@ fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::
             });
         }
         if Instant::now() >= deadline {
+            kill_group();
             let _ = child.kill();
             let _ = child.wait();
             let _ = reader.join();
@@ -508,6 +523,35 @@ mod tests {
         );
         assert_eq!(relative_target("/proc/net", "self/net"), "self/net");
         assert_eq!(relative_target("/top", "/"), ".");
+    }
+
+    #[test]
+    fn helpers_are_bounded_in_time() {
+        let sh = Path::new("/bin/sh");
+        let args = |s: &str| vec!["-c".to_string(), s.to_string()];
+        let start = Instant::now();
+        // A background child keeps the pipe open: the output is still taken when sh exits.
+        match run_with_timeout(sh, &args("sleep 30 & echo hi"), Duration::from_secs(20)).unwrap() {
+            RunResult::Done { status, stdout } => {
+                assert_eq!(status, 0);
+                assert_eq!(stdout, b"hi\n");
+            }
+            RunResult::TimedOut => panic!("should have finished"),
+        }
+        assert!(matches!(
+            run_with_timeout(sh, &args("sleep 30"), Duration::from_millis(300)).unwrap(),
+            RunResult::TimedOut
+        ));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        // Nothing of the caller's environment reaches the helper.
+        match run_with_timeout(sh, &args("env"), Duration::from_secs(10)).unwrap() {
+            RunResult::Done { stdout, .. } => {
+                let env = String::from_utf8_lossy(&stdout);
+                assert!(!env.contains("HOME="), "{env}");
+                assert!(env.contains("LC_ALL=C"), "{env}");
+            }
+            RunResult::TimedOut => panic!("env timed out"),
+        }
     }
 
     #[test]

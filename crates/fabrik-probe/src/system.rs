@@ -5,8 +5,8 @@ use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, OsInfo, Versions};
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
 use crate::parse::{
-    iommu_cmdline_flags, parse_memlock, parse_nvidia_version, parse_ofed_info, parse_os_release,
-    parse_proc_modules,
+    iommu_cmdline_flags, parse_memlock, parse_nvidia_open_module, parse_nvidia_version,
+    parse_ofed_info, parse_os_release, parse_proc_modules,
 };
 
 /// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
@@ -103,10 +103,19 @@ pub fn modules(fs: &mut RootFs) -> Vec<KernelModule> {
         .collect()
 }
 
-pub fn dev_infiniband(fs: &mut RootFs) -> Option<Vec<String>> {
+/// Names under `/dev/infiniband`; `None` when it does not exist. A root with no `/dev` at all
+/// (a tree copied from sysfs alone) cannot tell, which is warned about when RDMA devices exist so
+/// that "absent" is not read as "the container lacks the device nodes". Checking `/dev` also
+/// records it, so a snapshot of a host without `/dev/infiniband` keeps an empty `/dev`.
+pub fn dev_infiniband(fs: &mut RootFs, have_rdma: bool) -> Option<Vec<String>> {
     match fs.list("/dev/infiniband") {
         Ok(v) => Some(v),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !fs.exists("/dev") && have_rdma {
+                fs.warn("/dev", "missing: the root holds no device nodes");
+            }
+            None
+        }
         Err(e) => {
             fs.warn("/dev/infiniband", format!("unreadable: {e}"));
             None
@@ -165,9 +174,11 @@ pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
 }
 
 pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
-    let nvidia_driver = fs
-        .text_opt("/proc/driver/nvidia/version")
-        .and_then(|t| parse_nvidia_version(&t))
+    let version_file = fs.text_opt("/proc/driver/nvidia/version");
+    let nvidia_open_kernel_module = version_file.as_deref().and_then(parse_nvidia_open_module);
+    let nvidia_driver = version_file
+        .as_deref()
+        .and_then(parse_nvidia_version)
         .or_else(|| fs.attr_opt("/sys/module/nvidia/version"));
     let ofed = caps.get("ofed_info-s").and_then(parse_ofed_info);
     let nic_driver = fs
@@ -179,5 +190,13 @@ pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
         rdma_core: None,
         nic_driver,
         nccl: None,
+        nvidia_open_kernel_module,
     }
+}
+
+/// Whether the machine has exactly one NUMA node online (`/sys/devices/system/node/online` reads
+/// `0`). Unknown counts as no.
+pub fn single_numa_node(fs: &mut RootFs) -> bool {
+    fs.attr_opt("/sys/devices/system/node/online")
+        .is_some_and(|s| s.trim() == "0")
 }

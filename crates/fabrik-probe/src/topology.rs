@@ -24,18 +24,34 @@ fn switch_chain(path: &[String]) -> Vec<&str> {
     out
 }
 
+/// Whether two functions share a NUMA node. On a machine with a single NUMA node they do, even
+/// when the kernel reports `-1` for a device.
+fn same_numa(a: &PciFunction, b: &PciFunction, single_node: bool) -> Option<bool> {
+    if single_node {
+        return Some(true);
+    }
+    match (a.numa_node, b.numa_node) {
+        (Some(x), Some(y)) => Some(x == y),
+        _ => None,
+    }
+}
+
 /// Classifies the connection between two PCI functions. `None` when the paths are unknown, or
 /// when the devices sit on different host bridges and a NUMA node is unknown.
-pub fn classify(a: &PciFunction, b: &PciFunction) -> Option<PathType> {
+pub fn classify(a: &PciFunction, b: &PciFunction, single_node: bool) -> Option<PathType> {
     if a.path.is_empty() || b.path.is_empty() {
         return None;
     }
     if host_bridge(&a.path)? != host_bridge(&b.path)? {
-        return match (a.numa_node, b.numa_node) {
-            (Some(x), Some(y)) if x == y => Some(PathType::NODE),
-            (Some(_), Some(_)) => Some(PathType::SYS),
-            _ => None,
-        };
+        return same_numa(a, b, single_node).map(
+            |same| {
+                if same {
+                    PathType::NODE
+                } else {
+                    PathType::SYS
+                }
+            },
+        );
     }
     let (pa, pb) = (&a.path, &b.path);
     if pa.len() >= 2 && pb.len() >= 2 && pa[pa.len() - 2] == pb[pb.len() - 2] {
@@ -55,8 +71,13 @@ pub fn classify(a: &PciFunction, b: &PciFunction) -> Option<PathType> {
     Some(PathType::PHB)
 }
 
-/// One pair for every GPU and NIC, in GPU then NIC order.
-pub fn gpu_nic_paths(gpus: &[Gpu], nics: &[(String, PciFunction)]) -> Vec<GpuNicPath> {
+/// One pair for every GPU and NIC, in GPU then NIC order. `single_node`: the machine has one
+/// NUMA node (`/sys/devices/system/node/online` is `0`).
+pub fn gpu_nic_paths(
+    gpus: &[Gpu],
+    nics: &[(String, PciFunction)],
+    single_node: bool,
+) -> Vec<GpuNicPath> {
     let mut out = Vec::new();
     for g in gpus {
         for (name, pci) in nics {
@@ -64,11 +85,8 @@ pub fn gpu_nic_paths(gpus: &[Gpu], nics: &[(String, PciFunction)]) -> Vec<GpuNic
                 gpu: g.pci.address.clone(),
                 nic: name.clone(),
                 nic_pci: pci.address.clone(),
-                path_type: classify(&g.pci, pci),
-                same_numa: match (g.pci.numa_node, pci.numa_node) {
-                    (Some(x), Some(y)) => Some(x == y),
-                    _ => None,
-                },
+                path_type: classify(&g.pci, pci, single_node),
+                same_numa: same_numa(&g.pci, pci, single_node),
             });
         }
     }
@@ -94,7 +112,57 @@ pub fn bridges(
         .collect()
 }
 
+fn path_type_named(s: &str) -> Option<PathType> {
+    Some(match s {
+        "PIX" => PathType::PIX,
+        "PXB" => PathType::PXB,
+        "PHB" => PathType::PHB,
+        "NODE" => PathType::NODE,
+        "SYS" => PathType::SYS,
+        _ => None?,
+    })
+}
+
+/// Compares the PCI walk with a captured `nvidia-smi topo -m` (GPU N is the Nth GPU in PCI
+/// order, as nvidia-smi numbers them). Where the walk could not tell, nvidia-smi's answer is
+/// taken; where they disagree, the walk's answer stays and a warning says so.
+pub fn cross_check(
+    paths: &mut [GpuNicPath],
+    gpus: &[Gpu],
+    smi: &BTreeMap<(usize, String), String>,
+    fs: &mut crate::fs::RootFs,
+) {
+    for ((index, nic), cell) in smi {
+        let Some(theirs) = path_type_named(cell) else {
+            continue;
+        };
+        let Some(gpu) = gpus.get(*index) else {
+            continue;
+        };
+        let Some(p) = paths
+            .iter_mut()
+            .find(|p| p.gpu == gpu.pci.address && &p.nic == nic)
+        else {
+            continue;
+        };
+        match p.path_type {
+            None => p.path_type = Some(theirs),
+            Some(ours) if ours != theirs => fs.warn(
+                "/fabrik/cmd/nvidia-smi-topo-m.txt",
+                format!(
+                    "nvidia-smi says {} for GPU{index} ({}) and {nic}; the PCI walk says {}",
+                    theirs.as_str(),
+                    gpu.pci.address,
+                    ours.as_str()
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -128,7 +196,7 @@ mod tests {
             ],
             Some(0),
         );
-        assert_eq!(classify(&gpu, &nic), Some(PathType::PIX));
+        assert_eq!(classify(&gpu, &nic, false), Some(PathType::PIX));
         // A second switch level below the first: two switches crossed.
         let deep = f(
             &[
@@ -141,16 +209,21 @@ mod tests {
             ],
             Some(0),
         );
-        assert_eq!(classify(&gpu, &deep), Some(PathType::PXB));
+        assert_eq!(classify(&gpu, &deep, false), Some(PathType::PXB));
         // Another root port of the same host bridge.
         let other_rp = f(&["0000:00:02.0", "0000:08:00.0"], Some(0));
-        assert_eq!(classify(&gpu, &other_rp), Some(PathType::PHB));
+        assert_eq!(classify(&gpu, &other_rp, false), Some(PathType::PHB));
         let other_hb_same_numa = f(&["0000:40:01.0", "0000:41:00.0"], Some(0));
-        assert_eq!(classify(&gpu, &other_hb_same_numa), Some(PathType::NODE));
+        assert_eq!(
+            classify(&gpu, &other_hb_same_numa, false),
+            Some(PathType::NODE)
+        );
         let far = f(&["0000:80:01.0", "0000:81:00.0"], Some(1));
-        assert_eq!(classify(&gpu, &far), Some(PathType::SYS));
+        assert_eq!(classify(&gpu, &far, false), Some(PathType::SYS));
         let unknown_numa = f(&["0000:80:01.0", "0000:81:00.0"], None);
-        assert_eq!(classify(&gpu, &unknown_numa), None);
+        assert_eq!(classify(&gpu, &unknown_numa, false), None);
+        // With one NUMA node in the machine, `-1` still means that node.
+        assert_eq!(classify(&gpu, &unknown_numa, true), Some(PathType::NODE));
         let two_functions = f(
             &[
                 "0000:00:01.0",
@@ -160,8 +233,55 @@ mod tests {
             ],
             Some(0),
         );
-        assert_eq!(classify(&gpu, &two_functions), Some(PathType::PIX));
-        assert_eq!(classify(&gpu, &f(&[], Some(0))), None);
+        assert_eq!(classify(&gpu, &two_functions, false), Some(PathType::PIX));
+        assert_eq!(classify(&gpu, &f(&[], Some(0)), false), None);
+    }
+
+    #[test]
+    fn nvidia_smi_fills_gaps_and_disagreements_warn() {
+        let gpu = Gpu {
+            pci: f(
+                &[
+                    "0000:00:01.0",
+                    "0000:01:00.0",
+                    "0000:02:00.0",
+                    "0000:03:00.0",
+                ],
+                Some(0),
+            ),
+            model: None,
+            uuid: None,
+            minor: None,
+        };
+        let near = (
+            "mlx5_0".to_string(),
+            f(
+                &[
+                    "0000:00:01.0",
+                    "0000:01:00.0",
+                    "0000:02:01.0",
+                    "0000:04:00.0",
+                ],
+                Some(0),
+            ),
+        );
+        let lost = (
+            "mlx5_1".to_string(),
+            f(&["0000:80:01.0", "0000:81:00.0"], None),
+        );
+        let mut paths = gpu_nic_paths(std::slice::from_ref(&gpu), &[near, lost], false);
+        assert_eq!(paths[1].path_type, None);
+        let mut smi = BTreeMap::new();
+        smi.insert((0, "mlx5_0".to_string()), "PXB".to_string());
+        smi.insert((0, "mlx5_1".to_string()), "SYS".to_string());
+        smi.insert((5, "mlx5_1".to_string()), "PIX".to_string());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut fs = crate::fs::RootFs::new(dir.path());
+        cross_check(&mut paths, &[gpu], &smi, &mut fs);
+        assert_eq!(paths[0].path_type, Some(PathType::PIX));
+        assert_eq!(paths[1].path_type, Some(PathType::SYS));
+        assert_eq!(fs.warnings.len(), 1);
+        assert!(fs.warnings[0].message.contains("nvidia-smi says PXB"));
     }
 
     #[test]

@@ -64,6 +64,10 @@ fn ib_ndr_8gpu() {
     assert_eq!(path(&n, "0000:1a:00.0", "mlx5_2"), Some(PathType::NODE));
     assert_eq!(path(&n, "0000:1a:00.0", "mlx5_7"), Some(PathType::SYS));
     assert_eq!(n.gpu_nic_paths.len(), 64);
+    // The captured `nvidia-smi topo -m` agrees with the PCI walk on all 64 pairs (no warning).
+    assert!(n
+        .command_captures
+        .contains(&"nvidia-smi-topo-m".to_string()));
     let ib = n.net_interface("ibp27s0").unwrap();
     assert_eq!(ib.kind, NetKind::Ipoib);
     assert_eq!(ib.rdma_device.as_deref(), Some("mlx5_0"));
@@ -162,7 +166,9 @@ fn roce_dualport() {
         .any(|w| w.path == "/sys/class/infiniband/mlx5_2/ports/1/phys_state"));
     // GPU and NICs hang from different host bridges of one socket.
     assert_eq!(path(&n, "0000:18:00.0", "mlx5_0"), Some(PathType::NODE));
-    assert_eq!(path(&n, "0000:18:00.0", "mlx5_2"), None);
+    // The PCI walk cannot place the VF (its NUMA node is unreadable); the captured
+    // `nvidia-smi topo -m` can, and is taken.
+    assert_eq!(path(&n, "0000:18:00.0", "mlx5_2"), Some(PathType::NODE));
     let rp = n
         .pci_bridges
         .iter()
@@ -271,4 +277,130 @@ fn every_fixture_reads_back_through_a_snapshot() {
         assert!(!a.rdma_devices.is_empty() || !a.gpus.is_empty(), "{name}");
         assert_eq!(a, b, "{name}");
     }
+}
+
+#[test]
+fn a_snapshot_address_list_wins_over_proc_net() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let dev = root.join("sys/devices/virtual/net/eth9");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("type"), "1\n").unwrap();
+    std::fs::write(dev.join("mtu"), "1460\n").unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/net/eth9",
+        root.join("sys/class/net/eth9"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("fabrik/cmd")).unwrap();
+    std::fs::write(
+        root.join("fabrik/addresses.txt"),
+        "eth9 inet 10.128.0.5/32\neth9 inet6 fe80::1/64\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("fabrik/cmd/ip-o-addr.txt"),
+        "2: eth9    inet 10.9.9.9/24 scope global eth9\\       valid_lft forever\n",
+    )
+    .unwrap();
+    let n = fabrik_probe::probe(root).unwrap();
+    let eth9 = n.net_interface("eth9").unwrap();
+    assert_eq!(eth9.ipv4, vec!["10.128.0.5/32"]);
+    assert_eq!(eth9.ipv6, vec!["fe80::1/64"]);
+    assert_eq!(eth9.kind, NetKind::Virtual);
+}
+
+/// prometheus/procfs `testdata/fixtures.ttar`: real sysfs from an Omni-Path HFI (hfi1), a
+/// ConnectX-3 (mlx4, two QDR ports) and a ConnectX-4 Lx VF (mlx5), unpacked by
+/// fixtures/nodes/ttar.py. Every value read as the kernel wrote it; what the archive lacks
+/// (node_type, /proc) is unknown and warned about, never guessed.
+#[test]
+fn real_procfs_sysfs() {
+    let n = fixture("real-procfs");
+    let names: Vec<&str> = n.rdma_devices.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["hfi1_0", "mlx4_0", "mlx5_0"]);
+    let hfi = &n.rdma_devices[0];
+    assert_eq!(hfi.fw_ver.as_deref(), Some("1.27.0"));
+    assert!(hfi.board_id.as_deref().unwrap().contains("Omni-Path"));
+    let r = hfi.ports[0].rate.as_ref().unwrap();
+    assert_eq!(
+        (r.gbps, r.width, r.speed.as_deref()),
+        (Some(100.0), Some(4), Some("EDR"))
+    );
+    assert_eq!(hfi.ports[0].counters["port_rcv_data"], 345091702026);
+    let mlx4 = &n.rdma_devices[1];
+    assert_eq!(mlx4.hca_type.as_deref(), Some("MT4099"));
+    assert_eq!(mlx4.ports.len(), 2);
+    for p in &mlx4.ports {
+        assert_eq!(p.rate.as_ref().unwrap().speed.as_deref(), Some("QDR"));
+        assert_eq!(p.rate.as_ref().unwrap().gbps, Some(40.0));
+        assert_eq!(p.link_layer, Some(LinkLayer::Infiniband));
+    }
+    let mlx5 = &n.rdma_devices[2];
+    assert_eq!(mlx5.node_guid.as_deref(), Some("0a7f:bc12:45ef:d23b"));
+    let p = &mlx5.ports[0];
+    assert_eq!(p.rate.as_ref().unwrap().width, Some(1));
+    // This archive's phys_state reads `4: ACTIVE`, a pairing the kernel never writes (4 is
+    // PortConfigurationTraining): unknown, with a warning, not a training link.
+    let ps = p.phys_state.as_ref().unwrap();
+    assert_eq!(ps.code, None);
+    assert_eq!(ps.phys_state(), PhysState::Unknown);
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path.ends_with("mlx5_0/ports/1/phys_state") && w.message.contains("disagree")));
+    assert_eq!(p.hw_counters["local_ack_timeout_err"], 131);
+    assert!(
+        !p.hw_counters.contains_key("lifespan"),
+        "a setting, not a counter"
+    );
+    assert!(p.hw_counters.contains_key("roce_slow_restart"));
+    assert!(n
+        .warnings
+        .iter()
+        .any(|w| w.path == "/sys/class/infiniband/hfi1_0/node_type"));
+    let eth0 = n.net_interfaces.iter().find(|i| i.name == "eth0").unwrap();
+    assert_eq!(eth0.kind, NetKind::Ethernet);
+    assert_eq!(eth0.pci.as_ref().unwrap().address, "0000:00:1f.6");
+    assert_eq!(eth0.pci.as_ref().unwrap().numa_node, None, "numa_node -1");
+    assert_eq!(eth0.speed_mbps, Some(1000));
+}
+
+/// prometheus/node_exporter `collector/fixtures/sys.ttar`: an Intel X722 iWARP device (i40iw)
+/// whose counters all read `N/A (no PMA)`, a ConnectX-3, bonding with `bonding_masters` (a plain
+/// file among the interfaces) and an eth0 whose archived directory lost its `device` link.
+#[test]
+fn real_node_exporter_sysfs() {
+    let n = fixture("real-node-exporter");
+    let iw = &n.rdma_devices[0];
+    assert_eq!(iw.name, "i40iw0");
+    let p = &iw.ports[0];
+    let r = p.rate.as_ref().unwrap();
+    // Kernels before 5.x printed no lane name for SDR: `10 Gb/sec (4X)`.
+    assert_eq!(
+        (r.gbps, r.width, r.speed.as_deref()),
+        (Some(10.0), Some(4), Some("SDR"))
+    );
+    assert!(p.counters.is_empty(), "N/A (no PMA) is unknown, not 0");
+    let mlx4 = &n.rdma_devices[1];
+    assert_eq!(mlx4.ports[0].counters["port_xmit_wait"], 4294967295);
+    assert_eq!(mlx4.ports[0].counters["port_rcv_packets"], 6825908347);
+    let names: Vec<&str> = n.net_interfaces.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["bond0", "dmz", "eth0", "int"],
+        "bonding_masters is no interface"
+    );
+    assert!(
+        !n.warnings
+            .iter()
+            .any(|w| w.path.contains("bonding_masters")),
+        "{:?}",
+        n.warnings
+    );
+    let eth0 = n.net_interfaces.iter().find(|i| i.name == "eth0").unwrap();
+    assert_eq!(eth0.kind, NetKind::Ethernet, "below a PCI function");
+    let bond0 = n.net_interfaces.iter().find(|i| i.name == "bond0").unwrap();
+    assert_eq!(bond0.kind, NetKind::Virtual);
 }

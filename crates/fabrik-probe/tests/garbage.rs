@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use proptest::prelude::*;
 
@@ -43,20 +44,38 @@ const TARGETS: &[&str] = &[
     "fabrik/cmd/lspci-bridges.txt",
 ];
 
+/// One copy of the fixture for all cases; each case garbles some files and puts them back.
+fn shared_root() -> &'static Path {
+    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let src =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(&src, &dir.path().join("root"));
+        dir
+    })
+    .path()
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(32))]
     #[test]
     fn garbage_files_never_panic(
         picks in proptest::collection::vec((0..TARGETS.len(), proptest::collection::vec(any::<u8>(), 0..64)), 1..6)
     ) {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        copy_tree(&src, &root);
+        let root = shared_root().join("root");
+        let originals: Vec<(PathBuf, Vec<u8>)> = TARGETS
+            .iter()
+            .map(|t| (root.join(t), std::fs::read(root.join(t)).unwrap()))
+            .collect();
         for (i, bytes) in &picks {
             std::fs::write(root.join(TARGETS[*i]), bytes).unwrap();
         }
-        let node = fabrik_probe::probe(&root).unwrap();
+        let node = fabrik_probe::probe(&root);
+        for (p, bytes) in &originals {
+            std::fs::write(p, bytes).unwrap();
+        }
+        let node = node.unwrap();
         prop_assert_eq!(node.rdma_devices.len(), 3);
         // A rate that is not a number is never reported as one.
         let rate_garbled = picks.iter().any(|(i, b)| *i == 0 && !String::from_utf8_lossy(b).contains("Gb/sec"));

@@ -5,7 +5,8 @@
 //! play a slow NIC or a bad cable.
 //!
 //! Everything is torn down on `Drop`, which also runs when a test panics; namespaces left by a
-//! process that was killed outright are removed by the next [`Testbed`] built on the machine.
+//! process that was killed outright are removed, half an hour later, by the next [`Testbed`] built
+//! on the machine.
 //! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and skip the test
 //! with its message when it returns `Some`.
 //!
@@ -18,7 +19,7 @@
 //! let tb = fabrik_testbed::Testbed::builder()
 //!     .hosts(2)
 //!     .links_per_host(4)
-//!     .shape_link(0, "100mbit")
+//!     .shape(0, "100mbit")
 //!     .build()?;
 //! let out = tb.exec(0, &["ping", "-c1", &tb.addr(1, 0).to_string()])?;
 //! assert!(out.status.success());
@@ -109,7 +110,7 @@ impl Builder {
     }
 
     /// Shapes link `link` of every host to `rate` (tc syntax: `100mbit`, `2gbit`), both ways.
-    pub fn shape_link(mut self, link: usize, rate: &str) -> Self {
+    pub fn shape(mut self, link: usize, rate: &str) -> Self {
         self.shapes.push(Shape {
             host: None,
             link,
@@ -119,7 +120,7 @@ impl Builder {
     }
 
     /// Shapes one host's link to `rate`, both ways: a slow NIC or a bad cable.
-    pub fn shape(mut self, host: usize, link: usize, rate: &str) -> Self {
+    pub fn shape_host(mut self, host: usize, link: usize, rate: &str) -> Self {
         self.shapes.push(Shape {
             host: Some(host),
             link,
@@ -340,7 +341,14 @@ fn teardown(ns: &str) {
         .status();
 }
 
-/// Deletes namespaces that a testbed of a process that no longer exists left behind.
+/// How old a leftover namespace must be before another process removes it. Test processes in
+/// another PID namespace (a sandboxed agent, a container sharing `/run/netns`) cannot see each
+/// other's PIDs, so "the owner is gone" alone would delete a live testbed; no test runs this long.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// Deletes namespaces that a testbed of a process that no longer exists left behind, once they
+/// are older than [`STALE_AFTER`]. Only the names are removed; processes are never killed here,
+/// only by the testbed that started them.
 pub fn cleanup_stale() {
     let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
         return;
@@ -349,10 +357,19 @@ pub fn cleanup_stale() {
         let Some(name) = line.split_whitespace().next() else {
             continue;
         };
-        if let Some(pid) = owner_pid(name) {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                teardown(name);
-            }
+        let Some(pid) = owner_pid(name) else {
+            continue;
+        };
+        let owner_alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        let age = std::fs::metadata(format!("/run/netns/{name}"))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if !owner_alive && age.is_some_and(|a| a > STALE_AFTER) {
+            let _ = Command::new("ip")
+                .args(["netns", "del", name])
+                .stderr(Stdio::null())
+                .status();
         }
     }
 }
@@ -413,10 +430,10 @@ mod tests {
         let e = Testbed::builder()
             .hosts(2)
             .links_per_host(1)
-            .shape(0, 3, "1gbit")
+            .shape_host(0, 3, "1gbit")
             .build();
         assert!(matches!(e, Err(TestbedError::Config(_))));
-        let e = Testbed::builder().shape_link(0, "fast").build();
+        let e = Testbed::builder().shape(0, "fast").build();
         assert!(matches!(e, Err(TestbedError::Config(_))));
         let e = Testbed::builder().hosts(0).build();
         assert!(matches!(e, Err(TestbedError::Config(_))));

@@ -44,6 +44,18 @@ mod tests {
         assert_eq!(parse_rate("mbit"), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused(text in ".{0,24}") {
+            let _ = parse_rate(&text);
+        }
+
+        #[test]
+        fn mbit_rates_round_trip(n in 1u64..100_000) {
+            proptest::prop_assert_eq!(parse_rate(&format!("{n}mbit")), Some(n * 1_000_000));
+        }
+    }
+
     #[test]
     fn bursts_cover_ten_ms_and_gso() {
         assert_eq!(burst_bytes(10_000_000_000), 12_500_000);

@@ -26,12 +26,12 @@ fn hosts_reach_each_other_on_every_link_and_vanish_on_drop() {
         return;
     }
     let tb = Testbed::builder()
-        .hosts(3)
+        .hosts(8)
         .links_per_host(2)
         .build()
         .unwrap();
     for link in 0..2 {
-        let to = tb.addr(2, link).to_string();
+        let to = tb.addr(7, link).to_string();
         let out = tb.exec(0, &["ping", "-c1", "-W2", &to]).unwrap();
         assert!(out.status.success(), "ping {to} over link {link}: {out:?}");
     }
@@ -39,8 +39,9 @@ fn hosts_reach_each_other_on_every_link_and_vanish_on_drop() {
         .exec(1, &["ip", "-4", "-o", "addr", "show", "dev", "eth1"])
         .unwrap();
     assert!(String::from_utf8_lossy(&shown.stdout).contains("10.77.1.2/24"));
-    let names: Vec<String> = (0..3).map(|h| tb.netns(h)).collect();
-    assert!(names.iter().all(|n| netns_exists(n)));
+    let names: Vec<String> = (0..8).map(|h| tb.netns(h)).collect();
+    let missing: Vec<&String> = names.iter().filter(|n| !netns_exists(n)).collect();
+    assert!(missing.is_empty(), "missing namespaces: {missing:?}");
     drop(tb);
     assert!(
         names.iter().all(|n| !netns_exists(n)),
@@ -79,7 +80,7 @@ fn shaped_links_carry_a_tbf_qdisc_at_the_rate() {
     let tb = Testbed::builder()
         .hosts(2)
         .links_per_host(2)
-        .shape(1, 1, "50mbit")
+        .shape_host(1, 1, "50mbit")
         .build()
         .unwrap();
     let q = tb.exec(1, &["tc", "qdisc", "show", "dev", "eth1"]).unwrap();

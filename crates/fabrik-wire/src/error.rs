@@ -3,7 +3,7 @@ use std::io;
 /// Everything that can go wrong on a control connection; `peer` names the other end.
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
-    #[error("connection to {peer}: {source}")]
+    #[error("connection to {peer} failed")]
     Io {
         peer: String,
         #[source]
@@ -19,7 +19,7 @@ pub enum WireError {
     AuthFailed { peer: String },
     #[error("{peer} is not a fabrik peer of this protocol version ({detail})")]
     Protocol { peer: String, detail: String },
-    #[error("{peer} sent a malformed message: {source}")]
+    #[error("{peer} sent a malformed message")]
     Malformed {
         peer: String,
         #[source]

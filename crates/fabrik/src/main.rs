@@ -48,9 +48,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Runs across the ranks of a job: the all-pairs matrix, the cluster-wide doctor.
     Cluster(cmd::cluster::Args),
-    /// Run a collective (all_reduce, all_gather, ...) across ranks, as nccl-tests does, over TCP.
-    #[command(name = "bench-collective", hide = true)]
-    BenchCollective(Box<cmd::collective::Args>),
+    /// One self-contained HTML page from result files: busbw curves, pair heatmap, findings, nodes.
+    Report(cmd::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,7 +70,7 @@ fn main() -> ExitCode {
         Command::Exporter(args) => cmd::exporter::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Cluster(args) => cmd::cluster::run(args),
-        Command::BenchCollective(args) => cmd::collective::run(*args),
+        Command::Report(args) => cmd::report::run(args),
     };
     match result {
         Ok(code) => code,

@@ -245,3 +245,46 @@ fn bad_arguments_are_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_stalled_server_is_reported_after_the_timeout_not_waited_on_forever() {
+    let (mut server, addr, _) = start_server(&["--token", "t"]);
+    let mut client = fabrik()
+        .args([
+            "bench",
+            "p2p",
+            "--client",
+            &addr,
+            "--token",
+            "t",
+            "--duration",
+            "60",
+        ])
+        .args(["--timeout", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // Freeze the server: its sockets stay open but nothing is read any more.
+    let pid = server.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = wait_with_deadline(&mut client, Duration::from_secs(15));
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let Some(status) = status else {
+        client.kill().unwrap();
+        panic!("the client hung on a stalled server");
+    };
+    assert_eq!(status.code(), Some(2));
+    let err = stderr_of(&mut client);
+    assert!(
+        err.contains(&format!("server {addr}")) && err.contains("stalled"),
+        "{err}"
+    );
+}

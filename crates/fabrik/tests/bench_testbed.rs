@@ -67,10 +67,10 @@ fn streams_stripe_over_four_shaped_interfaces() {
     let tb = Testbed::builder()
         .hosts(2)
         .links_per_host(4)
-        .shape_link(0, "40mbit")
-        .shape_link(1, "40mbit")
-        .shape_link(2, "40mbit")
-        .shape_link(3, "40mbit")
+        .shape(0, "40mbit")
+        .shape(1, "40mbit")
+        .shape(2, "40mbit")
+        .shape(3, "40mbit")
         .build()
         .unwrap();
     let (mut server, port) = start_server(&tb, 1);
@@ -144,4 +144,41 @@ fn local_addresses_pair_with_the_server_address_on_their_subnet() {
     assert_eq!(v["per_stream"][1]["local_addr"], tb.addr(0, 1).to_string());
     // Stream 1 left on link 1 (to the server's 10.77.1.2), not routed through link 0.
     assert!(tx_bytes(&tb, 0, 1) - before >= 200 * 65536);
+}
+
+#[test]
+fn a_slow_link_shows_in_the_per_stream_breakdown() {
+    if skip() {
+        return;
+    }
+    let tb = Testbed::builder()
+        .hosts(2)
+        .links_per_host(2)
+        .shape(0, "80mbit")
+        .shape_host(0, 1, "10mbit")
+        .build()
+        .unwrap();
+    let (mut server, port) = start_server(&tb, 1);
+    let target = format!("{}:{port}", tb.addr(1, 0));
+    let v = run_client(
+        &tb,
+        &[
+            "--client",
+            &target,
+            "--ifaces",
+            "eth0,eth1",
+            "--streams",
+            "2",
+            "--duration",
+            "2",
+        ],
+    );
+    let _ = server.wait();
+    let gbps = |k: usize| v["per_stream"][k]["bw_avg_gbps"].as_f64().unwrap();
+    assert!(gbps(0) > 0.06 && gbps(0) <= 0.082, "eth0: {} Gb/s", gbps(0));
+    assert!(
+        gbps(1) > 0.007 && gbps(1) <= 0.0105,
+        "eth1: {} Gb/s",
+        gbps(1)
+    );
 }

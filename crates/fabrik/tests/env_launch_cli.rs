@@ -225,3 +225,33 @@ fn launch_output_file_is_written() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("#SBATCH --nodes=3"));
 }
+
+#[test]
+fn launch_takes_gpus_per_node_from_the_probed_node() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
+    let out = fabrik()
+        .args([
+            "launch",
+            "hostfile",
+            "--hosts",
+            "a,b",
+            "--nodes",
+            "2",
+            "--command",
+            "x",
+            "--root",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The fixture has one A100.
+    assert!(text.contains("a slots=1\nb slots=1\n"), "{text}");
+    assert!(text.contains("-x NCCL_IB_GID_INDEX=3"), "{text}");
+}

@@ -50,6 +50,7 @@ fn table_output_shows_topology_and_warnings() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("RDMA devices: 3"), "{text}");
     assert!(text.contains("RoCE v2"), "{text}");
+    assert!(text.contains("100 Gb/sec (4X EDR)  Ethernet"), "{text}");
     assert!(text.contains("pfc [3] trust dscp"), "{text}");
     assert!(text.contains("(SR-IOV VF)"), "{text}");
     assert!(text.contains("Warnings: 2"), "{text}");

@@ -26,7 +26,7 @@ fn diff_table_exits_1_on_error_findings() {
     assert!(text.starts_with("interval 10.000 s"));
     assert!(text.contains("16.00 Gb/s"), "{text}");
     assert!(text.contains("symbol_error +15 (1.5/s)"), "{text}");
-    assert!(text.contains("error    FAB-CNT-002  mlx5_1:1"), "{text}");
+    assert!(text.contains("error    FAB-CNT-102  mlx5_1:1"), "{text}");
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn diff_json_is_stable() {
         .iter()
         .map(|f| f["rule"].as_str().unwrap())
         .collect();
-    assert!(rules.contains(&"FAB-CNT-008"));
+    assert!(rules.contains(&"FAB-CNT-108"));
     let reset = v["ports"][0]["changes"]
         .as_array()
         .unwrap()

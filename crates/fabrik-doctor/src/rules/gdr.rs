@@ -29,29 +29,48 @@ pub fn nearest_nic<'a>(node: &'a Node, gpu: &str) -> Option<&'a GpuNicPath> {
         })
 }
 
-/// What the node tells about a dma-buf path (kernel ≥ 5.12 and NVIDIA's open kernel module,
-/// whose `/proc/driver/nvidia/version` line reads "NVIDIA UNIX Open Kernel Module").
+/// What the node tells about a dma-buf path. NVIDIA's requirements for GPUDirect RDMA over
+/// dma-buf (GPU Operator "GPUDirect RDMA and GPUDirect Storage", and the CUDA GPUDirect RDMA
+/// guide): Linux kernel ≥ 5.12 and the open GPU kernel module (R515 or later, the first open
+/// release), with CUDA ≥ 11.7 and NCCL ≥ 2.13 in user space. The module kind comes from
+/// `/proc/driver/nvidia/version` ("Open Kernel Module" vs "Kernel Module").
 enum DmaBuf {
     Capable,
     NotCapable(String),
     Unknown(String),
 }
 
+/// The first open GPU kernel module release.
+const FIRST_OPEN_MODULE_BRANCH: u32 = 515;
+
 fn dma_buf(node: &Node) -> DmaBuf {
     let kernel = node.os.kernel.as_deref();
     let kernel_ok = kernel.and_then(kernel_major_minor).map(|v| v >= (5, 12));
-    let driver = node.versions.nvidia_driver.as_deref();
-    let open = driver.map(|d| d.contains("Open Kernel Module"));
-    match (kernel_ok, open) {
+    let branch = node
+        .versions
+        .nvidia_driver
+        .as_deref()
+        .and_then(|d| d.split('.').next())
+        .and_then(|m| m.trim().parse::<u32>().ok());
+    match (kernel_ok, node.versions.nvidia_open_kernel_module) {
         (Some(false), _) => DmaBuf::NotCapable(format!(
             "kernel {} is older than 5.12, which dma-buf peer memory needs",
             kernel.unwrap_or("?")
         )),
-        (Some(true), Some(true)) => DmaBuf::Capable,
-        (Some(true), Some(false)) if driver.is_some_and(|d| d.contains("Kernel Module")) => {
-            DmaBuf::NotCapable("the NVIDIA driver is the proprietary kernel module; dma-buf export needs the open kernel module".into())
+        (_, Some(false)) => DmaBuf::NotCapable(
+            "the NVIDIA driver is the proprietary kernel module; dma-buf export needs the open kernel module".into(),
+        ),
+        (Some(true), Some(true)) if branch.is_none_or(|b| b >= FIRST_OPEN_MODULE_BRANCH) => {
+            DmaBuf::Capable
         }
-        _ => DmaBuf::Unknown(
+        (Some(true), Some(true)) => DmaBuf::NotCapable(format!(
+            "NVIDIA driver {} predates the R{FIRST_OPEN_MODULE_BRANCH} open module that dma-buf needs",
+            node.versions.nvidia_driver.as_deref().unwrap_or("?")
+        )),
+        (None, Some(true)) => DmaBuf::Unknown(
+            "the kernel version is unknown, so fabrik cannot tell whether dma-buf (Linux ≥ 5.12 with the open NVIDIA module) is available".into(),
+        ),
+        (_, None) => DmaBuf::Unknown(
             "fabrik cannot tell whether the open NVIDIA kernel module (needed for dma-buf) is loaded".into(),
         ),
     }
@@ -68,6 +87,16 @@ pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
     }
     if node.has_module("nvidia_peermem") || node.has_module("nv_peer_mem") {
         return vec![];
+    }
+    if unread(node, "/proc/modules") {
+        return vec![finding(
+            NO_PEER_MEMORY,
+            Severity::Info,
+            "node",
+            "/proc/modules could not be read, so fabrik cannot tell whether nvidia_peermem or nv_peer_mem is loaded; GPUDirect RDMA is unverified",
+            vec![ev("/proc/modules", "unreadable")],
+            "Check with `lsmod | grep -e nvidia_peermem -e nv_peer_mem`, or NCCL_DEBUG=INFO (`GPU Direct RDMA Enabled`).",
+        )];
     }
     let reason = match dma_buf(node) {
         DmaBuf::Capable => return vec![],
@@ -137,20 +166,41 @@ mod tests {
         let mut n = healthy_ib_node("a");
         assert!(no_peer_memory(&n).is_empty());
         n.modules.retain(|m| m.name != "nvidia_peermem");
+        // The probe stores the version number alone and the module kind apart.
+        n.versions.nvidia_driver = Some("535.161.08".into());
+        n.versions.nvidia_open_kernel_module = None;
         let f = no_peer_memory(&n);
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("cannot tell"));
-        n.versions.nvidia_driver = Some(
-            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.161.08  Release Build"
-                .into(),
-        );
-        assert!(no_peer_memory(&n).is_empty());
+        n.versions.nvidia_open_kernel_module = Some(true);
+        n.os.kernel = Some("6.5.0-1018-nvidia".into());
+        assert!(no_peer_memory(&n).is_empty(), "open module on 6.5: dma-buf");
         n.os.kernel = Some("5.4.0-150-generic".into());
         assert!(no_peer_memory(&n)[0].message.contains("older than 5.12"));
+        n.os.kernel = None;
+        assert!(no_peer_memory(&n)[0]
+            .message
+            .contains("kernel version is unknown"));
         n.os.kernel = Some("5.15.0-1".into());
-        n.versions.nvidia_driver =
-            Some("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08".into());
+        n.versions.nvidia_open_kernel_module = Some(false);
         assert!(no_peer_memory(&n)[0].message.contains("proprietary"));
+        n.versions.nvidia_open_kernel_module = Some(true);
+        n.versions.nvidia_driver = Some("470.82.01".into());
+        assert!(no_peer_memory(&n)[0].message.contains("predates"));
+    }
+
+    #[test]
+    fn unreadable_modules_are_unknown_not_missing() {
+        let mut n = healthy_ib_node("a");
+        n.modules.clear();
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/modules".into(),
+            message: "missing".into(),
+        });
+        let f = no_peer_memory(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].message.contains("cannot tell"));
     }
 
     #[test]

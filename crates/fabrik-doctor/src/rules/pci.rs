@@ -16,7 +16,20 @@ enum DeviceKind {
     Nic,
 }
 
-fn check_link(kind: DeviceKind, label: &str, pci: &PciFunction, out: &mut Vec<Finding>) {
+/// Usable PCIe bandwidth in Gb/s at `gts` per lane over `width` lanes: 8b/10b encoding up to
+/// 5 GT/s (Gen1/2), 128b/130b from 8 GT/s (Gen3+).
+fn pcie_gbps(gts: f64, width: u32) -> f64 {
+    let efficiency = if gts < 8.0 { 0.8 } else { 128.0 / 130.0 };
+    gts * efficiency * f64::from(width)
+}
+
+fn check_link(
+    kind: DeviceKind,
+    label: &str,
+    pci: &PciFunction,
+    needed_gbps: Option<f64>,
+    out: &mut Vec<Finding>,
+) {
     let l = &pci.link;
     let mut problems = vec![];
     let mut severity = Severity::Info;
@@ -39,6 +52,20 @@ fn check_link(kind: DeviceKind, label: &str, pci: &PciFunction, out: &mut Vec<Fi
     if problems.is_empty() {
         return;
     }
+    // A narrower or slower link that still carries the NIC's own line rate costs nothing: a
+    // 1 GbE management NIC wired x1, or an NDR200 HCA in a Gen4 x16 slot.
+    let mut enough_note = String::new();
+    if let (Some(need), Some(gts), Some(width)) =
+        (needed_gbps, l.current_speed_gts, l.current_width)
+    {
+        let have = pcie_gbps(gts, width);
+        if kind == DeviceKind::Nic && have >= need {
+            severity = Severity::Info;
+            enough_note = format!(
+                " (still {have:.0} Gb/s of PCIe for a {need} Gb/s link, so not a bottleneck)"
+            );
+        }
+    }
     let idle_note = if kind == DeviceKind::Gpu && severity == Severity::Info {
         " (GPUs drop PCIe speed when idle; read it again under load, e.g. `nvidia-smi -q -d PCI` during a run)"
     } else {
@@ -49,7 +76,7 @@ fn check_link(kind: DeviceKind, label: &str, pci: &PciFunction, out: &mut Vec<Fi
         severity,
         label.to_string(),
         format!(
-            "PCIe link of {label} ({}) runs below its maximum: {}{idle_note}",
+            "PCIe link of {label} ({}) runs below its maximum: {}{idle_note}{enough_note}",
             pci.address,
             problems.join(", ")
         ),
@@ -69,7 +96,15 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
     for dev in devices(node) {
         if let Some(pci) = &dev.pci {
             if pci.physfn.is_none() && seen.insert(pci.address.clone()) {
-                check_link(DeviceKind::Nic, &dev.name, pci, &mut out);
+                // Ports of one function share its PCIe link: their rates add up.
+                let rates: Vec<f64> = dev
+                    .ports
+                    .iter()
+                    .filter(|p| is_active(p))
+                    .filter_map(|p| p.rate.as_ref().and_then(|r| r.gbps))
+                    .collect();
+                let need = (!rates.is_empty()).then(|| rates.iter().sum());
+                check_link(DeviceKind::Nic, &dev.name, pci, need, &mut out);
             }
         }
     }
@@ -79,7 +114,8 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
         }
         if let Some(pci) = &nif.pci {
             if pci.physfn.is_none() && seen.insert(pci.address.clone()) {
-                check_link(DeviceKind::Nic, &nif.name, pci, &mut out);
+                let need = nif.speed_mbps.map(|m| m as f64 / 1000.0);
+                check_link(DeviceKind::Nic, &nif.name, pci, need, &mut out);
             }
         }
     }
@@ -89,6 +125,7 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
                 DeviceKind::Gpu,
                 &format!("GPU {}", gpu.pci.address),
                 &gpu.pci,
+                None,
                 &mut out,
             );
         }
@@ -203,6 +240,31 @@ mod tests {
         let gpu = f.iter().find(|x| x.subject.starts_with("GPU")).unwrap();
         assert_eq!(gpu.severity, Severity::Info);
         assert!(gpu.message.contains("idle"));
+    }
+
+    #[test]
+    fn a_link_that_still_carries_the_line_rate_is_info() {
+        let mut n = healthy_ib_node("a");
+        // A Gen5 x16 NDR HCA trained at Gen4 x16: 252 Gb/s cannot carry 400 Gb/s.
+        let l = &mut n.rdma_devices[0].pci.as_mut().unwrap().link;
+        l.current_speed_gts = Some(16.0);
+        l.max_speed_gts = Some(32.0);
+        l.current_width = Some(16);
+        l.max_width = Some(16);
+        let f = pcie_link(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        // The same slot for an NDR200 (200 Gb/s) port is enough.
+        n.rdma_devices[0].ports[0].rate.as_mut().unwrap().gbps = Some(200.0);
+        let f = pcie_link(&n);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].message.contains("not a bottleneck"),
+            "{}",
+            f[0].message
+        );
+        assert!((pcie_gbps(2.5, 1) - 2.0).abs() < 1e-9);
+        assert!((pcie_gbps(8.0, 16) - 126.03).abs() < 0.01);
     }
 
     #[test]

@@ -11,6 +11,46 @@ pub const PHYS_STATE: &str = "FAB-PORT-002";
 pub const BELOW_CAPABLE: &str = "FAB-PORT-003";
 pub const MIXED_RATES: &str = "FAB-PORT-004";
 pub const UNKNOWN_VALUE: &str = "FAB-DATA-001";
+pub const UNREADABLE: &str = "FAB-DATA-002";
+
+/// Files probing could not read or understand: the facts they hold are unknown, and rules that
+/// need them stay silent rather than guess.
+pub fn unreadable(node: &Node) -> Vec<Finding> {
+    if node.warnings.is_empty() {
+        return vec![];
+    }
+    let mut warnings: Vec<_> = node.warnings.iter().collect();
+    warnings.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.message.cmp(&b.message)));
+    vec![finding(
+        UNREADABLE,
+        Severity::Info,
+        "node",
+        format!(
+            "{} could not be read or understood; the facts in them are unknown to the rules",
+            plural(warnings.len(), "file", "files")
+        ),
+        warnings.iter().map(|w| ev(w.path.clone(), w.message.clone())).collect(),
+        "Run fabrik as root for a complete view, or take the snapshot on the node itself (`fabrik snapshot`); a malformed value is worth reporting to fabrik.",
+    )]
+}
+
+/// A port without link is an error when it leaves the node with no active hardware port, and a
+/// warning otherwise: NCCL skips it (an unused second port of a dual-port NIC is common), but a
+/// rail is missing if it was meant to carry traffic.
+fn no_link_severity(
+    node: &Node,
+    dev: &fabrik_model::RdmaDevice,
+    port: &fabrik_model::Port,
+) -> Severity {
+    let others_active = all_ports(node).any(|(d, p)| {
+        !is_software_device(d) && is_active(p) && !(d.name == dev.name && p.number == port.number)
+    });
+    if others_active {
+        Severity::Warning
+    } else {
+        Severity::Error
+    }
+}
 
 pub fn port_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
@@ -35,7 +75,7 @@ pub fn port_state(node: &Node) -> Vec<Finding> {
                 "Check the subnet manager log (`/var/log/opensm.log`) and `ibstat`; a port stuck in ARMED usually clears after an SM sweep (`opensm` restart or `ibportstate` reset).".to_string(),
             ),
             PortState::Down => (
-                Severity::Error,
+                no_link_severity(node, dev, port),
                 "port is DOWN: no link".to_string(),
                 format!("Check the cable and the switch port (`ibstat {} {}`, `mlxlink -d {} -p {}`); reseat or replace the cable.", dev.name, port.number, dev.name, port.number),
             ),
@@ -69,28 +109,32 @@ pub fn phys_state(node: &Node) -> Vec<Finding> {
             state.code.map(|c| format!("{c}: ")).unwrap_or_default(),
             state.name
         );
-        let (message, fix) = match state.phys_state() {
+        let (severity, message, fix) = match state.phys_state() {
             PhysState::LinkUp | PhysState::Unknown => continue,
             PhysState::Polling => (
+                no_link_severity(node, dev, port),
                 "physical link is Polling: the port sees no partner (cable unplugged or bad, or the peer port is down)".to_string(),
                 "Check the cable (`mlxlink` shows the module and the error counters) and that the switch or peer port is enabled.".to_string(),
             ),
             PhysState::Disabled => (
+                no_link_severity(node, dev, port),
                 "physical link is Disabled: the port was administratively disabled".to_string(),
                 format!("Enable it (`ibportstate -D 0 {} enable` for IB, `ip link set <netdev> up` for RoCE) and check why it was disabled.", port.number),
             ),
             PhysState::LinkErrorRecovery => (
+                Severity::Error,
                 "physical link is in LinkErrorRecovery: the link is retraining after errors".to_string(),
                 "Check the error counters and the cable; a link that keeps recovering needs a new cable or transceiver.".to_string(),
             ),
             other => (
+                no_link_severity(node, dev, port),
                 format!("physical link is {other:?}, not LinkUp"),
                 "Check the cable and the peer port.".to_string(),
             ),
         };
         out.push(finding(
             PHYS_STATE,
-            Severity::Error,
+            severity,
             port_subject(dev, port),
             message,
             vec![ev(path, raw)],
@@ -106,7 +150,7 @@ pub fn phys_state(node: &Node) -> Vec<Finding> {
 pub fn below_capable(node: &Node) -> Vec<Finding> {
     let mut best: BTreeMap<String, (u32, u8)> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) {
+        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -120,7 +164,7 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     }
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) {
+        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -161,7 +205,8 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
             format!("link rate `{}` {}", rate.text, problems.join("; ")),
             vec![
                 ev(port_path(dev, port, "rate"), rate.text.clone()),
-                ev(dev_path(dev, "hca_type"), model_key(dev)),
+                ev(dev_path(dev, "hca_type"), dev.hca_type.clone().unwrap_or_default()),
+                ev(dev_path(dev, "board_id"), dev.board_id.clone().unwrap_or_default()),
             ],
             format!("Reseat or replace the cable/transceiver of {}:{} and check the switch port (`mlxlink -d {} -p {}` shows the lanes and errors); the port should train at the full width and speed.", dev.name, port.number, dev.name, port.number),
         ));
@@ -169,10 +214,28 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// The driver family and chip (`mlx5 MT4129`) whose ports should run at one rate.
+fn chip_group(dev: &fabrik_model::RdmaDevice) -> String {
+    match dev
+        .hca_type
+        .as_deref()
+        .or_else(|| dev.pci.as_ref().and_then(|p| p.device.as_deref()))
+    {
+        Some(chip) => format!("{} {chip}", device_family(dev)),
+        None => device_family(dev),
+    }
+}
+
+/// (subject, rate path, Gb/s, rate text) of one active port.
+type RatedPort = (String, String, f64, String);
+
 pub fn mixed_rates(node: &Node) -> Vec<Finding> {
-    let mut by_layer: BTreeMap<&'static str, Vec<(String, String, f64, String)>> = BTreeMap::new();
+    // Compared within one driver family and chip: a node's 10 GbE iWARP NIC, 100G Omni-Path HFI
+    // or 25 GbE ConnectX-4 Lx management port next to its ConnectX-7 rails is another network,
+    // not a slow rail.
+    let mut by_layer: BTreeMap<(&'static str, String), Vec<RatedPort>> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || is_software_device(dev) {
+        if !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
             continue;
         }
         let layer = match port.link_layer {
@@ -182,7 +245,7 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
         };
         if let Some(rate) = &port.rate {
             if let Some(g) = rate.gbps {
-                by_layer.entry(layer).or_default().push((
+                by_layer.entry((layer, chip_group(dev))).or_default().push((
                     port_subject(dev, port),
                     port_path(dev, port, "rate"),
                     g,
@@ -192,13 +255,13 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
         }
     }
     let mut out = vec![];
-    for (layer, ports) in by_layer {
+    for ((layer, _), ports) in by_layer {
         let max = ports.iter().map(|p| p.2).fold(f64::MIN, f64::max);
         let min = ports.iter().map(|p| p.2).fold(f64::MAX, f64::min);
         if ports.len() < 2 || (max - min).abs() < f64::EPSILON {
             continue;
         }
-        let slow: Vec<&(String, String, f64, String)> = ports
+        let slow: Vec<&RatedPort> = ports
             .iter()
             .filter(|p| (p.2 - max).abs() > f64::EPSILON)
             .collect();
@@ -247,7 +310,8 @@ pub fn unknown_values(node: &Node) -> Vec<Finding> {
                     "Check the rate with `ibstat`; report the text to fabrik if the kernel writes a new format."));
             }
         }
-        if let Some(LinkLayer::Other(v)) = &port.link_layer {
+        // EFA ports have no IB or Ethernet link layer: the kernel writes `Unknown` for them.
+        if let Some(LinkLayer::Other(v)) = port.link_layer.as_ref().filter(|_| !is_efa(dev)) {
             out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
                 format!("link layer `{v}` is neither InfiniBand nor Ethernet; IB and RoCE rules were not applied to this port"),
                 vec![ev(port_path(dev, port, "link_layer"), v.clone())],
@@ -313,7 +377,13 @@ mod tests {
         n.rdma_devices[0].ports[0].state = state("1: DOWN");
         n.rdma_devices[0].ports[0].phys_state = state("2: Polling");
         assert_eq!(port_state(&n)[0].message, "port is DOWN: no link");
+        assert_eq!(port_state(&n)[0].severity, Severity::Warning);
         assert!(phys_state(&n)[0].message.contains("Polling"));
+        assert_eq!(phys_state(&n)[0].severity, Severity::Warning);
+        for d in &mut n.rdma_devices {
+            d.ports[0].state = state("1: DOWN");
+        }
+        assert!(port_state(&n).iter().all(|f| f.severity == Severity::Error));
     }
 
     #[test]
@@ -341,11 +411,37 @@ mod tests {
         assert_eq!(f[0].subject, "mlx5_5:1");
         assert!(f[0]
             .message
-            .contains("runs 1X where another MT4129 port on this node runs 4X"));
+            .contains("runs 1X where another MT4129 (MT_0000000838) port on this node runs 4X"));
         assert!(f[0].message.contains("lane speed EDR"));
         let m = mixed_rates(&n);
         assert_eq!(m.len(), 1);
         assert!(m[0].message.contains("mlx5_5:1 at 25 Gb/s"));
+    }
+
+    #[test]
+    fn probe_warnings_become_one_info() {
+        let mut n = healthy_ib_node("a");
+        assert!(unreadable(&n).is_empty());
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/self/limits".into(),
+            message: "permission denied".into(),
+        });
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/proc/modules".into(),
+            message: "missing".into(),
+        });
+        let f = unreadable(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert_eq!(f[0].evidence[0].path, "/proc/modules");
+    }
+
+    #[test]
+    fn ports_of_other_boards_are_not_compared() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[7].board_id = Some("MT_0000000970".into());
+        n.rdma_devices[7].ports[0].rate = rate("200 Gb/sec (4X HDR)");
+        assert!(below_capable(&n).is_empty());
     }
 
     #[test]
@@ -356,5 +452,49 @@ mod tests {
         let f = below_capable(&n);
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("1X"));
+    }
+
+    #[test]
+    fn other_families_and_iwarp_are_not_slow_rails() {
+        let mut n = healthy_ib_node("a");
+        assert!(mixed_rates(&n).is_empty());
+        // node_exporter's real i40iw0: iWARP with an `InfiniBand` link layer and `10 Gb/sec (4X)`.
+        let mut iw = n.rdma_devices[0].clone();
+        iw.name = "i40iw0".into();
+        iw.hca_type = Some("I40IW".into());
+        iw.node_type = None;
+        iw.ports[0].rate = Some(fabrik_model::LinkRate {
+            text: "10 Gb/sec (4X)".into(),
+            gbps: Some(10.0),
+            width: Some(4),
+            speed: Some("SDR".into()),
+        });
+        n.rdma_devices.push(iw.clone());
+        assert!(mixed_rates(&n).is_empty());
+        assert!(below_capable(&n).is_empty());
+        // An Omni-Path HFI beside the HCAs is another fabric too.
+        iw.name = "hfi1_0".into();
+        n.rdma_devices.push(iw);
+        assert!(mixed_rates(&n).is_empty());
+        // Another mlx5 chip (a 25 GbE ConnectX-4 Lx beside ConnectX-7 rails) is another role.
+        let mut lx = n.rdma_devices[0].clone();
+        lx.name = "mlx5_9".into();
+        lx.hca_type = Some("MT4117".into());
+        lx.ports[0].rate.as_mut().unwrap().gbps = Some(25.0);
+        n.rdma_devices.push(lx);
+        assert!(mixed_rates(&n).is_empty());
+        // rdma-core's persistent names carry the PCI bus: `rdmap115s0` and `rdmap116s0` are one
+        // family.
+        let mut a = n.rdma_devices[0].clone();
+        a.name = "rdmap115s0".into();
+        a.pci = None;
+        a.hca_type = None;
+        let mut b = a.clone();
+        b.name = "rdmap116s0".into();
+        assert_eq!(device_family(&a), device_family(&b));
+        assert_eq!(device_family(&n.rdma_devices[0]), "mlx5_core");
+        // Slow ports of the same family and chip still fire.
+        n.rdma_devices[1].ports[0].rate.as_mut().unwrap().gbps = Some(200.0);
+        assert_eq!(mixed_rates(&n).len(), 1);
     }
 }

@@ -64,6 +64,16 @@ pub fn no_uverbs(node: &Node) -> Vec<Finding> {
     if names.iter().any(|n| n.starts_with("uverbs")) {
         return vec![];
     }
+    if node.dev_infiniband.is_none() && unread(node, "/dev") {
+        return vec![finding(
+            NO_UVERBS,
+            Severity::Info,
+            "node",
+            "this root holds no /dev (a tree copied from sysfs alone), so fabrik cannot tell whether the /dev/infiniband/uverbs* device nodes exist",
+            vec![ev("/dev", "missing")],
+            "Check with `ls /dev/infiniband` on the node or in the container, or take the snapshot with `fabrik snapshot`, which keeps /dev/infiniband.",
+        )];
+    }
     let seen = match &node.dev_infiniband {
         None => "absent".to_string(),
         Some(v) if v.is_empty() => "empty".to_string(),
@@ -85,6 +95,9 @@ pub fn no_uverbs(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// 1 PiB: more than any node's memory.
+const EFFECTIVELY_UNLIMITED: u64 = 1 << 50;
+
 pub fn memlock(node: &Node) -> Vec<Finding> {
     if node.rdma_devices.is_empty() {
         return vec![];
@@ -92,7 +105,10 @@ pub fn memlock(node: &Node) -> Vec<Finding> {
     let Some(limit) = &node.memlock else {
         return vec![];
     };
-    if limit.is_unlimited() {
+    // A limit past any machine's memory never fails a registration: real hosts show
+    // 18446744073708503040 (2^64 - 1 MiB; prometheus/procfs's fixtures) where a tool wrote a
+    // huge number instead of `infinity`.
+    if limit.is_unlimited() || limit.soft_bytes.is_some_and(|b| b >= EFFECTIVELY_UNLIMITED) {
         return vec![];
     }
     let show = |b: Option<u64>| {
@@ -176,7 +192,31 @@ mod tests {
         assert_eq!(f[0].evidence[0].value, "rdma_cm");
         n.dev_infiniband = None;
         assert_eq!(no_uverbs(&n)[0].evidence[0].value, "absent");
+        n.warnings.push(fabrik_model::ProbeWarning {
+            path: "/dev".into(),
+            message: "missing".into(),
+        });
+        assert_eq!(
+            no_uverbs(&n)[0].severity,
+            Severity::Info,
+            "unknown, not absent"
+        );
         assert!(no_uverbs(&bare_node()).is_empty());
+    }
+
+    #[test]
+    fn a_limit_past_any_memory_is_unlimited() {
+        let mut n = healthy_ib_node("a");
+        n.memlock = Some(MemlockLimit {
+            soft_bytes: Some(18446744073708503040),
+            hard_bytes: Some(18446744073708503040),
+        });
+        assert!(memlock(&n).is_empty());
+        n.memlock = Some(MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        assert_eq!(memlock(&n).len(), 1);
     }
 
     #[test]

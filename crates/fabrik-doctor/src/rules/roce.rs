@@ -38,7 +38,8 @@ pub fn recommended_gid_index(port: &Port) -> Option<u32> {
 pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) {
+        // iWARP (RDMA over TCP) has no RoCE GID types, PFC or ECN needs.
+        if !is_roce(port) || !is_active(port) || is_iwarp(dev) {
             continue;
         }
         let has_v2_ip = port
@@ -87,7 +88,7 @@ pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
     let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut evidence = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || is_software_device(dev) {
+        if !is_roce(port) || !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
             continue;
         }
         if let Some(i) = recommended_gid_index(port) {
@@ -159,7 +160,7 @@ pub fn mtu(node: &Node) -> Vec<Finding> {
 fn roce_netdevs(node: &Node) -> Vec<(String, &fabrik_model::NetInterface)> {
     let mut v = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || is_software_device(dev) {
+        if !is_roce(port) || !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
             continue;
         }
         if let Some(nd) = &port.netdev {
@@ -257,6 +258,24 @@ mod tests {
         assert!(pfc_off(&n).is_empty());
         assert!(ecn_off(&n).is_empty());
         assert_eq!(recommended_gid_index(&n.rdma_devices[0].ports[0]), Some(3));
+    }
+
+    #[test]
+    fn iwarp_ports_are_not_judged_as_roce() {
+        let mut n = healthy_roce_node("r", 1);
+        for d in &mut n.rdma_devices {
+            d.node_type = Some("4: RNIC".into());
+            d.ports[0].gids.truncate(1);
+        }
+        for i in &mut n.net_interfaces {
+            i.pfc = None;
+        }
+        assert!(no_v2_gid(&n).is_empty());
+        assert!(pfc_off(&n).is_empty());
+        assert!(ecn_off(&n).is_empty());
+        // The same ports as RoCE fire.
+        n.rdma_devices[0].node_type = Some("1: CA".into());
+        assert_eq!(no_v2_gid(&n).len(), 1);
     }
 
     #[test]

@@ -34,7 +34,7 @@ fn fix_for(node: &Node) -> String {
 
 /// Reported when sockets would carry NCCL's data (no healthy verbs port): which interfaces.
 pub fn socket_interface(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
-    if has_healthy_verbs_port(node) || env.is_some_and(|e| e.get("NCCL_SOCKET_IFNAME").is_some()) {
+    if has_healthy_verbs_port(node) || env.is_some_and(|e| e.socket_ifname().is_some()) {
         return vec![];
     }
     let Some(choice) = socket::default_choice(node) else {
@@ -67,7 +67,7 @@ pub fn socket_interface(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
 
 /// NCCL's default would take a bridge, a virtual device, loopback, or nothing at all.
 pub fn socket_bad_default(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
-    if env.is_some_and(|e| e.get("NCCL_SOCKET_IFNAME").is_some()) {
+    if env.is_some_and(|e| e.socket_ifname().is_some()) {
         return vec![];
     }
     let Some(choice) = socket::default_choice(node) else {

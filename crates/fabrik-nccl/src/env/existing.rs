@@ -16,7 +16,12 @@ pub(crate) fn merge(
     keep_env: bool,
 ) -> Vec<ExistingVar> {
     let mut out = Vec::new();
-    for (name, value) in existing.iter().filter(|(k, _)| is_fabric_var(k)) {
+    // Every variable fabrik sets is checked against the caller's (LD_LIBRARY_PATH and
+    // CUDA_DEVICE_ORDER too); the NCCL/libfabric/UCX families are also passed through when
+    // fabrik has no opinion on them.
+    let relevant = |k: &String| is_fabric_var(k) || b.vars.iter().any(|v| &v.name == k);
+    let selected: Vec<(&String, &String)> = existing.iter().filter(|(k, _)| relevant(k)).collect();
+    for (name, value) in selected {
         match b.vars.iter_mut().find(|v| &v.name == name) {
             Some(var) if &var.value == value => out.push(ExistingVar {
                 name: name.clone(),

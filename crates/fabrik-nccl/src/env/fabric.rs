@@ -247,7 +247,7 @@ pub fn roce_qos(node: &Node, ports: &[UsablePort]) -> QosChoice {
             ))
         }
     };
-    match trust.as_deref() {
+    match trust.as_deref().map(str::to_ascii_lowercase).as_deref() {
         Some("dscp") => {
             let dscp = 8 * u32::from(priority) + 2;
             QosChoice::TrafficClass {
@@ -262,6 +262,46 @@ pub fn roce_qos(node: &Node, ports: &[UsablePort]) -> QosChoice {
         )),
         None => QosChoice::Unknown(format!("trust mode of {first_dev} is unknown")),
     }
+}
+
+/// Splits ports into those whose device sits near a GPU (PIX/PXB, the same PCIe switch tree)
+/// and those that do not (storage or management NICs on GPU nodes). When no port is near a
+/// GPU, or the node has no GPU/path facts, every port is kept: nothing is known to tell them
+/// apart.
+pub fn split_by_gpu_affinity(
+    node: &Node,
+    ports: Vec<UsablePort>,
+) -> (Vec<UsablePort>, Vec<String>) {
+    use fabrik_model::PathType;
+    if node.gpus.is_empty() || node.gpu_nic_paths.is_empty() {
+        return (ports, vec![]);
+    }
+    let best = |dev: &str| {
+        node.gpu_nic_paths
+            .iter()
+            .filter(|p| p.nic == dev)
+            .filter_map(|p| p.path_type)
+            .min()
+    };
+    let near = |p: &UsablePort| matches!(best(&p.device), Some(PathType::PIX | PathType::PXB));
+    if !ports.iter().any(near) {
+        return (ports, vec![]);
+    }
+    let mut keep = Vec::new();
+    let mut dropped = Vec::new();
+    for p in ports {
+        match best(&p.device) {
+            // Unknown distance: keep rather than guess.
+            None => keep.push(p),
+            Some(_) if near(&p) => keep.push(p),
+            Some(t) => dropped.push(format!(
+                "{} is not near any GPU (closest path {}) while other HCAs are: a storage or management NIC, left out of NCCL_IB_HCA",
+                p.hca(),
+                t.as_str()
+            )),
+        }
+    }
+    (keep, dropped)
 }
 
 #[cfg(test)]

@@ -37,10 +37,10 @@ pub struct SocketChoice {
 }
 
 fn is_candidate(i: &NetInterface) -> bool {
-    if matches!(
-        i.kind,
-        NetKind::Loopback | NetKind::Bridge | NetKind::Virtual
-    ) {
+    // Kind `Virtual` (no PCI device behind it) is not excluded: a bond, a VLAN, or a
+    // container's own `eth0` (the inside end of a veth) is what a job must use there. The
+    // host-side software links are recognised by name instead.
+    if matches!(i.kind, NetKind::Loopback | NetKind::Bridge) {
         return false;
     }
     if SOFTWARE_PREFIXES.iter().any(|p| i.name.starts_with(p)) {
@@ -55,15 +55,16 @@ fn is_candidate(i: &NetInterface) -> bool {
     up && !i.ipv4.is_empty()
 }
 
-/// Picks the interface for NCCL_SOCKET_IFNAME: the one carrying the default route when it is a
-/// real NIC, else the only candidate, else the first by name (and says so).
+/// Picks the interface for NCCL_SOCKET_IFNAME: the one carrying the default route, else the only
+/// candidate, else the first physical NIC by name (and says so).
 pub fn choose_socket_interface(node: &Node) -> Option<SocketChoice> {
     let mut candidates: Vec<&NetInterface> = node
         .net_interfaces
         .iter()
         .filter(|i| is_candidate(i))
         .collect();
-    candidates.sort_by(|a, b| a.name.cmp(&b.name));
+    // Physical NICs before software ones, then by name, so the fallback is stable.
+    candidates.sort_by_key(|i| (i.kind == NetKind::Virtual, i.name.clone()));
     let default = candidates.iter().find(|i| i.default_route).copied();
     let (chosen, why) = match default {
         Some(i) => (i, "it carries the default route".to_string()),
@@ -71,12 +72,12 @@ pub fn choose_socket_interface(node: &Node) -> Option<SocketChoice> {
             [] => return None,
             [only] => (
                 *only,
-                "it is the only non-virtual interface that is up with an IPv4 address".to_string(),
+                "it is the only interface outside loopback, bridges and container links that is up with an IPv4 address".to_string(),
             ),
             [first, ..] => (
                 *first,
                 format!(
-                    "no default route was found; it is the first of {} candidate interfaces by name",
+                    "no default route was found; it is the first of {} candidate interfaces (physical NICs first, then by name)",
                     candidates.len()
                 ),
             ),
@@ -161,6 +162,30 @@ mod tests {
         let c = choose_socket_interface(&node).unwrap();
         assert_eq!(c.name, "eth0");
         assert!(c.why.contains("no default route"));
+    }
+
+    #[test]
+    fn a_containers_veth_eth0_and_a_bond_are_usable() {
+        // Inside a container eth0 has no PCI device (probing calls it virtual).
+        let node = Node {
+            net_interfaces: vec![
+                iface("lo", NetKind::Loopback, &["127.0.0.1/8"], false),
+                iface("eth0", NetKind::Virtual, &["10.244.1.7/24"], true),
+            ],
+            ..Node::default()
+        };
+        assert_eq!(choose_socket_interface(&node).unwrap().name, "eth0");
+        let node = Node {
+            net_interfaces: vec![
+                iface("bond0", NetKind::Virtual, &["10.0.0.2/24"], false),
+                iface("veth9a1", NetKind::Virtual, &["10.9.0.1/24"], false),
+                iface("enp1s0", NetKind::Ethernet, &["10.1.0.2/24"], false),
+            ],
+            ..Node::default()
+        };
+        let c = choose_socket_interface(&node).unwrap();
+        assert_eq!(c.name, "enp1s0", "physical first without a default route");
+        assert_eq!(c.others, vec!["bond0".to_string()]);
     }
 
     #[test]

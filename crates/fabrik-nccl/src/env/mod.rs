@@ -220,7 +220,12 @@ fn infiniband(b: &mut Builder, node: Option<&Node>) -> Transport {
         socket_ifname(b, None, false);
         return Transport::Infiniband;
     };
-    let inv = fabric::inventory(n);
+    let mut inv = fabric::inventory(n);
+    let (near, far) = fabric::split_by_gpu_affinity(n, std::mem::take(&mut inv.ib));
+    inv.ib = near;
+    for f in far {
+        b.note(Note::info(f));
+    }
     if inv.ib.is_empty() {
         b.note(Note::warning(
             "profile generic-ib, but the node has no active InfiniBand port: NCCL_IB_HCA is not set and NCCL will fall back to sockets",
@@ -271,7 +276,10 @@ fn roce(b: &mut Builder, node: Option<&Node>) -> Transport {
     let inv = fabric::inventory(n);
     unusable_notes(b, &inv);
     let boot = socket_ifname(b, Some(n), false);
-    let mut ports = inv.roce.clone();
+    let (mut ports, far) = fabric::split_by_gpu_affinity(n, inv.roce.clone());
+    for f in far {
+        b.note(Note::info(f));
+    }
     // A RoCE port that also carries the default route may be a front-end NIC or a fabric port
     // on a host without a separate management NIC. When its PFC setting differs from that of
     // the other RoCE ports it is the front end and is left out; otherwise sysfs cannot tell,

@@ -363,6 +363,9 @@ fn gcp_tcpxo(b: &mut Builder, node: Option<&Node>) -> Transport {
 
 fn aws_efa(b: &mut Builder, node: Option<&Node>) -> Transport {
     b.runtime.needs_rdma_devices = true;
+    // On EKS the EFA device plugin puts /dev/infiniband/uverbsN into pods that request
+    // vpc.amazonaws.com/efa; no host path or privilege is needed.
+    b.runtime.k8s_rdma_injected = true;
     b.runtime.ipc_lock = true;
     if let Some(n) = node {
         let inv = fabric::inventory(n);

@@ -616,3 +616,118 @@ fn front_end_roce_port_without_pfc_is_left_out() {
         .message
         .contains("mlx5_2:1 (eth0) carries the default route and lacks the PFC")));
 }
+
+#[test]
+fn a_non_nccl_variable_fabrik_sets_is_still_reported() {
+    let mut existing = BTreeMap::new();
+    existing.insert("LD_LIBRARY_PATH".to_string(), "/opt/cuda/lib64".to_string());
+    existing.insert("HOME".to_string(), "/root".to_string());
+    let env = generate(&Request {
+        profile: Profile::GcpA3Tcpx,
+        node: None,
+        existing: &existing,
+        keep_env: false,
+    })
+    .unwrap();
+    assert_eq!(env.existing.len(), 1);
+    assert_eq!(env.existing[0].name, "LD_LIBRARY_PATH");
+    assert!(env
+        .warnings()
+        .any(|n| n.message.contains("LD_LIBRARY_PATH=\"/opt/cuda/lib64\"")));
+    assert!(env.var("HOME").is_none());
+}
+
+mod node_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_port() -> impl Strategy<Value = Port> {
+        (
+            1u32..3,
+            prop::sample::select(vec!["4: ACTIVE", "1: DOWN", "2: INIT", "garbage", ""]),
+            prop::sample::select(vec!["InfiniBand", "Ethernet", "Unknown", ""]),
+            prop::option::of(prop::sample::select(vec!["eth0", "ens1", "ib0"])),
+            prop::collection::vec(
+                (
+                    0u32..8,
+                    prop::sample::select(vec!["RoCE v2", "IB/RoCE v1", "x"]),
+                    prop::option::of("10\\.0\\.0\\.[0-9]"),
+                ),
+                0..4,
+            ),
+        )
+            .prop_map(|(n, st, ll, nd, gids)| Port {
+                number: n,
+                state: Some(StateValue::parse(st)),
+                link_layer: Some(LinkLayer::parse(ll)),
+                netdev: nd.map(Into::into),
+                gids: gids
+                    .into_iter()
+                    .map(|(i, t, ip)| gid(i, t, ip.as_deref(), "eth0"))
+                    .collect(),
+                ..Port::default()
+            })
+    }
+
+    proptest! {
+        /// Any mix of devices, ports, GIDs and interfaces yields an environment (auto never
+        /// fails with a node), and NCCL_IB_DISABLE is set only when no port is usable.
+        #[test]
+        fn auto_never_panics_and_never_disables_usable_rdma(
+            devs in prop::collection::vec(
+                (prop::sample::select(vec!["mlx5_0", "mlx5_1", "rxe0", "efa_0", "bnxt_re0"]), prop::collection::vec(arb_port(), 0..3)),
+                0..4,
+            ),
+            ifs in prop::collection::vec((prop::sample::select(vec!["eth0", "ens1", "ib0", "docker0", "lo"]), any::<bool>()), 0..4),
+        ) {
+            let node = Node {
+                rdma_devices: devs.into_iter().map(|(n, p)| dev(n, p)).collect(),
+                net_interfaces: ifs.into_iter().map(|(n, d)| iface(n, &["10.0.0.1/24"], d)).collect(),
+                ..Node::default()
+            };
+            let env = gen(Profile::Auto, Some(&node));
+            let inv = fabric::inventory(&node);
+            if inv.has_usable() {
+                prop_assert!(env.var("NCCL_IB_DISABLE").is_none());
+            }
+            prop_assert!(crate::env::render::shell(&env).is_ok());
+        }
+    }
+}
+
+#[test]
+fn hcas_far_from_every_gpu_are_left_out_when_others_are_near() {
+    let mut node = ib_node();
+    let gpu = |addr: &str| Gpu {
+        pci: PciFunction {
+            address: addr.into(),
+            ..PciFunction::default()
+        },
+        model: None,
+        uuid: None,
+        minor: None,
+    };
+    node.gpus = vec![gpu("0000:1b:00.0"), gpu("0000:9a:00.0")];
+    let path = |g: &str, nic: &str, t: PathType| GpuNicPath {
+        gpu: g.into(),
+        nic: nic.into(),
+        nic_pci: String::new(),
+        path_type: Some(t),
+        same_numa: None,
+    };
+    node.gpu_nic_paths = vec![
+        path("0000:1b:00.0", "mlx5_0", PathType::PIX),
+        path("0000:9a:00.0", "mlx5_0", PathType::SYS),
+        path("0000:1b:00.0", "mlx5_10", PathType::NODE),
+        path("0000:9a:00.0", "mlx5_10", PathType::SYS),
+    ];
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1"));
+    assert!(env.notes.iter().any(|n| n
+        .message
+        .contains("mlx5_10:1 is not near any GPU (closest path NODE)")));
+    // Without any near HCA nothing is dropped.
+    node.gpu_nic_paths.retain(|p| p.nic != "mlx5_0");
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+}

@@ -129,8 +129,9 @@ pub struct Runtime {
     /// The job talks verbs: it needs `/dev/infiniband` (or an RDMA device resource) and locked
     /// memory.
     pub needs_rdma_devices: bool,
-    /// The platform puts the RDMA NIC into the pod itself when asked by label (Alibaba ACS):
-    /// Kubernetes manifests need no `/dev/infiniband` host path or device resource.
+    /// The platform puts the RDMA devices into the pod itself: when asked by label (Alibaba
+    /// ACS) or through the resource in `k8s_resources` (AWS EFA's device plugin). Kubernetes
+    /// manifests then need no `/dev/infiniband` host path and no other RDMA resource.
     pub k8s_rdma_injected: bool,
     /// The job must share the host's network namespace.
     pub host_network: bool,

@@ -230,10 +230,10 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
 
 /// Diagnoses INFO lines that are really problems NCCL chose to print at INFO level.
 pub fn diagnose_info(message: &[u8]) -> Option<Diagnosis> {
-    if has(message, "Failed to open libibverbs") {
+    if message.starts_with(b"Failed to open libibverbs") {
         return Some(IB_NO_VERBS);
     }
-    if has(message, "NET/Plugin")
+    if message.starts_with(b"NET/Plugin")
         && has(message, "Failed to find ncclNetPlugin symbol")
         && has(message, "not supported")
     {

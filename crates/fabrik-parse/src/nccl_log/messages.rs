@@ -30,15 +30,19 @@ pub fn split_version(v: &str) -> (String, Option<String>) {
 }
 
 /// Facts from an INFO message.
-pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
+pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
     let r = &mut st.report;
     match msg.first() {
         Some(b'C') if msg.starts_with(b"Channel ") || msg.starts_with(b"CollNet ") => {
-            channel(st, msg);
+            channel(st, msg, cuda_dev);
             return;
         }
         Some(b'R') if msg.starts_with(b"Ring ") => {
-            channel(st, msg);
+            channel(st, msg, cuda_dev);
+            return;
+        }
+        Some(b'T') if msg.starts_with(b"Trees ") => {
+            trees_line(r, msg, cuda_dev);
             return;
         }
         _ => {}
@@ -58,6 +62,29 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         }
     } else if msg.starts_with(b"NET/Plugin") {
         plugin_line(r, msg);
+    } else if let Some(rest) = msg.strip_prefix(b"Successfully loaded external network plugin ") {
+        r.plugin.status = PluginStatus::Loaded;
+        r.plugin.path = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Initialized NET plugin ") {
+        // NCCL >= 2.27 names its internal IB and Socket transports plugins too.
+        let name = rest.trim_ascii();
+        if !is_internal_net(name) {
+            r.plugin.status = PluginStatus::Loaded;
+            r.plugin.name = Some(lossy(name));
+        }
+    } else if let Some(rest) = msg
+        .strip_prefix(b"Failed to initialize NET plugin ")
+        .or_else(|| msg.strip_prefix(b"External network plugin "))
+    {
+        let name = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        if is_internal_net(name) {
+            if name.starts_with(b"IB") {
+                st.hints.ib_attempt = true;
+            }
+        } else if st.report.plugin.status != PluginStatus::Loaded {
+            st.report.plugin.status = PluginStatus::Unusable;
+            st.report.plugin.name.get_or_insert_with(|| lossy(name));
+        }
     } else if let Some(rest) = msg.strip_prefix(b"Plugin Path : ") {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.path = Some(lossy(rest.trim_ascii()));
@@ -77,32 +104,46 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8]) {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
-        if let Some(rest) = after(msg, "Selected Provider is ") {
-            let p = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
+        // `Selected Provider is efa (found 4 nics)`; newer: `Selected provider is efa, fabric is
+        // efa-direct (found 32 nics)`.
+        if let Some(rest) =
+            after(msg, "Selected Provider is ").or_else(|| after(msg, "Selected provider is "))
+        {
+            let p = rest
+                .split(|b: &u8| b.is_ascii_whitespace() || *b == b',')
+                .next()
+                .unwrap_or(b"");
             st.report.ofi_provider = Some(lossy(p));
         }
     } else if msg.starts_with(b"NET/GPUDirectTCPX") {
         st.hints.tcpx = true;
     } else if msg.starts_with(b"NET/FasTrak") {
         st.hints.fastrak = true;
-    } else if has(msg, "GPU Direct RDMA") {
+    } else if (msg.starts_with(b"NET/") || msg.starts_with(b"GPU Direct"))
+        && has(msg, "GPU Direct RDMA")
+    {
         gdr_line(r, msg);
     } else if msg.starts_with(b"NVLS ") || msg.starts_with(b"Connected NVLS") {
-        if msg.starts_with(b"NVLS comm") || msg.starts_with(b"Connected NVLS") {
+        if msg.starts_with(b"NVLS comm")
+            || msg.starts_with(b"NVLS Created Multicast")
+            || msg.starts_with(b"Connected NVLS")
+        {
             r.nvls = Some(true);
         }
-    } else if has(msg, " coll channels, ") {
+    } else if msg.first().is_some_and(u8::is_ascii_digit) && has(msg, " coll channels, ") {
         channel_counts(r, msg);
     } else if msg.starts_with(b"SHARP rank") {
         r.sharp = Some(true);
-    } else if (msg.starts_with(b"comm 0x") || msg.starts_with(b"ncclCommInit"))
+    } else if (msg.starts_with(b"comm 0x")
+        || msg.starts_with(b"nccl")
+        || msg.starts_with(b"[Rank "))
         && (has(msg, " nranks ") || has(msg, " nRanks "))
     {
         comm_line(r, msg);
-    } else if let Some(p) = memmem::find(msg, b" set by environment to ") {
-        env_line(r, &msg[..p], &msg[p + b" set by environment to ".len()..]);
-    } else if msg.starts_with(b"NCCL_") {
-        if let Some(p) = memmem::find(msg, b" set to ") {
+    } else if starts_with_env_name(msg) {
+        if let Some(p) = memmem::find(msg, b" set by environment to ") {
+            env_line(r, &msg[..p], &msg[p + b" set by environment to ".len()..]);
+        } else if let Some(p) = memmem::find(msg, b" set to ") {
             env_line(r, &msg[..p], &msg[p + b" set to ".len()..]);
         }
     }
@@ -124,6 +165,21 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
         st.report.collnet = Some(false);
     }
+}
+
+fn is_internal_net(name: &[u8]) -> bool {
+    name == b"IB" || name == b"Socket"
+}
+
+/// `NCCL_IB_HCA set by ...`: an upper-case name with an underscore opens the message.
+fn starts_with_env_name(msg: &[u8]) -> bool {
+    let end = msg.iter().position(|&b| b == b' ').unwrap_or(msg.len());
+    let name = &msg[..end];
+    name.len() > 2
+        && name.contains(&b'_')
+        && name
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
 }
 
 fn plugin_line(r: &mut ProcessReport, msg: &[u8]) {
@@ -337,11 +393,36 @@ fn comm_line(r: &mut ProcessReport, msg: &[u8]) {
     };
     let nranks = nranks.and_then(|v| u32::try_from(v).ok());
     let cuda_dev = cuda_dev.and_then(|v| u32::try_from(v).ok());
+    add_rank(r, rank, nranks, cuda_dev, bus_id);
+}
+
+/// Records a rank of this process. Ranks known only from channel or tree lines (no `nranks`)
+/// merge into the communicator entry of the same rank.
+fn add_rank(
+    r: &mut ProcessReport,
+    rank: u32,
+    nranks: Option<u32>,
+    cuda_dev: Option<u32>,
+    bus_id: Option<String>,
+) {
+    if nranks.is_none() {
+        if r.ranks.iter().any(|e| e.rank == rank) || r.ranks.len() >= MAX_KEYS {
+            return;
+        }
+        r.ranks.push(RankInfo {
+            rank,
+            nranks,
+            cuda_dev,
+            bus_id,
+        });
+        return;
+    }
     if let Some(e) = r
         .ranks
         .iter_mut()
-        .find(|e| e.rank == rank && e.nranks == nranks)
+        .find(|e| e.rank == rank && (e.nranks == nranks || e.nranks.is_none()))
     {
+        e.nranks = nranks;
         if e.cuda_dev.is_none() {
             e.cuda_dev = cuda_dev;
         }
@@ -355,6 +436,41 @@ fn comm_line(r: &mut ProcessReport, msg: &[u8]) {
             cuda_dev,
             bus_id,
         });
+    }
+}
+
+/// `Trees [0] 1/-1/-1->0->7 [1] ...`: the number between the arrows is this rank.
+fn trees_line(r: &mut ProcessReport, msg: &[u8], cuda_dev: Option<u32>) {
+    let Some(first) = memmem::find(msg, b"->") else {
+        return;
+    };
+    let rest = &msg[first + 2..];
+    let end = rest
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(rest.len());
+    if let Some(rank) = parse_u64(&rest[..end]).and_then(|v| u32::try_from(v).ok()) {
+        add_rank(r, rank, None, cuda_dev, None);
+    }
+}
+
+/// The local rank of a channel line: the source of a send, the destination of a receive.
+fn channel_rank(msg: &[u8]) -> Option<u32> {
+    let colon = memchr::memchr(b':', msg)?;
+    let body = &msg[colon + 1..];
+    let arrow = memmem::find(body, b"->")?;
+    let num = |s: &[u8]| -> Option<u32> {
+        let s = s.trim_ascii_start();
+        let end = s
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(s.len());
+        parse_u64(&s[..end]).and_then(|v| u32::try_from(v).ok())
+    };
+    if memmem::find(body, b"[receive]").is_some() {
+        num(&body[arrow + 2..])
+    } else {
+        num(&body[..arrow])
     }
 }
 
@@ -379,15 +495,28 @@ fn env_line(r: &mut ProcessReport, name: &[u8], value: &[u8]) {
     }
 }
 
+/// The text after ` via `; a scan for `v` is cheaper than building a substring searcher for
+/// every line, and channel lines are most of a log.
+fn find_via(msg: &[u8]) -> Option<&[u8]> {
+    memchr::memchr_iter(b'v', msg)
+        .find(|&i| i > 0 && msg[i - 1] == b' ' && msg[i..].starts_with(b"via "))
+        .map(|i| &msg[i + 4..])
+}
+
 /// `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` and every older shape.
-fn channel(st: &mut ProcState, msg: &[u8]) {
-    let Some(via) = after(msg, " via ") else {
+fn channel(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
+    let Some(via) = find_via(msg) else {
         return;
     };
+    if !msg.starts_with(b"CollNet") {
+        if let Some(rank) = channel_rank(msg) {
+            add_rank(&mut st.report, rank, None, cuda_dev, None);
+        }
+    }
     let via = via.trim_ascii();
     let mut parts = via.split(|&b| b == b'/');
     let first = parts.next().unwrap_or(b"");
-    let gdr = memmem::find(via, b"/GDRDMA").is_some();
+    let gdr = via.windows(7).any(|w| w == b"/GDRDMA");
     let (kind, name): (&str, &[u8]) = match first {
         b"NET" => ("NET/", parts.next().unwrap_or(b"")),
         b"COLLNET" => {
@@ -516,7 +645,13 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         .get("NCCL_IB_DISABLE")
         .is_some_and(|v| v.trim() == "1");
     let rdma_seen = !r.ib_nics.is_empty() || (hints.ib_attempt && !ib_disabled) || hints.ofi;
-    r.socket_fallback = uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried);
+    // The OFI plugin on its `tcp`/`sockets` provider is TCP with extra steps: EFA was not used.
+    let ofi_over_tcp = r
+        .ofi_provider
+        .as_deref()
+        .is_some_and(|p| p.starts_with("tcp") || p.starts_with("sockets"));
+    r.socket_fallback =
+        (uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried)) || ofi_over_tcp;
 }
 
 /// Maps NCCL's network names (and plugins') to the transport kinds of the summary.

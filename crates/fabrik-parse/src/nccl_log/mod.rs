@@ -45,6 +45,29 @@ pub struct LogAnalyzer {
     bare_versions: Vec<String>,
     /// The previous non-NCCL line said `Last error:`; the next one is the detail.
     last_error_pending: bool,
+    gate: ProgramGate,
+}
+
+/// Substrings without which a program line cannot report an NCCL failure; searched with
+/// prebuilt finders so that ordinary program output costs little.
+struct ProgramGate {
+    upper: memchr::memmem::Finder<'static>,
+    lower: memchr::memmem::Finder<'static>,
+    others: [memchr::memmem::Finder<'static>; 3],
+}
+
+impl ProgramGate {
+    fn new() -> Self {
+        ProgramGate {
+            upper: memchr::memmem::Finder::new(b"NCCL"),
+            lower: memchr::memmem::Finder::new(b"nccl"),
+            others: [
+                memchr::memmem::Finder::new(b"nhandled"),
+                memchr::memmem::Finder::new(b"remote process"),
+                memchr::memmem::Finder::new(b"Last error"),
+            ],
+        }
+    }
 }
 
 #[derive(Default)]
@@ -86,6 +109,7 @@ impl LogAnalyzer {
             nccl_lines: 0,
             bare_versions: Vec::new(),
             last_error_pending: false,
+            gate: ProgramGate::new(),
         }
     }
 
@@ -161,7 +185,7 @@ impl LogAnalyzer {
         }
         match nl.level {
             Level::Info => {
-                messages::info(st, nl.message);
+                messages::info(st, nl.message, nl.cuda_dev);
                 if let Some(d) = diagnose::diagnose_info(nl.message) {
                     add_issue(&mut st.issues, d, nl.message, &location);
                 }
@@ -175,8 +199,15 @@ impl LogAnalyzer {
     }
 
     fn other_line(&mut self, line: &[u8]) {
+        let has_upper = self.gate.upper.find(line).is_some();
+        let interesting = has_upper
+            || self.gate.lower.find(line).is_some()
+            || self.gate.others.iter().any(|f| f.find(line).is_some());
+        if !interesting && !self.last_error_pending {
+            return;
+        }
         // Rank 0 of NCCL < 2.9 prints its version without any prefix.
-        if let Some(pos) = memchr::memmem::find(line, b"NCCL version ") {
+        if let Some(pos) = memchr::memmem::find(line, b"NCCL version ").filter(|_| has_upper) {
             let rest = &line[pos + 13..];
             let tok = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
             if tok.first().is_some_and(u8::is_ascii_digit) {
@@ -272,21 +303,7 @@ impl std::fmt::Display for Location<'_> {
 }
 
 fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
-    // `[rank0]: text`, `[1,0]<stderr>: text`, `[trainer0|0]:text`
-    let t = line.trim_ascii_start();
-    if t.first() == Some(&b'[') {
-        if let Some(close) = memchr::memchr(b']', t) {
-            let rest = &t[close + 1..];
-            let rest = rest
-                .strip_prefix(b"<stdout>")
-                .or_else(|| rest.strip_prefix(b"<stderr>"))
-                .unwrap_or(rest);
-            if let Some(r) = rest.strip_prefix(b":") {
-                return r.trim_ascii();
-            }
-        }
-    }
-    t.trim_ascii_end()
+    crate::text::strip_launcher_prefix(line).trim_ascii()
 }
 
 fn add_issue(

@@ -209,6 +209,20 @@ mod tests {
     }
 
     #[test]
+    fn newest_warn_with_function_and_timestamp_prefix() {
+        // debug.cc of NCCL 2.2x: `[%d] %s:%d (%s) NCCL WARN`, optional NCCL_DEBUG_TIMESTAMP_FORMAT.
+        let l = split("[2025-06-01 10:00:00] gpu7:4242:4300 [5] transport/net_ib.cc:2126 (ncclIbTest) NCCL WARN NET/IB : Got completion").unwrap();
+        assert_eq!(l.host, Some(&b"gpu7"[..]));
+        assert_eq!(l.pid, Some(4242));
+        assert_eq!(l.cuda_dev, Some(5));
+        assert_eq!(
+            l.source,
+            Some(&b"transport/net_ib.cc:2126 (ncclIbTest)"[..])
+        );
+        assert_eq!(l.message, b"NET/IB : Got completion");
+    }
+
+    #[test]
     fn no_host_and_no_prefix() {
         let l = split(" [0] NCCL INFO Ring 00 : 0 -> 1").unwrap();
         assert_eq!(l.host, None);

@@ -160,6 +160,8 @@ pub struct Summary {
     pub nccl_version: Option<String>,
     pub hosts: u32,
     pub processes: u32,
+    /// Size of the largest communicator seen (`nranks`), when printed.
+    pub nranks: Option<u32>,
     /// Error-severity issues, counted once per process and rule.
     pub errors: u32,
     pub warnings: u32,

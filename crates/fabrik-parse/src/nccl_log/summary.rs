@@ -123,6 +123,10 @@ pub(super) fn build(
             nccl_version,
             hosts,
             processes: nproc,
+            nranks: processes
+                .iter()
+                .flat_map(|p| p.ranks.iter().filter_map(|r| r.nranks))
+                .max(),
             errors,
             warnings,
             nvls,

@@ -1,5 +1,5 @@
 //! `fabrik bench`: measurements between hosts. `p2p` is point-to-point TCP bandwidth and latency
-//! with multi-NIC striping; further kinds (collectives) are added as variants of `Kind`.
+//! with multi-NIC striping (TCP or RDMA verbs); `collective` runs nccl-tests-style collectives.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +25,8 @@ pub struct Args {
 enum Kind {
     /// Point-to-point TCP bandwidth or latency between two hosts, striped over several NICs.
     P2p(Box<P2pArgs>),
+    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it, over TCP.
+    Collective(Box<super::collective::Args>),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -124,6 +126,7 @@ struct P2pArgs {
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
     warmup: u64,
+    /// Client: a perftest-style table (rows as they are measured) or the JSON report.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
@@ -137,6 +140,7 @@ struct P2pArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.kind {
         Kind::P2p(a) => p2p(*a),
+        Kind::Collective(a) => super::collective::run(*a),
     }
 }
 
@@ -210,10 +214,25 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     cfg.timeout = timeout;
     cfg.sock_buf = a.sock_buf.map(|b| b as usize);
     cfg.warmup = a.warmup;
+    // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
+    let table = matches!(a.format, Format::Table);
+    if table {
+        print!("{}", fabrik_bench::render::columns(test));
+    }
+    let mut on_row = |row: fabrik_bench::client::Row<'_>| {
+        if table {
+            let line = match row {
+                fabrik_bench::client::Row::Bw(r) => fabrik_bench::render::bw_line(r),
+                fabrik_bench::client::Row::Lat(r) => fabrik_bench::render::lat_line(r),
+            };
+            print!("{line}");
+            let _ = std::io::stdout().flush();
+        }
+    };
     let result = if a.local {
-        fabrik_bench::run_local(&cfg)
+        fabrik_bench::run_local_observed(&cfg, &mut on_row)
     } else {
-        fabrik_bench::client::run(&cfg)
+        fabrik_bench::client::run_observed(&cfg, &mut on_row)
     };
     let report = match result {
         Ok(r) => r,
@@ -225,7 +244,13 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     };
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", fabrik_bench::render::table(&report)),
+        Format::Table => print!(
+            "{}{}",
+            fabrik_bench::render::footer(&report),
+            fabrik_bench::render::title(&report)
+                .trim_start_matches('-')
+                .trim_start()
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -239,12 +239,19 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     run_ranked(&args.ranks, |group| {
         let node = fabrik_probe::probe(&args.root)
             .with_context(|| format!("probing {}", args.root.display()))?;
-        // TODO(doctor): run fabrik-doctor's cross-node rules here once that crate is on main.
-        let rules = |_: &[fabrik_model::Node]| {
-            (
-                Vec::new(),
-                vec!["cross-node rules are not in this build yet (fabrik-doctor pending); inventories gathered only".to_string()],
-            )
+        // Rank 0 runs every node rule on each inventory and the cross-node rules over all of
+        // them (fabrik-doctor's `diagnose`), naming nodes by host or, where hosts repeat, rank.
+        let rules = |nodes: &[fabrik_model::RankNode]| {
+            let names = fabrik_cluster::doctor::node_names(nodes);
+            let named: Vec<fabrik_doctor::NamedNode> = nodes
+                .iter()
+                .zip(names)
+                .map(|(n, name)| fabrik_doctor::NamedNode {
+                    name,
+                    node: n.node.clone(),
+                })
+                .collect();
+            (fabrik_doctor::diagnose(&named, None).findings, Vec::new())
         };
         let Some(report) = gather_nodes(group, node, &rules)
             .with_context(|| format!("rank {} gathering inventories", group.rank()))?

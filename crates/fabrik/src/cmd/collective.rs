@@ -1,4 +1,4 @@
-//! `fabrik bench-collective OP` (to become `fabrik bench collective`): nccl-tests-style sweeps
+//! `fabrik bench collective OP`: nccl-tests-style sweeps
 //! of a collective over TCP between ranks, with verified results.
 
 use std::io::Write;
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let redop: RedOp = args.redop.parse()?;
     if args.backend != "tcp" {
         anyhow::bail!(
-            "backend {:?} is not available in this build of bench-collective; use --backend tcp",
+            "backend {:?} is not available in this build of bench collective; use --backend tcp",
             args.backend
         );
     }

@@ -64,10 +64,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.
 pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to stdout"),
-    }
+    crate::output::print_text(text)
 }

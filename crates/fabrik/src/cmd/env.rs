@@ -62,8 +62,9 @@ pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
     fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
 }
 
-/// Builds the environment the way both `env` and `launch` do.
-pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<Env> {
+/// Builds the environment the way both `env` and `launch` do; also returns the node it was
+/// built from, when one was read.
+pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> {
     let profile: Profile = args.profile.parse()?;
     let node = match (&args.node, &args.root) {
         (Some(file), _) => Some(read_node_json(file)?),
@@ -78,11 +79,11 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<Env> {
         existing: &existing,
         keep_env: args.keep_env,
     })?;
-    Ok(env)
+    Ok((env, node))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let env = build_env(&args.node)?;
+    let (env, _) = build_env(&args.node)?;
     if let Format::Json = args.format {
         crate::output::print_json(&env)?;
         eprintln!("fabrik env: {}", env.summary);

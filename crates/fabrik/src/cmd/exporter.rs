@@ -1,7 +1,9 @@
 //! `fabrik exporter`: Prometheus metrics of this node's RDMA ports and netdevs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use fabrik_monitor::server::{Exporter, ExporterConfig};
@@ -18,17 +20,61 @@ pub struct Args {
     /// Export every netdev except lo, not only RDMA-backed and physical ones.
     #[arg(long)]
     pub all_netdevs: bool,
+    /// Do not run `ethtool -S` (per-priority pause and phy discard counters) on a live root.
+    #[arg(long)]
+    pub no_ethtool: bool,
+    /// How often to re-run the doctor's node rules for `fabrik_findings` (a full probe, so not
+    /// on every scrape); `0s` leaves them out.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub doctor_every: Duration,
+}
+
+/// The doctor's node rules on `root`, re-run at most every `every` (a probe reads far more
+/// than a scrape does). A root that cannot be probed yields no doctor findings, said once on
+/// stderr, and the counters are still served.
+fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
+    type Cache = Option<(Instant, Vec<fabrik_model::Finding>)>;
+    let cache: Mutex<Cache> = Mutex::new(None);
+    let warned = std::sync::atomic::AtomicBool::new(false);
+    Box::new(move |root: &Path| {
+        let Ok(mut guard) = cache.lock() else {
+            return Vec::new();
+        };
+        if let Some((at, f)) = guard.as_ref() {
+            if at.elapsed() < every {
+                return f.clone();
+            }
+        }
+        let findings = match fabrik_probe::probe(root) {
+            Ok(node) => fabrik_doctor::check_node(&node, None),
+            Err(e) => {
+                if !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    eprintln!(
+                        "fabrik exporter: doctor findings left out: probing {}: {e}",
+                        root.display()
+                    );
+                }
+                Vec::new()
+            }
+        };
+        *guard = Some((Instant::now(), findings.clone()));
+        findings
+    })
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut options = SampleOptions::for_root(&args.root);
     options.all_netdevs = args.all_netdevs;
+    if args.no_ethtool {
+        options.ethtool = fabrik_monitor::EthtoolMode::Off;
+    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
+        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
+    }
     let config = ExporterConfig {
         root: args.root.clone(),
         options,
         thresholds: Thresholds::default(),
-        // The doctor's node rules plug in here once fabrik-doctor exposes them.
-        findings: None,
+        findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
     };
     let exporter = Exporter::bind(&args.listen, config).context("starting the exporter")?;
     eprintln!(

@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = load_node(&args.root)?;
     match args.format {
         Format::Json => crate::output::print_json(&node)?,
-        Format::Table => print!("{}", render_table(&node)),
+        Format::Table => crate::output::print_text(&render_table(&node))?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -98,9 +98,11 @@ pub fn render_table(n: &Node) -> String {
                     .as_ref()
                     .map_or("-".to_string(), |v| v.name.clone()),
                 p.rate.as_ref().map_or("-".to_string(), |r| r.text.clone()),
-                p.link_layer
-                    .as_ref()
-                    .map_or("-".to_string(), |l| format!("{l:?}")),
+                p.link_layer.as_ref().map_or("-".to_string(), |l| match l {
+                    fabrik_model::LinkLayer::Infiniband => "InfiniBand".to_string(),
+                    fabrik_model::LinkLayer::Ethernet => "Ethernet".to_string(),
+                    fabrik_model::LinkLayer::Other(o) => o.clone(),
+                }),
                 opt(&p.netdev),
                 opt(&p.active_mtu),
                 opt(&p.lid),

@@ -54,8 +54,9 @@ pub struct Args {
     pub kind: KindArg,
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
-    #[arg(long, default_value_t = 8)]
-    pub gpus_per_node: u32,
+    /// GPUs (ranks) per node; defaults to the GPUs found on the probed node, else 8.
+    #[arg(long)]
+    pub gpus_per_node: Option<u32>,
     /// Container image (docker and k8s).
     #[arg(long)]
     pub image: Option<String>,
@@ -100,7 +101,13 @@ struct LaunchDoc<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let env = build_env(&args.env)?;
+    let (env, node) = build_env(&args.env)?;
+    let found_gpus = node
+        .as_ref()
+        .map(|n| n.gpus.len())
+        .and_then(|g| u32::try_from(g).ok())
+        .filter(|g| *g > 0);
+    let gpus_per_node = args.gpus_per_node.or(found_gpus).unwrap_or(8);
     let k8s_kind = match args.k8s_kind {
         K8sKindArg::Job => K8sKind::Job,
         K8sKindArg::Jobset => K8sKind::JobSet,
@@ -109,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let shape = JobShape {
         name: args.name.clone(),
         nodes: args.nodes,
-        gpus_per_node: args.gpus_per_node,
+        gpus_per_node,
         image: args.image.clone(),
         command: args.command.clone(),
         master_port: args.master_port,

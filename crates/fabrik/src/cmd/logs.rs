@@ -79,7 +79,10 @@ fn nics(p: &ProcessReport) -> String {
         let mut s = p
             .ib_nics
             .iter()
-            .map(|n| format!("{}/{}", n.device, n.link.as_deref().unwrap_or("?")))
+            .map(|n| {
+                let sharp = if n.sharp { "/SHARP" } else { "" };
+                format!("{}/{}{sharp}", n.device, n.link.as_deref().unwrap_or("?"))
+            })
             .collect::<Vec<_>>()
             .join(" ");
         if p.relaxed_ordering {

@@ -13,6 +13,7 @@ pub mod launch;
 pub mod logs;
 pub mod parse;
 pub mod rdma;
+pub mod report;
 pub mod rules;
 pub mod snapshot;
 pub mod top;

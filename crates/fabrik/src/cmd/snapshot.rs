@@ -51,17 +51,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
         Format::Json => crate::output::print_json(&summary)?,
         Format::Table => {
-            println!(
-                "snapshot {}: {} files, {} directories, {} symlinks",
+            let mut text = format!(
+                "snapshot {}: {} files, {} directories, {} symlinks\n",
                 summary.output, summary.files, summary.directories, summary.symlinks
             );
             for c in &summary.commands {
-                println!("  {:<40} {}", c.command, c.outcome);
+                text.push_str(&format!("  {:<40} {}\n", c.command, c.outcome));
             }
-            println!(
-                "read it back with: fabrik inventory --root {}",
+            text.push_str(&format!(
+                "read it back with: fabrik inventory --root {}\n",
                 summary.output
-            );
+            ));
+            crate::output::print_text(&text)?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -36,6 +36,9 @@ pub struct Args {
     /// Show every netdev except lo, not only RDMA-backed and physical ones.
     #[arg(long)]
     pub all_netdevs: bool,
+    /// Do not run `ethtool -S` (per-priority pause and phy discard counters) on a live root.
+    #[arg(long)]
+    pub no_ethtool: bool,
     /// `table` refreshes in place on a terminal (plain lines otherwise); `json` writes one object
     /// per interval (NDJSON).
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -57,6 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut options = SampleOptions::for_root(&args.root);
     options.all_netdevs = args.all_netdevs;
+    if args.no_ethtool {
+        options.ethtool = fabrik_monitor::EthtoolMode::Off;
+    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
+        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
+    }
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
     let stdout = std::io::stdout();

@@ -1,0 +1,51 @@
+//! `fabrik report RESULTS.json... -o report.html`: one self-contained HTML page from collective
+//! runs (fabrik's and parsed nccl-tests runs), pair matrices, doctor reports and inventories.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use fabrik_cluster::report::{classify, render};
+
+use crate::output::write_atomically;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Result files (JSON written by fabrik, or `fabrik parse nccl-tests --format json`).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML page to write.
+    #[arg(short, long, default_value = "report.html")]
+    pub output: PathBuf,
+    /// Also write each plot as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut inputs = Vec::new();
+    for path in &args.inputs {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        inputs.push(classify(&name, &text)?);
+    }
+    let page = render(&inputs)?;
+    write_atomically(&args.output, page.html.as_bytes())?;
+    if let Some(dir) = &args.svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (name, svg) in &page.plots {
+            write_atomically(&dir.join(format!("{name}.svg")), svg.as_bytes())?;
+        }
+    }
+    eprintln!(
+        "fabrik: wrote {} ({} plots from {} inputs)",
+        args.output.display(),
+        page.plots.len(),
+        inputs.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}

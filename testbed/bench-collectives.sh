@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Side-by-side CPU all_reduce benchmark on the namespace testbed: fabrik's tcp backend, Open MPI
+# (MPI_Allreduce, TCP BTL only) and gloo (torch.distributed), same hosts, same sizes, one run.
+# Prints one table of busbw (GB/s, nccl-tests' formula) per size and the ratios, each anchor
+# against fabrik's run of the same placement (MPI out-of-place, gloo in-place).
+#
+#   testbed/bench-collectives.sh [RANKS...]        default: 4 8
+#
+# Needs root, a release build of fabrik (cargo build --release -p fabrik), and for the anchors
+# Debian's openmpi-bin + libopenmpi-dev and python3-torch (or torch from PyPI). Not run by CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 2; }
+FABRIK=$(realpath "${FABRIK:-target/release/fabrik}")
+[ -x "$FABRIK" ] || { echo "build fabrik first: cargo build --release -p fabrik" >&2; exit 2; }
+SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-3}
+CHANNELS=${CHANNELS:-2}
+# Debian's python3-torch lives in the system interpreter, not in a pyenv one.
+PYTHON=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
+WORK=$(mktemp -d)
+NAME=fabbc$$
+trap 'testbed/netns.sh down $NAME >/dev/null 2>&1 || true; rm -rf $WORK' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# --- the MPI anchor: a tiny MPI_Allreduce timing loop -------------------------------------
+cat > "$WORK/allreduce.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, n; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &n);
+  int iters = atoi(argv[1]), warmup = atoi(argv[2]);
+  for (int a = 3; a < argc; a++) {
+    size_t bytes = strtoull(argv[a], NULL, 10), count = bytes / sizeof(float);
+    float *s = malloc(bytes), *r = malloc(bytes);
+    for (size_t i = 0; i < count; i++) s[i] = (float)((rank + i) % 5);
+    for (int i = 0; i < warmup; i++) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double us = (MPI_Wtime() - t0) * 1e6 / iters, sum;
+    MPI_Allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("%zu %f\n", bytes, sum / n);
+    free(s); free(r);
+  }
+  MPI_Finalize();
+  return 0;
+}
+C
+HAVE_MPI=0
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  mpicc -O2 -o "$WORK/allreduce" "$WORK/allreduce.c" && HAVE_MPI=1
+fi
+# mpirun starts its daemons through this "rsh": host 10.77.0.K is namespace NAME-h(K-1).
+cat > "$WORK/nsrsh" <<SH
+#!/bin/sh
+host=\$1; shift
+exec ip netns exec $NAME-h\$((\${host##*.} - 1)) sh -c "\$*"
+SH
+chmod +x "$WORK/nsrsh"
+
+# --- the gloo anchor ------------------------------------------------------------------------
+cat > "$WORK/gloo.py" <<'PY'
+import os, sys, time, torch, torch.distributed as dist
+rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group("gloo", init_method=f"tcp://10.77.0.1:{os.environ['MASTER_PORT']}", rank=rank, world_size=n)
+iters, warmup = int(sys.argv[1]), int(sys.argv[2])
+for b in sys.argv[3:]:
+    t = torch.ones(int(b) // 4, dtype=torch.float32)
+    for _ in range(warmup): dist.all_reduce(t)
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters): dist.all_reduce(t)
+    us = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
+    dist.all_reduce(us)
+    if rank == 0: print(int(b), us.item() / n, flush=True)
+dist.destroy_process_group()
+PY
+HAVE_GLOO=0
+"$PYTHON" -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
+
+busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3f", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
+
+for N in ${@:-4 8}; do
+  testbed/netns.sh up "$NAME" "$N" 1 >/dev/null
+  PORT=$((29700 + N))
+  MIN=$(echo $SIZES | awk '{print $1}'); MAX=$(echo $SIZES | awk '{print $NF}')
+  # fabrik
+  for h in $(seq 0 $((N - 1))); do
+    ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$PORT \
+      FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" \
+      -w "$WARMUP" -c 0 --channels "$CHANNELS" --format json --name "h$h" > "$WORK/fab$h.json" &
+  done
+  wait
+  python3 -c "
+import json
+d = json.load(open('$WORK/fab0.json'))
+for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" > "$WORK/fabrik.txt"
+  # Open MPI
+  : > "$WORK/mpi.txt"
+  if [ $HAVE_MPI = 1 ]; then
+    hosts=$(for h in $(seq 0 $((N - 1))); do echo -n "10.77.0.$((h + 1)),"; done)
+    ip netns exec "$NAME-h0" mpirun -np "$N" --host "${hosts%,}" --mca plm_rsh_agent "$WORK/nsrsh" \
+      --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
+      --mca plm_rsh_no_tree_spawn 1 "$WORK/allreduce" "$ITERS" "$WARMUP" $SIZES > "$WORK/mpi.txt" 2>"$WORK/mpi.err" \
+      || echo "Open MPI run failed: $(tail -3 "$WORK/mpi.err")" >&2
+  fi
+  # gloo
+  : > "$WORK/gloo.txt"
+  if [ $HAVE_GLOO = 1 ]; then
+    for h in $(seq 0 $((N - 1))); do
+      ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_PORT=$((PORT + 100)) GLOO_SOCKET_IFNAME=eth0 \
+        "$PYTHON" "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
+    done
+    wait || true
+    cp "$WORK/gloo0.txt" "$WORK/gloo.txt"
+  fi
+  # MPI_Allreduce here is out-of-place and gloo's all_reduce in-place: each is compared with
+  # fabrik's run of the same placement.
+  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s, $ITERS iterations"
+  printf "%12s %11s %11s %10s %10s %14s %14s\n" size fabrik-oop fabrik-ip openmpi gloo fabrik/mpi fabrik/gloo
+  for s in $SIZES; do
+    fo=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.txt"); fi=$(awk -v s=$s '$1==s{print $3}' "$WORK/fabrik.txt")
+    m=$(awk -v s=$s '$1==s{print $2}' "$WORK/mpi.txt"); g=$(awk -v s=$s '$1==s{print $2}' "$WORK/gloo.txt")
+    fob=$(busbw $s "${fo:-0}" $N); fib=$(busbw $s "${fi:-0}" $N); mb=$(busbw $s "${m:-0}" $N); gb=$(busbw $s "${g:-0}" $N)
+    rm_=$(awk -v a="$fob" -v b="$mb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
+    rg=$(awk -v a="$fib" -v b="$gb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
+    printf "%12s %11s %11s %10s %10s %14s %14s\n" "$s" "$fob" "$fib" "$mb" "$gb" "$rm_" "$rg"
+  done
+  testbed/netns.sh down "$NAME" >/dev/null
+done
