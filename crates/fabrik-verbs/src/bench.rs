@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use fabrik_model::{P2pReport, P2pRows, P2pTest, ResultSource, SCHEMA_VERSION};
 use fabrik_wire::Channel;
 
+use crate::clock::Ticker;
 use crate::device::{
     device_names, mtu_bytes_to_enum, port_state_name, Context, Cq, Mr, PathParams, Pd, PortInfo,
     Qp, RemoteQp,
@@ -489,11 +490,17 @@ fn poll_some(
             return Ok(n);
         }
         spins = spins.wrapping_add(1);
-        if spins % 256 == 0 && start.elapsed() > timeout {
-            return Err(VerbsError::Timeout {
-                what: what.to_string(),
-                secs: timeout.as_secs_f64(),
-            });
+        if spins % 256 == 0 {
+            if start.elapsed() > timeout {
+                return Err(VerbsError::Timeout {
+                    what: what.to_string(),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            // When both ends share a CPU (oversubscribed hosts, VMs), a spinning waiter would
+            // hold it until the next tick while the peer it waits for cannot run; yielding now
+            // and then costs nothing when the CPU is ours alone.
+            std::thread::yield_now();
         }
         std::hint::spin_loop();
     }
@@ -579,6 +586,9 @@ fn bw_sender(
             // Reading the clock on every empty poll costs more than the poll where the guest
             // clocksource is emulated; look every 1024.
             idle_spins = idle_spins.wrapping_add(1);
+            if idle_spins % 1024 == 0 {
+                std::thread::yield_now();
+            }
             if idle_spins % 1024 == 0 && last_progress.elapsed() > timeout {
                 return Err(VerbsError::Timeout {
                     what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
@@ -706,11 +716,15 @@ fn wait_marker(
             return Ok(());
         }
         spins = spins.wrapping_add(1);
-        if spins % 1024 == 0 && start.elapsed() > timeout {
-            return Err(VerbsError::Timeout {
-                what: "the peer's RDMA write".into(),
-                secs: timeout.as_secs_f64(),
-            });
+        if spins % 256 == 0 {
+            if start.elapsed() > timeout {
+                return Err(VerbsError::Timeout {
+                    what: "the peer's RDMA write".into(),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            // See poll_some.
+            std::thread::yield_now();
         }
         std::hint::spin_loop();
     }
@@ -735,6 +749,9 @@ fn lat_loop(
     let op = p.op.as_str();
     let src_last = (bytes - 1) as usize;
     let cq_mod = u64::from(p.cq_mod.max(1));
+    let clock = Ticker::start();
+    // Raw tick counts per sample: one-way (halved) for send/write, whole for read.
+    let mut raw: Vec<(u64, bool)> = Vec::with_capacity(samples.capacity());
     for i in 0..n {
         // As perftest: only every cq_mod-th send is signaled (and then waited for), which keeps
         // the send queue from filling without a completion per round trip.
@@ -742,10 +759,10 @@ fn lat_loop(
         match p.op {
             Op::Send => {
                 if initiator {
-                    let t0 = Instant::now();
+                    let t0 = clock.now();
                     res.post(0, Op::Send, bytes, remote, signaled, 1)?;
                     recv_one(res, bytes, timeout)?;
-                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                    raw.push((clock.now().wrapping_sub(t0), true));
                 } else {
                     recv_one(res, bytes, timeout)?;
                     res.post(0, Op::Send, bytes, remote, signaled, 1)?;
@@ -754,11 +771,11 @@ fn lat_loop(
             Op::Write => {
                 let m = marker(i);
                 if initiator {
-                    let t0 = Instant::now();
+                    let t0 = clock.now();
                     res.buf.write(src_last, &[m])?;
                     res.post(0, Op::Write, bytes, remote, signaled, 1)?;
                     wait_marker(res, bytes, m, timeout)?;
-                    samples.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
+                    raw.push((clock.now().wrapping_sub(t0), true));
                 } else {
                     wait_marker(res, bytes, m, timeout)?;
                     res.buf.write(src_last, &[m])?;
@@ -769,12 +786,12 @@ fn lat_loop(
                 if !initiator {
                     return Ok(samples);
                 }
-                let t0 = Instant::now();
+                let t0 = clock.now();
                 res.post(0, Op::Read, bytes, remote, true, 1)?;
                 outstanding += 1;
                 reap_sends(res, &mut outstanding, 1, timeout, op)?;
                 // perftest's ib_read_lat reports the whole round trip of a read.
-                samples.push(t0.elapsed().as_secs_f64() * 1e6);
+                raw.push((clock.now().wrapping_sub(t0), false));
                 continue;
             }
         }
@@ -789,6 +806,15 @@ fn lat_loop(
         if start.elapsed() > timeout {
             break;
         }
+    }
+    if !raw.is_empty() {
+        let rate = clock
+            .ticks_per_us()
+            .ok_or_else(|| VerbsError::Control("the cycle counter did not advance".into()))?;
+        samples.extend(
+            raw.iter()
+                .map(|&(t, halve)| t as f64 / rate / if halve { 2.0 } else { 1.0 }),
+        );
     }
     Ok(samples)
 }

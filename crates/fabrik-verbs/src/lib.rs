@@ -3,6 +3,7 @@
 //! and latency tests measured as perftest measures them, host or GPU memory.
 
 pub mod bench;
+pub mod clock;
 pub mod device;
 pub mod error;
 pub mod ffi;
