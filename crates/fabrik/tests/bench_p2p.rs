@@ -144,13 +144,38 @@ fn a_wrong_token_is_a_clear_error_on_both_ends() {
     let client_err = String::from_utf8_lossy(&out.stderr);
     assert!(client_err.contains("token differs"), "{client_err}");
     assert!(client_err.contains(&addr), "{client_err}");
+    // The server answers "denied" before it logs the rejection, so the client can be done
+    // before the line is written: wait for the line rather than kill the server at once.
+    let server_err = stderr_line_containing(&mut server, "rejected control connection");
     server.kill().unwrap();
     server.wait().unwrap();
-    let server_err = stderr_of(&mut server);
     assert!(
         server_err.contains("rejected control connection") && server_err.contains("token differs"),
         "{server_err}"
     );
+}
+
+/// The first stderr line of a running child that contains `needle` (10 s at most; the lines
+/// read so far when it never comes, for the failure message).
+fn stderr_line_containing(child: &mut Child, needle: &str) -> String {
+    let stderr = child.stderr.take().unwrap();
+    let needle = needle.to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.contains(&needle) {
+                let _ = tx.send(line);
+                return;
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        let _ = tx.send(format!("(never logged; stderr was:)\n{seen}"));
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| "(no such line within 10 s)".to_string())
 }
 
 #[test]
