@@ -135,15 +135,35 @@ fn matrix_then_report() {
     );
     assert_eq!(v["links"].as_array().unwrap().len(), 6);
     let html = dir.path().join("r.html");
+    let (svgs, pngs) = (dir.path().join("svg"), dir.path().join("png"));
     fabrik()
         .arg("report")
         .arg(&m)
         .arg("-o")
         .arg(&html)
+        .arg("--svg")
+        .arg(&svgs)
+        .arg("--png")
+        .arg(&pngs)
         .assert()
         .success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg") && page.contains("Pair matrix: m.json"));
+    // The PNG is the SVG's plot: a valid PNG signature and an IHDR of the SVG's own size.
+    let svg = std::fs::read_to_string(svgs.join("matrix-0.svg")).unwrap();
+    let attr = |name: &str| -> u32 {
+        let at = svg.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        svg[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let png = std::fs::read(pngs.join("matrix-0.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[12..16], b"IHDR");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!(
+        (be(&png[16..20]), be(&png[20..24])),
+        (attr("width"), attr("height"))
+    );
+    assert!(png.len() > 2000, "a drawn heatmap, not a blank image");
 }
 
 /// stderr is a pipe here, as in CI and logs: progress comes as plain lines from rank 0 only,
