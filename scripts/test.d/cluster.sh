@@ -65,8 +65,15 @@ set +e
 "$FABRIK" cluster matrix --local 4 --size 256K --output "$WORK/m.json" >/dev/null 2>&1
 set -e
 [ -s "$WORK/m.json" ] || fail "cluster matrix --local 4 wrote no matrix"
-"$FABRIK" report "$WORK/ar.json" "$WORK/ag.json" "$WORK/m.json" -o "$WORK/report.html" --svg "$WORK/svg" 2>/dev/null
+"$FABRIK" report "$WORK/ar.json" "$WORK/ag.json" "$WORK/m.json" -o "$WORK/report.html" --svg "$WORK/svg" --png "$WORK/png" 2>"$WORK/report.err"
 [ "$(ls "$WORK/svg" | wc -l)" = 3 ] || fail "expected 3 SVG plots, got: $(ls "$WORK/svg")"
+[ "$(ls "$WORK/png" | wc -l)" = 3 ] || fail "expected 3 PNG plots, got: $(ls "$WORK/png")"
+grep -q "no font found" "$WORK/report.err" && echo "cluster.sh: no system font, PNG plots have no text (scripts/apt/cluster.txt installs fonts-dejavu-core)"
+for p in "$WORK"/png/*.png; do
+  c=$(png_colours "$p")
+  [ "$c" -ge 20 ] || fail "$(basename "$p") looks blank ($c distinct colours)"
+done
+echo "cluster.sh: report PNGs decode and are drawn ($(ls "$WORK/png" | tr '\n' ' '))"
 if grep -Eo '(src|href)=|<script|https?://[^"]*' "$WORK/report.html" | grep -v 'http://www.w3.org/2000/svg' | grep -q .; then
   fail "report.html refers to something outside itself"
 fi

@@ -14,6 +14,7 @@ pub mod hostlist;
 pub mod launch;
 pub mod matrix;
 pub mod pairs;
+pub mod png;
 pub mod ranks;
 pub mod rendezvous;
 pub mod report;

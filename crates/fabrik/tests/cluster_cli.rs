@@ -135,13 +135,111 @@ fn matrix_then_report() {
     );
     assert_eq!(v["links"].as_array().unwrap().len(), 6);
     let html = dir.path().join("r.html");
+    let (svgs, pngs) = (dir.path().join("svg"), dir.path().join("png"));
     fabrik()
         .arg("report")
         .arg(&m)
         .arg("-o")
         .arg(&html)
+        .arg("--svg")
+        .arg(&svgs)
+        .arg("--png")
+        .arg(&pngs)
         .assert()
         .success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg") && page.contains("Pair matrix: m.json"));
+    // The PNG is the SVG's plot: a valid PNG signature and an IHDR of the SVG's own size.
+    let svg = std::fs::read_to_string(svgs.join("matrix-0.svg")).unwrap();
+    let attr = |name: &str| -> u32 {
+        let at = svg.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        svg[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let png = std::fs::read(pngs.join("matrix-0.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[12..16], b"IHDR");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    assert_eq!(
+        (be(&png[16..20]), be(&png[20..24])),
+        (attr("width"), attr("height"))
+    );
+    assert!(png.len() > 2000, "a drawn heatmap, not a blank image");
+}
+
+/// stderr is a pipe here, as in CI and logs: progress comes as plain lines from rank 0 only,
+/// one per finished size, and never into the JSON on stdout.
+#[test]
+fn progress_is_plain_lines_on_stderr_when_not_a_terminal() {
+    let out = fabrik()
+        .args([
+            "bench",
+            "collective",
+            "all_gather",
+            "--local",
+            "3",
+            "-b",
+            "1K",
+            "-e",
+            "16K",
+            "-f",
+            "4",
+            "-n",
+            "1",
+            "-w",
+            "0",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("# progress:"))
+        .collect();
+    assert!(!err.contains('\u{1b}'), "no terminal escapes: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let expected: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "# progress: all_gather {}/3 sizes done ({} B)",
+                i + 1,
+                r["size"]
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected, "{err}");
+}
+
+#[test]
+fn matrix_progress_counts_rounds_done() {
+    let out = fabrik()
+        .args([
+            "cluster", "matrix", "--local", "4", "--size", "64K", "--iters", "1", "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("# progress:"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "# progress: matrix 1/3 rounds done",
+            "# progress: matrix 2/3 rounds done",
+            "# progress: matrix 3/3 rounds done",
+        ],
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rounds"], 3);
 }

@@ -14,7 +14,7 @@ use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
-use crate::cmd::cluster::{run_ranked, RankArgs};
+use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
 use crate::output::{print_json, write_atomically};
 
 #[derive(clap::Args, Debug)]
@@ -183,16 +183,21 @@ fn rank_main(
     }
     let mut rows: Vec<CollectiveRow> = Vec::new();
     let mut wrongs: Vec<WrongElement> = Vec::new();
+    let progress = Progress::new(is_root, cfg.op.name(), "sizes", cfg.sizes.len() as u64);
     let result = run_sweep(group, &comm, cfg, &mut |r, first| {
         if !json {
-            println!("{}", row(r));
-            let _ = std::io::stdout().flush();
+            progress.suspend(|| {
+                println!("{}", row(r));
+                let _ = std::io::stdout().flush();
+            });
         }
+        progress.done(rows.len() as u64 + 1, &format!("{} B", r.size));
         if let Some(f) = first {
             wrongs.push(f.clone());
         }
         rows.push(r.clone());
     });
+    progress.finish();
     if !is_root {
         return match result {
             Ok(()) => Ok(ExitCode::SUCCESS),

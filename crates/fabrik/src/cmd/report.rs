@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use fabrik_cluster::png::PngRenderer;
 use fabrik_cluster::report::{classify, render};
 
 use crate::output::write_atomically;
@@ -20,6 +21,10 @@ pub struct Args {
     /// Also write each plot as an SVG file into this directory.
     #[arg(long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
+    /// Also write each plot as a PNG file into this directory (text in a system font such as
+    /// DejaVu Sans from fonts-dejavu-core; without one the PNGs have no text).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -39,6 +44,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (name, svg) in &page.plots {
             write_atomically(&dir.join(format!("{name}.svg")), svg.as_bytes())?;
+        }
+    }
+    if let Some(dir) = &args.png {
+        let renderer = PngRenderer::system();
+        if renderer.font_family().is_none() {
+            eprintln!(
+                "fabrik: warning: no font found in the system's font directories (on Debian: apt-get install fonts-dejavu-core); the PNG plots are drawn without text"
+            );
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (name, svg) in &page.plots {
+            let png = renderer
+                .png(svg)
+                .with_context(|| format!("rendering plot {name} as PNG"))?;
+            write_atomically(&dir.join(format!("{name}.png")), &png)?;
         }
     }
     eprintln!(
