@@ -1,42 +1,12 @@
 //! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
-//! `docs/rules/` is generated from this table (tests/rule_pages.rs); the same test keeps them in
-//! sync.
+//! The monitor's counter rules (FAB-CNT-1xx) live beside the code that emits them
+//! (`fabrik_monitor::rules::RULES`) and join this table in [`rules`] and [`rule`].
+//! `docs/rules/` is generated from both (tests/rule_pages.rs); the same test keeps them in sync.
 
 use fabrik_model::Severity;
-use serde::Serialize;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// Reads one node.
-    Node,
-    /// Reads one node and the planned NCCL environment.
-    Env,
-    /// Compares several nodes.
-    Cluster,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Source {
-    pub title: &'static str,
-    pub url: &'static str,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Rule {
-    pub id: &'static str,
-    /// The most severe level the rule reports (some findings of a rule are milder).
-    pub severity: Severity,
-    pub scope: Scope,
-    pub title: &'static str,
-    pub checks: &'static str,
-    pub why: &'static str,
-    pub evidence: &'static str,
-    pub fix: &'static str,
-    pub sources: &'static [Source],
-}
+pub use fabrik_model::{Rule, Scope, Source};
 
 const NCCL_ENV: Source = Source {
     title: "NCCL documentation: Environment Variables",
@@ -626,12 +596,17 @@ pub static RULES: &[Rule] = &[
     },
 ];
 
-pub fn rules() -> &'static [Rule] {
-    RULES
+/// Every rule: the doctor's node, environment and cluster rules, then the monitor's counter
+/// rules.
+pub fn rules() -> Vec<&'static Rule> {
+    RULES.iter().chain(fabrik_monitor::rules::RULES).collect()
 }
 
 pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id))
+    RULES
+        .iter()
+        .chain(fabrik_monitor::rules::RULES)
+        .find(|r| r.id.eq_ignore_ascii_case(id))
 }
 
 /// The rule's page in Markdown: what `fabrik explain ID` prints and what docs/rules/ holds.
@@ -645,6 +620,8 @@ pub fn page(rule: &Rule) -> String {
             Scope::Node => "one node",
             Scope::Env => "one node and the planned NCCL environment",
             Scope::Cluster => "across nodes",
+            Scope::Counters =>
+                "two samples of one node's counters (`doctor --watch`, `diff`, `top`)",
         }
     ));
     s.push_str(&format!("## What it checks\n\n{}\n\n", rule.checks));
@@ -660,8 +637,8 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
-    for r in RULES {
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` and, for the counter rules FAB-CNT-1xx, `crates/fabrik-monitor/src/rules.rs`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    for r in rules() {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",
             r.id, r.id, r.severity, r.scope, r.title

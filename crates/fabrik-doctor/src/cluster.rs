@@ -171,14 +171,14 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
     out.extend(drift(Drift { rule: COUNTS, severity: Severity::Warning, what: "the number of GPUs / RDMA devices / active ports", path: "gpus/rdma_devices/active ports",
         fix: "Find what is missing on the odd node (a GPU fallen off the bus, an HCA without driver, a port down) before running jobs across it; NCCL's rings and rails assume alike nodes." },
         per(&|n| {
-            let active = all_ports(n).filter(|(d, p)| !is_software_device(d) && is_active(p)).count();
+            let active = all_ports(n).filter(|(d, p)| !d.is_software() && is_active(p)).count();
             Some(format!("{} GPUs / {} RDMA devices / {} active ports", n.gpus.len(), n.rdma_devices.len(), active))
         })));
     out.extend(drift(Drift { rule: MTU, severity: Severity::Warning, what: "RDMA MTU (RoCE netdev MTU / IB active MTU)", path: "/sys/class/net/*/mtu",
         fix: "Use one MTU for the RDMA network on every node and switch (9000 for RoCE, 4096 IB MTU)." },
         per(&|n| {
             let mut m: Vec<String> = vec![];
-            for (_, p) in all_ports(n).filter(|(d, p)| !is_software_device(d) && is_active(p)) {
+            for (_, p) in all_ports(n).filter(|(d, p)| !d.is_software() && is_active(p)) {
                 if is_roce(p) {
                     if let Some(mtu) = p.netdev.as_deref().and_then(|nd| n.net_interface(nd)).and_then(|i| i.mtu) {
                         m.push(format!("RoCE netdev {mtu}"));
@@ -193,7 +193,7 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         fix: "Make the GID tables alike on every node (same addressing on the RoCE netdevs), or leave NCCL_IB_GID_INDEX unset with NCCL ≥ 2.21, which selects per device." },
         per(&|n| {
             let idx: Vec<String> = all_ports(n)
-                .filter(|(d, p)| !is_software_device(d) && !is_iwarp(d) && is_roce(p) && is_active(p))
+                .filter(|(d, p)| !d.is_software() && !d.is_iwarp() && is_roce(p) && is_active(p))
                 .filter_map(|(_, p)| recommended_gid_index(p).map(|i| i.to_string()))
                 .collect();
             if idx.is_empty() { None } else { Some(sorted_join(idx)) }
@@ -202,7 +202,7 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         fix: "Put each rail's RoCE interfaces in the same subnet on every node (or route between the subnets with RoCE v2 and matching GID types)." },
         per(&|n| {
             let nets: Vec<String> = all_ports(n)
-                .filter(|(d, p)| !is_software_device(d) && is_roce(p) && is_active(p))
+                .filter(|(d, p)| !d.is_software() && is_roce(p) && is_active(p))
                 .filter_map(|(_, p)| p.netdev.as_deref().and_then(|nd| n.net_interface(nd)))
                 .flat_map(|i| i.ipv4.iter().filter_map(|a| ipv4_network(a)).collect::<Vec<_>>())
                 .collect();

@@ -89,51 +89,43 @@ pub fn ib_hca(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
             continue;
         }
         let down: Vec<_> = ports.iter().filter(|(_, p)| !is_active(p)).collect();
-        if !down.is_empty() && down.len() == ports.len() {
-            out.push(finding(
-                IB_HCA,
-                Severity::Error,
-                format!("env:NCCL_IB_HCA {entry}"),
-                format!(
-                    "NCCL_IB_HCA entry `{entry}` selects only ports that are not ACTIVE ({})",
-                    down.iter()
-                        .map(|(d, p)| port_subject(d, p))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                down.iter()
-                    .map(|(d, p)| {
-                        ev(
-                            port_path(d, p, "state"),
-                            p.state.as_ref().map(|s| s.name.clone()).unwrap_or_default(),
-                        )
-                    })
-                    .collect(),
-                "Fix the ports (see FAB-PORT-001) or select ACTIVE ones.",
-            ));
-        } else if !down.is_empty() {
-            out.push(finding(
-                IB_HCA,
-                Severity::Warning,
-                format!("env:NCCL_IB_HCA {entry}"),
-                format!(
-                    "NCCL_IB_HCA entry `{entry}` includes ports that are not ACTIVE ({})",
-                    down.iter()
-                        .map(|(d, p)| port_subject(d, p))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                down.iter()
-                    .map(|(d, p)| {
-                        ev(
-                            port_path(d, p, "state"),
-                            p.state.as_ref().map(|s| s.name.clone()).unwrap_or_default(),
-                        )
-                    })
-                    .collect(),
-                "Fix the ports (see FAB-PORT-001) or leave them out of NCCL_IB_HCA.",
-            ));
+        if down.is_empty() {
+            continue;
         }
+        let (severity, what, fix) = if down.len() == ports.len() {
+            (
+                Severity::Error,
+                "selects only",
+                "Fix the ports (see FAB-PORT-001) or select ACTIVE ones.",
+            )
+        } else {
+            (
+                Severity::Warning,
+                "includes",
+                "Fix the ports (see FAB-PORT-001) or leave them out of NCCL_IB_HCA.",
+            )
+        };
+        out.push(finding(
+            IB_HCA,
+            severity,
+            format!("env:NCCL_IB_HCA {entry}"),
+            format!(
+                "NCCL_IB_HCA entry `{entry}` {what} ports that are not ACTIVE ({})",
+                down.iter()
+                    .map(|(d, p)| port_subject(d, p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            down.iter()
+                .map(|(d, p)| {
+                    ev(
+                        port_path(d, p, "state"),
+                        p.state.as_ref().map(|s| s.name.clone()).unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            fix,
+        ));
     }
     out
 }

@@ -89,6 +89,17 @@ pub struct Summary {
     pub infos: usize,
 }
 
+impl Summary {
+    fn of(findings: &[Finding]) -> Self {
+        let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+        Summary {
+            errors: count(Severity::Error),
+            warnings: count(Severity::Warning),
+            infos: count(Severity::Info),
+        }
+    }
+}
+
 /// The doctor's document: `fabrik doctor --format json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -100,6 +111,14 @@ pub struct Report {
 }
 
 impl Report {
+    /// Adds findings made outside the catalog's node rules (`doctor --watch`'s counter
+    /// findings), keeping the order and the summary right.
+    pub fn add_findings(&mut self, more: impl IntoIterator<Item = Finding>) {
+        self.findings.extend(more);
+        sort_findings(&mut self.findings);
+        self.summary = Summary::of(&self.findings);
+    }
+
     /// 0: no errors; 1: errors (with `strict`, warnings too).
     pub fn exit_code(&self, strict: bool) -> u8 {
         if self.summary.errors > 0 || (strict && self.summary.warnings > 0) {
@@ -130,12 +149,7 @@ pub fn diagnose(nodes: &[NamedNode], env: Option<&PlannedEnv>) -> Report {
     }
     findings.extend(cluster::check(nodes));
     sort_findings(&mut findings);
-    let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-    let summary = Summary {
-        errors: count(Severity::Error),
-        warnings: count(Severity::Warning),
-        infos: count(Severity::Info),
-    };
+    let summary = Summary::of(&findings);
     Report {
         schema_version: SCHEMA_VERSION,
         nodes: nodes.iter().map(|n| n.name.clone()).collect(),

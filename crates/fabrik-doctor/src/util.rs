@@ -72,37 +72,6 @@ pub(crate) fn is_ib(port: &Port) -> bool {
     port.link_layer == Some(LinkLayer::Infiniband)
 }
 
-/// Soft-RoCE (`rxe`) and soft-iWARP (`siw`) devices are software on top of a netdev: no PCI
-/// function of their own and no hardware offload.
-pub(crate) fn is_software_device(dev: &RdmaDevice) -> bool {
-    dev.name.starts_with("rxe") || dev.name.starts_with("siw")
-}
-
-/// AWS Elastic Fabric Adapter: NCCL's built-in IB transport cannot drive it (it needs the
-/// aws-ofi-nccl plugin), so several rules treat it apart.
-/// rdma-core 27+ renames EFA devices `rdmapBUSsSLOT` (`rdmap115s0` on p5), so the name alone
-/// is not enough: the driver, or Amazon's vendor id with an EFA device id (`0xefa0`…), tell.
-pub(crate) fn is_efa(dev: &RdmaDevice) -> bool {
-    dev.name.starts_with("efa")
-        || dev.pci.as_ref().is_some_and(|p| {
-            p.driver.as_deref() == Some("efa")
-                || (p.vendor.as_deref() == Some("0x1d0f")
-                    && p.device.as_deref().is_some_and(|d| d.starts_with("0xefa")))
-        })
-}
-
-/// iWARP devices (`node_type` `4: RNIC`; Intel's i40iw, Chelsio's cxgb4, soft-iWARP): RDMA over
-/// TCP. Older kernels print `InfiniBand` as their link layer and a made-up IB rate (node_exporter's
-/// real i40iw fixture reads `10 Gb/sec (4X)`), so IB link rules must not judge them.
-pub(crate) fn is_iwarp(dev: &RdmaDevice) -> bool {
-    dev.node_type
-        .as_deref()
-        .is_some_and(|t| t.trim().starts_with("4:") || t.contains("RNIC"))
-        || ["i40iw", "cxgb3", "cxgb4", "siw"]
-            .iter()
-            .any(|p| dev.name.starts_with(p))
-}
-
 /// The driver family of a device: its PCI driver (`mlx5_core`, `efa`, `hfi1`) when known, else
 /// the name without its instance number (`mlx5_3` → `mlx5`, `i40iw0` → `i40iw`). rdma-core's
 /// persistent names (`rdmap115s0` for EFA, `ibp12s0`, `rocep1s0f0`, `iwp…`: type, then PCI bus and
@@ -144,7 +113,7 @@ pub(crate) fn interfaces(node: &Node) -> Vec<&fabrik_model::NetInterface> {
 pub(crate) fn verbs_hardware(node: &Node) -> impl Iterator<Item = &RdmaDevice> {
     devices(node)
         .into_iter()
-        .filter(|d| !is_software_device(d) && !is_efa(d))
+        .filter(|d| !d.is_software() && !d.is_efa())
 }
 
 /// Every (device, port) pair of the node, by device name and port number.
@@ -226,16 +195,16 @@ mod tests {
     fn efa_by_name_driver_or_ids() {
         let mut d = crate::testkit::hca("rdmap115s0", "0000:73:00.0", 0, &[], vec![]);
         d.pci.as_mut().unwrap().driver = None;
-        assert!(!is_efa(&d));
+        assert!(!d.is_efa());
         let pci = d.pci.as_mut().unwrap();
         pci.vendor = Some("0x1d0f".into());
         pci.device = Some("0xefa1".into());
-        assert!(is_efa(&d), "p5's renamed EFA by its ids");
+        assert!(d.is_efa(), "p5's renamed EFA by its ids");
         let pci = d.pci.as_mut().unwrap();
         pci.device = Some("0xec20".into());
-        assert!(!is_efa(&d), "ENA is no EFA");
+        assert!(!d.is_efa(), "ENA is no EFA");
         d.pci.as_mut().unwrap().driver = Some("efa".into());
-        assert!(is_efa(&d));
+        assert!(d.is_efa());
     }
 
     #[test]

@@ -16,7 +16,7 @@ fn docs_dir() -> PathBuf {
 fn rule_pages_match_the_catalog() {
     let dir = docs_dir();
     let mut expected: Vec<(String, String)> = catalog::rules()
-        .iter()
+        .into_iter()
         .map(|r| (format!("{}.md", r.id), catalog::page(r)))
         .collect();
     expected.push(("README.md".to_string(), catalog::index_page()));

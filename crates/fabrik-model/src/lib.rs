@@ -8,11 +8,13 @@ pub mod bench;
 pub mod cluster;
 pub mod finding;
 pub mod node;
+pub mod rule;
 
 pub use bench::*;
 pub use cluster::*;
 pub use finding::*;
 pub use node::*;
+pub use rule::{Rule, Scope, Source};
 
 /// Version of every top-level JSON document fabrik writes. Bump on an incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

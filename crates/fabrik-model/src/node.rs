@@ -180,6 +180,45 @@ pub struct RdmaDevice {
     pub ports: Vec<Port>,
 }
 
+impl RdmaDevice {
+    /// AWS Elastic Fabric Adapter. NCCL's built-in IB transport cannot drive it (it needs the
+    /// aws-ofi-nccl plugin). rdma-core 27+ renames EFA devices `rdmapBUSsSLOT` (`rdmap115s0` on
+    /// p5), so the `efa_` name alone is not enough: the driver (`efa`), or Amazon's vendor id
+    /// `0x1d0f` with an EFA device id (`0xefa0`, `0xefa1`...; Amazon's ENA is `0xec20`) tell.
+    pub fn is_efa(&self) -> bool {
+        self.name.starts_with("efa")
+            || self.pci.as_ref().is_some_and(|p| {
+                p.driver.as_deref() == Some("efa")
+                    || (p
+                        .vendor
+                        .as_deref()
+                        .is_some_and(|v| v.eq_ignore_ascii_case("0x1d0f"))
+                        && p.device.as_deref().is_some_and(|d| {
+                            d.get(..5).is_some_and(|h| h.eq_ignore_ascii_case("0xefa"))
+                        }))
+            })
+    }
+
+    /// iWARP devices (`node_type` `4: RNIC`; Intel's i40iw and irdma in iWARP mode, Chelsio's
+    /// cxgb4, soft-iWARP): RDMA over TCP, which NCCL's IB transport (IB and RoCE only) cannot
+    /// use. Older kernels print `InfiniBand` as their link layer and a made-up IB rate, so the
+    /// node type (or a name only iWARP drivers use) is what tells.
+    pub fn is_iwarp(&self) -> bool {
+        self.node_type
+            .as_deref()
+            .is_some_and(|t| t.trim().starts_with("4:") || t.contains("RNIC"))
+            || ["i40iw", "cxgb3", "cxgb4", "siw"]
+                .iter()
+                .any(|p| self.name.starts_with(p))
+    }
+
+    /// Soft-RoCE (`rxe`) and soft-iWARP (`siw`): software on top of a netdev, with no PCI
+    /// function of their own and no hardware offload.
+    pub fn is_software(&self) -> bool {
+        self.name.starts_with("rxe") || self.name.starts_with("siw")
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Port {
     pub number: u32,

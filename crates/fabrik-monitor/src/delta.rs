@@ -4,7 +4,7 @@
 //! reported as `reset`, never as a negative or wrapped-around rate. A PMA counter stuck at its
 //! ceiling is `saturated` (see [`crate::width`]); its rate is unknown.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -224,37 +224,47 @@ fn presence<T>(b: Option<&T>, a: Option<&T>) -> Presence {
     }
 }
 
+/// One source's counters of one port or interface, by name.
+type Readings = BTreeMap<String, Reading>;
+
+/// Every counter that changed between two readings of one port or interface, source by
+/// source; a counter present in only one reading is compared with its absence.
+fn counter_changes(
+    maps: &[(Source, &Readings, &Readings)],
+    i: Option<Duration>,
+) -> Vec<CounterChange> {
+    let mut changes = Vec::new();
+    for &(source, before, after) in maps {
+        let names: BTreeSet<&str> = before
+            .keys()
+            .chain(after.keys())
+            .map(String::as_str)
+            .collect();
+        for name in names {
+            let c = change(source, name, before.get(name), after.get(name), i);
+            if c.change != Change::Unchanged {
+                changes.push(c);
+            }
+        }
+    }
+    changes
+}
+
 fn port_delta(b: Option<&PortSample>, a: Option<&PortSample>, i: Option<Duration>) -> PortDelta {
     let pres = presence(b, a);
     // Describe the port by its latest state; a vanished port by its last known one.
     let latest = a.or(b);
-    let mut changes = Vec::new();
+    let changes = match (b, a) {
+        (Some(b), Some(a)) => counter_changes(
+            &[
+                (Source::Counters, &b.counters, &a.counters),
+                (Source::HwCounters, &b.hw_counters, &a.hw_counters),
+            ],
+            i,
+        ),
+        _ => Vec::new(),
+    };
     let mut problems = Vec::new();
-    if pres == Presence::Both {
-        for source in [Source::Counters, Source::HwCounters] {
-            let mut names: BTreeSet<&str> = BTreeSet::new();
-            for s in [b, a].into_iter().flatten() {
-                let map = if source == Source::Counters {
-                    &s.counters
-                } else {
-                    &s.hw_counters
-                };
-                names.extend(map.keys().map(String::as_str));
-            }
-            for name in names {
-                let c = change(
-                    source,
-                    name,
-                    b.and_then(|s| s.reading(source, name)),
-                    a.and_then(|s| s.reading(source, name)),
-                    i,
-                );
-                if c.change != Change::Unchanged {
-                    changes.push(c);
-                }
-            }
-        }
-    }
     match pres {
         Presence::Vanished => problems.push("port vanished between the two samples".to_string()),
         Presence::Appeared => problems.push("port appeared between the two samples".to_string()),
@@ -308,33 +318,17 @@ fn netdev_delta(
 ) -> NetdevDelta {
     let pres = presence(b, a);
     let latest = a.or(b);
-    let mut changes = Vec::new();
+    let changes = match (b, a) {
+        (Some(b), Some(a)) => counter_changes(
+            &[
+                (Source::Statistics, &b.statistics, &a.statistics),
+                (Source::Ethtool, &b.ethtool, &a.ethtool),
+            ],
+            i,
+        ),
+        _ => Vec::new(),
+    };
     let mut problems = Vec::new();
-    if pres == Presence::Both {
-        for source in [Source::Statistics, Source::Ethtool] {
-            let mut names: BTreeSet<&str> = BTreeSet::new();
-            for s in [b, a].into_iter().flatten() {
-                let map = if source == Source::Statistics {
-                    &s.statistics
-                } else {
-                    &s.ethtool
-                };
-                names.extend(map.keys().map(String::as_str));
-            }
-            for name in names {
-                let c = change(
-                    source,
-                    name,
-                    b.and_then(|s| s.reading(source, name)),
-                    a.and_then(|s| s.reading(source, name)),
-                    i,
-                );
-                if c.change != Change::Unchanged {
-                    changes.push(c);
-                }
-            }
-        }
-    }
     match pres {
         Presence::Vanished => {
             problems.push("interface vanished between the two samples".to_string())

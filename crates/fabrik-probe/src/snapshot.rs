@@ -107,6 +107,8 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     if opts.output.exists() || opts.output.symlink_metadata().is_ok() {
         return Err(SnapshotError::OutputExists(opts.output.clone()));
     }
+    // The counters are read during the probe: its start is when they were captured.
+    let read_at = SystemTime::now();
     let (node, record) = crate::probe_recording(&opts.source_root)?;
     let tarball = is_tarball(&opts.output);
     let staging = if tarball {
@@ -123,6 +125,7 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     };
     std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
     let (files, directories, symlinks) = write_tree(&tree, &record)?;
+    write_captured_at(&tree, &opts.source_root, read_at)?;
     let run_here = opts.run_commands && opts.source_root == Path::new("/");
     let commands = if run_here {
         run_commands(&tree, &node, opts.command_timeout)?
@@ -141,6 +144,38 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
         commands,
     })
 }
+
+/// Writes `fabrik/captured_at` (RFC 3339, UTC, milliseconds), which `fabrik diff` turns into
+/// the interval between two snapshots. A snapshot of a snapshot keeps the original's time,
+/// since its counters are the original's.
+fn write_captured_at(
+    tree: &Path,
+    source_root: &Path,
+    read_at: SystemTime,
+) -> Result<(), SnapshotError> {
+    let original = std::fs::read_to_string(source_root.join(CAPTURED_AT))
+        .ok()
+        .and_then(|t| parse_captured_at(&t));
+    let stamp = humantime::format_rfc3339_millis(original.unwrap_or(read_at));
+    let path = host_path(tree, CAPTURED_AT);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+    }
+    std::fs::write(&path, format!("{stamp}\n")).map_err(io_err("writing", &path))
+}
+
+/// `fabrik/captured_at` as snapshots write it (RFC 3339) or as older ones did (Unix seconds).
+fn parse_captured_at(text: &str) -> Option<SystemTime> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        let d = Duration::try_from_secs_f64(secs).ok()?;
+        return SystemTime::UNIX_EPOCH.checked_add(d);
+    }
+    humantime::parse_rfc3339_weak(t).ok()
+}
+
+/// When the snapshot's files were read, relative to its root.
+pub const CAPTURED_AT: &str = "fabrik/captured_at";
 
 fn top_dir_name(output: &Path) -> String {
     let name = output
@@ -392,6 +427,12 @@ fn command_list(node: &Node) -> Vec<(String, &'static str, Vec<String>)> {
                 format!("mlnx_qos-{}", n.name),
                 "mlnx_qos",
                 vec!["-i".into(), n.name.clone()],
+            ));
+            // The NIC's per-priority pause and phy discard counters, for `fabrik diff`.
+            cmds.push((
+                format!("ethtool-S-{}", n.name),
+                "ethtool",
+                vec!["-S".into(), n.name.clone()],
             ));
         }
         if n.pci.is_some() {

@@ -102,7 +102,7 @@ fn efa_configured(env: &PlannedEnv) -> Option<bool> {
 }
 
 pub fn aws_efa(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
-    let efa: Vec<_> = devices(node).into_iter().filter(|d| is_efa(d)).collect();
+    let efa: Vec<_> = devices(node).into_iter().filter(|d| d.is_efa()).collect();
     if efa.is_empty() {
         return vec![];
     }

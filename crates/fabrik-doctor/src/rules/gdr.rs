@@ -18,10 +18,7 @@ pub fn nearest_nic<'a>(node: &'a Node, gpu: &str) -> Option<&'a GpuNicPath> {
     node.gpu_nic_paths
         .iter()
         .filter(|p| p.gpu == gpu && p.path_type.is_some())
-        .filter(|p| {
-            node.rdma_device(&p.nic)
-                .is_some_and(|d| !is_software_device(d))
-        })
+        .filter(|p| node.rdma_device(&p.nic).is_some_and(|d| !d.is_software()))
         .min_by(|a, b| {
             a.path_type
                 .cmp(&b.path_type)
@@ -80,7 +77,7 @@ pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
     let hw: Vec<_> = node
         .rdma_devices
         .iter()
-        .filter(|d| !is_software_device(d))
+        .filter(|d| !d.is_software())
         .collect();
     if node.gpus.is_empty() || hw.is_empty() {
         return vec![];
@@ -122,7 +119,11 @@ pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
 }
 
 pub fn far_nic(node: &Node) -> Vec<Finding> {
-    if node.rdma_devices.iter().all(is_software_device) {
+    if node
+        .rdma_devices
+        .iter()
+        .all(fabrik_model::RdmaDevice::is_software)
+    {
         return vec![];
     }
     let mut out = vec![];

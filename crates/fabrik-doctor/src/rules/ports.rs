@@ -43,7 +43,7 @@ fn no_link_severity(
     port: &fabrik_model::Port,
 ) -> Severity {
     let others_active = all_ports(node).any(|(d, p)| {
-        !is_software_device(d) && is_active(p) && !(d.name == dev.name && p.number == port.number)
+        !d.is_software() && is_active(p) && !(d.name == dev.name && p.number == port.number)
     });
     if others_active {
         Severity::Warning
@@ -150,7 +150,7 @@ pub fn phys_state(node: &Node) -> Vec<Finding> {
 pub fn below_capable(node: &Node) -> Vec<Finding> {
     let mut best: BTreeMap<String, (u32, u8)> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
+        if !is_active(port) || !is_ib(port) || dev.is_iwarp() {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -164,7 +164,7 @@ pub fn below_capable(node: &Node) -> Vec<Finding> {
     }
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || !is_ib(port) || is_iwarp(dev) {
+        if !is_active(port) || !is_ib(port) || dev.is_iwarp() {
             continue;
         }
         let Some(rate) = &port.rate else { continue };
@@ -235,7 +235,7 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
     // not a slow rail.
     let mut by_layer: BTreeMap<(&'static str, String), Vec<RatedPort>> = BTreeMap::new();
     for (dev, port) in all_ports(node) {
-        if !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
+        if !is_active(port) || dev.is_software() || dev.is_iwarp() {
             continue;
         }
         let layer = match port.link_layer {
@@ -311,7 +311,7 @@ pub fn unknown_values(node: &Node) -> Vec<Finding> {
             }
         }
         // EFA ports have no IB or Ethernet link layer: the kernel writes `Unknown` for them.
-        if let Some(LinkLayer::Other(v)) = port.link_layer.as_ref().filter(|_| !is_efa(dev)) {
+        if let Some(LinkLayer::Other(v)) = port.link_layer.as_ref().filter(|_| !dev.is_efa()) {
             out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
                 format!("link layer `{v}` is neither InfiniBand nor Ethernet; IB and RoCE rules were not applied to this port"),
                 vec![ev(port_path(dev, port, "link_layer"), v.clone())],

@@ -39,7 +39,7 @@ pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
         // iWARP (RDMA over TCP) has no RoCE GID types, PFC or ECN needs.
-        if !is_roce(port) || !is_active(port) || is_iwarp(dev) {
+        if !is_roce(port) || !is_active(port) || dev.is_iwarp() {
             continue;
         }
         let has_v2_ip = port
@@ -88,7 +88,7 @@ pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
     let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut evidence = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
+        if !is_roce(port) || !is_active(port) || dev.is_software() || dev.is_iwarp() {
             continue;
         }
         if let Some(i) = recommended_gid_index(port) {
@@ -160,7 +160,7 @@ pub fn mtu(node: &Node) -> Vec<Finding> {
 fn roce_netdevs(node: &Node) -> Vec<(String, &fabrik_model::NetInterface)> {
     let mut v = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || is_software_device(dev) || is_iwarp(dev) {
+        if !is_roce(port) || !is_active(port) || dev.is_software() || dev.is_iwarp() {
             continue;
         }
         if let Some(nd) = &port.netdev {

@@ -35,32 +35,32 @@ impl RdmaInventory {
     }
 }
 
-/// Software RDMA devices work but move data through the CPU: NCCL over them is slower than
-/// over plain sockets with several threads, so fabrik never picks them for a job.
-fn is_software_device(d: &RdmaDevice) -> bool {
-    d.name.starts_with("rxe") || d.name.starts_with("siw")
-}
-
-fn is_efa(d: &RdmaDevice) -> bool {
-    d.name.starts_with("efa")
-        || d.pci
-            .as_ref()
-            .and_then(|p| p.vendor.as_deref())
-            .is_some_and(|v| v.eq_ignore_ascii_case("0x1d0f"))
-}
-
 pub fn inventory(node: &Node) -> RdmaInventory {
     let mut inv = RdmaInventory::default();
     let mut devices: Vec<&RdmaDevice> = node.rdma_devices.iter().collect();
     devices.sort_by_key(|d| natural_key(&d.name));
     for d in devices {
-        if is_efa(d) {
+        if d.is_efa() {
             inv.efa.push(d.name.clone());
             continue;
         }
-        if is_software_device(d) {
+        // Software RDMA devices work but move data through the CPU: NCCL over them is slower
+        // than over plain sockets with several threads, so fabrik never picks them for a job.
+        if d.is_software() {
             inv.unusable.push(format!(
                 "{} is a software RDMA device (Soft-RoCE/siw): no GPUDirect, slower than sockets",
+                d.name
+            ));
+            continue;
+        }
+        if d.is_iwarp() {
+            let known_by = match d.node_type.as_deref() {
+                Some(t) => format!("node_type {}", t.trim()),
+                None => "named by its iWARP driver".to_string(),
+            };
+            inv.unusable.push(format!(
+                "{} is an iWARP device ({known_by}): RDMA over TCP, which NCCL's IB transport \
+                 (InfiniBand and RoCE only) cannot use",
                 d.name
             ));
             continue;

@@ -105,7 +105,6 @@ pub fn exact_ifname(name: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     pub(crate) fn iface(
         name: &str,
@@ -114,21 +113,9 @@ mod tests {
         default_route: bool,
     ) -> NetInterface {
         NetInterface {
-            name: name.into(),
             kind,
             mtu: Some(1500),
-            operstate: Some("up".into()),
-            speed_mbps: None,
-            mac: None,
-            ipv4: ip.iter().map(|s| s.to_string()).collect(),
-            ipv6: vec![],
-            driver: None,
-            pci: None,
-            rdma_device: None,
-            default_route,
-            ecn: None,
-            pfc: None,
-            statistics: BTreeMap::new(),
+            ..crate::env::tests::iface(name, ip, default_route)
         }
     }
 

@@ -360,6 +360,68 @@ fn efa_devices_select_the_aws_profile() {
     assert_eq!(val(&env, "NCCL_PROTO"), None);
 }
 
+/// rdma-core 27+ names EFA devices after their PCI slot (`rdmap115s0` on p5): the driver or
+/// Amazon's EFA PCI ids tell, and Amazon's ENA (0x1d0f:0xec20) is no EFA.
+#[test]
+fn renamed_efa_devices_are_known_by_driver_or_pci_ids() {
+    let pci = |driver: Option<&str>, device: &str| PciFunction {
+        driver: driver.map(Into::into),
+        vendor: Some("0x1d0f".into()),
+        device: Some(device.into()),
+        ..PciFunction::default()
+    };
+    for (driver, device) in [(Some("efa"), "0xefa1"), (None, "0xefa2")] {
+        let mut node = socket_node();
+        let mut d = dev(
+            "rdmap115s0",
+            vec![port(1, "4: ACTIVE", "Unspecified", None, vec![])],
+        );
+        d.pci = Some(pci(driver, device));
+        node.rdma_devices = vec![d];
+        let env = gen(Profile::Auto, Some(&node));
+        assert_eq!(env.profile, "aws-efa", "{driver:?} {device}");
+        assert_eq!(env.transport, Transport::Efa);
+    }
+    let mut node = socket_node();
+    let mut d = dev(
+        "rdmap0s6",
+        vec![port(1, "4: ACTIVE", "Unspecified", None, vec![])],
+    );
+    d.pci = Some(pci(Some("ena"), "0xec20"));
+    node.rdma_devices = vec![d];
+    assert_ne!(gen(Profile::Auto, Some(&node)).profile, "aws-efa");
+}
+
+/// An iWARP device (Intel i40iw, node_type `4: RNIC`) reports link layer InfiniBand on older
+/// kernels, but NCCL's IB transport cannot use RDMA over TCP: it stays out of NCCL_IB_HCA.
+#[test]
+fn iwarp_devices_stay_out_of_nccl_ib_hca_with_a_note() {
+    let mut node = ib_node();
+    let mut iw = dev(
+        "i40iw0",
+        vec![port(1, "4: ACTIVE", "InfiniBand", None, vec![])],
+    );
+    iw.node_type = Some("4: RNIC".into());
+    node.rdma_devices.push(iw);
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+    assert!(env.notes.iter().any(|n| n
+        .message
+        .contains("i40iw0 is an iWARP device (node_type 4: RNIC)")));
+
+    // By node type alone: irdma in iWARP mode keeps the irdma name.
+    let mut node = socket_node();
+    let mut iw = dev(
+        "irdma0",
+        vec![port(1, "4: ACTIVE", "InfiniBand", None, vec![])],
+    );
+    iw.node_type = Some("4: RNIC".into());
+    node.rdma_devices = vec![iw];
+    let env = gen(Profile::Auto, Some(&node));
+    assert_eq!(val(&env, "NCCL_IB_HCA"), None);
+    assert_eq!(env.transport, Transport::Socket);
+}
+
 #[test]
 fn gve_interfaces_hint_at_tcpx_without_assuming_it() {
     let mut node = socket_node();

@@ -18,16 +18,17 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The earlier snapshot: a directory written by `fabrik snapshot` (or any root with sys/).
+    /// The earlier snapshot: a directory or .tar.gz written by `fabrik snapshot` (or any root
+    /// with sys/).
     pub before: PathBuf,
     /// The later snapshot.
     pub after: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// PFC pause frames per second (per priority and direction) above which FAB-CNT-008 fires.
+    /// PFC pause frames per second (per priority and direction) above which FAB-CNT-108 fires.
     #[arg(long, default_value_t = Thresholds::default().pause_frames_per_s)]
     pub pause_threshold: f64,
-    /// CNPs per second above which FAB-CNT-009 fires.
+    /// CNPs per second above which FAB-CNT-109 fires.
     #[arg(long, default_value_t = Thresholds::default().cnp_per_s)]
     pub cnp_threshold: f64,
 }
@@ -44,25 +45,50 @@ struct DiffDoc<'a> {
     findings: &'a [Finding],
 }
 
-fn check_root(p: &Path) -> anyhow::Result<()> {
+/// A snapshot to read: a directory as is, or a `.tar.gz` unpacked for as long as this lives.
+struct Opened {
+    root: PathBuf,
+    _unpacked: Option<fabrik_probe::snapshot::Unpacked>,
+}
+
+fn open_snapshot(p: &Path) -> anyhow::Result<Opened> {
+    if fabrik_probe::snapshot::is_snapshot_tarball(p) {
+        let unpacked = fabrik_probe::snapshot::unpack(p)
+            .with_context(|| format!("reading snapshot {}", p.display()))?;
+        check_root(&unpacked.root, p)?;
+        return Ok(Opened {
+            root: unpacked.root.clone(),
+            _unpacked: Some(unpacked),
+        });
+    }
     let meta = std::fs::metadata(p).with_context(|| format!("reading snapshot {}", p.display()))?;
     if !meta.is_dir() {
         bail!(
-            "{} is not a directory; extract a .tar.gz snapshot first (tar xzf FILE -C DIR)",
+            "{} is neither a directory nor a .tar.gz snapshot",
             p.display()
         );
     }
-    if !p.join("sys").is_dir() {
-        bail!("{} has no sys/ directory: not a snapshot root", p.display());
+    check_root(p, p)?;
+    Ok(Opened {
+        root: p.to_path_buf(),
+        _unpacked: None,
+    })
+}
+
+fn check_root(root: &Path, named: &Path) -> anyhow::Result<()> {
+    if !root.join("sys").is_dir() {
+        bail!(
+            "{} has no sys/ directory: not a snapshot root",
+            named.display()
+        );
     }
     Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    check_root(&args.before)?;
-    check_root(&args.after)?;
-    let before = sample(&args.before);
-    let after = sample(&args.after);
+    let (a, b) = (open_snapshot(&args.before)?, open_snapshot(&args.after)?);
+    let before = sample(&a.root);
+    let after = sample(&b.root);
     let interval = interval_between(&before, &after);
     let report = compare(&before, &after, interval);
     let th = Thresholds {

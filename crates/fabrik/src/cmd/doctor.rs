@@ -1,10 +1,12 @@
 //! `fabrik doctor`: probes one or more roots and runs the rule catalog on them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use fabrik_doctor::{diagnose, name_nodes, render, PlannedEnv};
+use fabrik_model::Finding;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
@@ -30,6 +32,10 @@ pub struct Args {
     /// Exit 1 on warnings too, not only on errors.
     #[arg(long)]
     pub strict: bool,
+    /// Also sample every root's counters twice, this long apart (`10s`, `1m`), and add the
+    /// counter findings (FAB-CNT-1xx: errors, flaps, retransmissions, pause and CNP rates).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub watch: Option<Duration>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -49,17 +55,63 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let mut nodes = Vec::with_capacity(args.root.len());
-    for root in &args.root {
-        nodes.push(crate::cmd::inventory::load_node(root)?);
+    if args.watch.is_some_and(|d| d.is_zero()) {
+        anyhow::bail!("--watch must be more than zero");
     }
-    let report = diagnose(&name_nodes(nodes), env.as_ref());
+    // The roots are watched while they are probed: the interval is spent once, not per root.
+    let (nodes, watched) = std::thread::scope(|scope| {
+        let watchers: Vec<_> = match args.watch {
+            Some(interval) => args
+                .root
+                .iter()
+                .map(|root| scope.spawn(move || watch_root(root, interval)))
+                .collect(),
+            None => vec![],
+        };
+        let nodes: anyhow::Result<Vec<_>> = args
+            .root
+            .iter()
+            .map(|root| crate::cmd::inventory::load_node(root))
+            .collect();
+        let watched: Vec<Vec<Finding>> = watchers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect();
+        (nodes, watched)
+    });
+    let named = name_nodes(nodes?);
+    let mut report = diagnose(&named, env.as_ref());
+    let many = named.len() > 1;
+    for (node, mut findings) in named.iter().zip(watched) {
+        if many {
+            for f in &mut findings {
+                f.subject = format!("{}/{}", node.name, f.subject);
+            }
+        }
+        report.add_findings(findings);
+    }
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
         Format::Table => emit(&render::table(&report))?,
         Format::Markdown => emit(&render::markdown(&report))?,
     }
     Ok(ExitCode::from(report.exit_code(args.strict)))
+}
+
+/// Counter findings between two samples of `root`, `interval` apart. A snapshot tarball is
+/// frozen, so its counters cannot move: it is skipped with a note.
+fn watch_root(root: &Path, interval: Duration) -> Vec<Finding> {
+    if fabrik_probe::snapshot::is_snapshot_tarball(root) {
+        eprintln!(
+            "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
+             (use `fabrik diff` on two snapshots)",
+            root.display()
+        );
+        return vec![];
+    }
+    let (_, findings) =
+        fabrik_monitor::watch(root, interval, &fabrik_monitor::Thresholds::default());
+    findings
 }
 
 /// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.

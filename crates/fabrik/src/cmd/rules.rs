@@ -20,7 +20,7 @@ pub struct Args {
 #[derive(Serialize)]
 struct RulesDoc {
     schema_version: u32,
-    rules: &'static [catalog::Rule],
+    rules: Vec<&'static catalog::Rule>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

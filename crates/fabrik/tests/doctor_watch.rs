@@ -1,0 +1,133 @@
+//! `fabrik doctor --watch`: counter findings from two live samples of a root whose counters a
+//! test thread moves during the interval (the fixtures/counters/mlx5-ib pair: mlx5_1's link
+//! flaps, symbol and receive errors grow).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use support::copy_tree;
+
+fn pair() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-ib")
+}
+
+fn doctor(args: &[&str]) -> (i32, Value) {
+    let out = Command::cargo_bin("fabrik")
+        .unwrap()
+        .arg("doctor")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+fn finding<'a>(report: &'a Value, rule: &str, subject: &str) -> Option<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule && f["subject"] == subject)
+}
+
+#[test]
+fn watch_adds_counter_findings_that_move_during_the_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("node");
+    copy_tree(&pair().join("before"), &root);
+    let r = root.to_string_lossy().into_owned();
+
+    // Nothing moves: only mthca0's 32-bit counters stuck at their maximum are reported
+    // (saturated), nothing grows, exit 0.
+    let (code, still) = doctor(&["--root", &r, "--watch", "300ms"]);
+    assert_eq!(code, 0, "{still}");
+    let counter_rules: Vec<(&str, &str)> = still["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"].as_str().unwrap().starts_with("FAB-CNT-1"))
+        .map(|f| (f["rule"].as_str().unwrap(), f["subject"].as_str().unwrap()))
+        .collect();
+    assert_eq!(counter_rules, vec![("FAB-CNT-121", "mthca0:1")], "{still}");
+
+    // A thread writes the `after` counters while the doctor waits between its two samples.
+    let after = pair().join("after");
+    let writer = {
+        let root = root.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            copy_tree(&after, &root);
+        })
+    };
+    let (code, report) = doctor(&["--root", &r, "--watch", "3s"]);
+    writer.join().unwrap();
+    assert_eq!(code, 1, "link_downed grew: an error finding: {report}");
+    assert!(report["summary"]["errors"].as_u64().unwrap() >= 1);
+    let flap = finding(&report, "FAB-CNT-102", "mlx5_1:1").expect("FAB-CNT-102");
+    assert_eq!(flap["severity"], "error");
+    let ev = &flap["evidence"][0];
+    assert_eq!(
+        ev["path"],
+        "/sys/class/infiniband/mlx5_1/ports/1/counters/link_downed"
+    );
+    let value = ev["value"].as_str().unwrap();
+    assert!(value.starts_with("before 2, after "), "{value}");
+    assert!(value.contains("interval "), "{value}");
+    assert!(finding(&report, "FAB-CNT-101", "mlx5_1:1").is_some());
+    // The doctor's static rules are still there beside the counter rules.
+    assert!(finding(&report, "FAB-CTR-001", "mlx5_1:1").is_some());
+}
+
+#[test]
+fn watch_prefixes_subjects_with_the_node_when_several_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    copy_tree(&pair().join("before"), &a);
+    copy_tree(&pair().join("before"), &b);
+    let after = pair().join("after");
+    let writer = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(700));
+            copy_tree(&after, &b);
+        })
+    };
+    let (ra, rb) = (
+        a.to_string_lossy().into_owned(),
+        b.to_string_lossy().into_owned(),
+    );
+    let (code, report) = doctor(&["--root", &ra, "--root", &rb, "--watch", "3s"]);
+    writer.join().unwrap();
+    assert_eq!(code, 1, "{report}");
+    let names: Vec<&str> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let flapped: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FAB-CNT-102")
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(flapped, vec![format!("{}/mlx5_1:1", names[1])], "{report}");
+}
+
+#[test]
+fn watch_rejects_a_bad_duration() {
+    let out = Command::cargo_bin("fabrik")
+        .unwrap()
+        .args(["doctor", "--root", "/nonexistent", "--watch", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
