@@ -553,6 +553,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn captured_at_is_read_in_both_forms_and_written_in_rfc3339() {
+        let t = parse_captured_at("2026-11-22T10:00:10Z\n").unwrap();
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            1_795_341_610
+        );
+        let u = parse_captured_at("1795341610.5").unwrap();
+        assert_eq!(
+            u.duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_millis(),
+            1_795_341_610_500
+        );
+        for bad in ["", "yesterday", "-5", "NaN", "inf", "2026-13-40T99:00:00Z"] {
+            assert_eq!(parse_captured_at(bad), None, "{bad}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (src, tree) = (dir.path().join("src"), dir.path().join("tree"));
+        std::fs::create_dir_all(src.join("fabrik")).unwrap();
+        write_captured_at(&tree, &src, u).unwrap();
+        let written = std::fs::read_to_string(tree.join(CAPTURED_AT)).unwrap();
+        assert_eq!(written, "2026-11-22T10:00:10.500Z\n");
+        // A snapshot of a snapshot keeps the original's time.
+        std::fs::write(src.join(CAPTURED_AT), "2026-11-22T10:00:10Z\n").unwrap();
+        let tree2 = dir.path().join("tree2");
+        write_captured_at(&tree2, &src, u).unwrap();
+        let kept = std::fs::read_to_string(tree2.join(CAPTURED_AT)).unwrap();
+        assert_eq!(kept, "2026-11-22T10:00:10.000Z\n");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn captured_at_never_panics(text in "\\PC{0,40}") {
+            let _ = parse_captured_at(&text);
+        }
+    }
+
+    #[test]
     fn proc_self_and_link_targets() {
         assert_eq!(stored_path("/proc/4242/limits"), "/proc/self/limits");
         assert_eq!(stored_path("/proc/4242/net/route"), "/proc/self/net/route");

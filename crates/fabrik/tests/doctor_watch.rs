@@ -1,11 +1,13 @@
 //! `fabrik doctor --watch`: counter findings from two live samples of a root whose counters a
-//! test thread moves during the interval (the fixtures/counters/mlx5-ib pair: mlx5_1's link
-//! flaps, symbol and receive errors grow).
+//! test thread moves during the interval (a copy of fixtures/counters/mlx5-ib/before, whose
+//! mlx5_1 link keeps flapping and collecting symbol errors).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -14,6 +16,24 @@ use support::copy_tree;
 
 fn pair() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-ib")
+}
+
+/// Raises mlx5_1:1's `link_downed` and `symbol_error` every 50 ms until stopped, so any two
+/// samples far enough apart see them grow, however late the doctor starts on a busy machine.
+fn keep_flapping(root: &Path) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters = root.join("sys/class/infiniband/mlx5_1/ports/1/counters");
+    let flag = stop.clone();
+    let handle = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            n += 1;
+            std::fs::write(counters.join("link_downed"), format!("{}\n", 2 + n)).unwrap();
+            std::fs::write(counters.join("symbol_error"), format!("{}\n", 1200 + n)).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    (stop, handle)
 }
 
 fn doctor(args: &[&str]) -> (i32, Value) {
@@ -57,16 +77,10 @@ fn watch_adds_counter_findings_that_move_during_the_interval() {
         .collect();
     assert_eq!(counter_rules, vec![("FAB-CNT-121", "mthca0:1")], "{still}");
 
-    // A thread writes the `after` counters while the doctor waits between its two samples.
-    let after = pair().join("after");
-    let writer = {
-        let root = root.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(700));
-            copy_tree(&after, &root);
-        })
-    };
-    let (code, report) = doctor(&["--root", &r, "--watch", "3s"]);
+    // A thread moves the counters while the doctor waits between its two samples.
+    let (stop, writer) = keep_flapping(&root);
+    let (code, report) = doctor(&["--root", &r, "--watch", "1s"]);
+    stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     assert_eq!(code, 1, "link_downed grew: an error finding: {report}");
     assert!(report["summary"]["errors"].as_u64().unwrap() >= 1);
@@ -78,7 +92,14 @@ fn watch_adds_counter_findings_that_move_during_the_interval() {
         "/sys/class/infiniband/mlx5_1/ports/1/counters/link_downed"
     );
     let value = ev["value"].as_str().unwrap();
-    assert!(value.starts_with("before 2, after "), "{value}");
+    // `before N, after M, interval S s (+D, R/s)`
+    let nums: Vec<f64> = value
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(value.starts_with("before "), "{value}");
+    assert!(nums[0] > 2.0 && nums[1] > nums[0], "{value}");
+    assert!(nums[2] >= 1.0, "the interval: {value}");
     assert!(value.contains("interval "), "{value}");
     assert!(finding(&report, "FAB-CNT-101", "mlx5_1:1").is_some());
     // The doctor's static rules are still there beside the counter rules.
@@ -91,19 +112,13 @@ fn watch_prefixes_subjects_with_the_node_when_several_roots() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     copy_tree(&pair().join("before"), &a);
     copy_tree(&pair().join("before"), &b);
-    let after = pair().join("after");
-    let writer = {
-        let b = b.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(700));
-            copy_tree(&after, &b);
-        })
-    };
+    let (stop, writer) = keep_flapping(&b);
     let (ra, rb) = (
         a.to_string_lossy().into_owned(),
         b.to_string_lossy().into_owned(),
     );
-    let (code, report) = doctor(&["--root", &ra, "--root", &rb, "--watch", "3s"]);
+    let (code, report) = doctor(&["--root", &ra, "--root", &rb, "--watch", "1s"]);
+    stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     assert_eq!(code, 1, "{report}");
     let names: Vec<&str> = report["nodes"]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use fabrik_monitor::server::{Exporter, ExporterConfig};
-use fabrik_monitor::{SampleOptions, Thresholds};
+use fabrik_monitor::Thresholds;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -63,13 +63,7 @@ fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut options = SampleOptions::for_root(&args.root);
-    options.all_netdevs = args.all_netdevs;
-    if args.no_ethtool {
-        options.ethtool = fabrik_monitor::EthtoolMode::Off;
-    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
-        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
-    }
+    let options = crate::cmd::top::sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let config = ExporterConfig {
         root: args.root.clone(),
         options,

@@ -54,17 +54,28 @@ struct Frame<'a> {
     findings: &'a [Finding],
 }
 
+/// What `top` and `exporter` read: `--all-netdevs` and `--no-ethtool` applied, and a word on
+/// stderr when a live root has no ethtool (no pause or phy discard counters then).
+pub(crate) fn sample_options(
+    root: &std::path::Path,
+    all_netdevs: bool,
+    no_ethtool: bool,
+) -> SampleOptions {
+    let mut options = SampleOptions::for_root(root);
+    options.all_netdevs = all_netdevs;
+    if no_ethtool {
+        options.ethtool = fabrik_monitor::EthtoolMode::Off;
+    } else if fabrik_monitor::is_live(root) && !fabrik_monitor::ethtool_on_path() {
+        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
+    }
+    options
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         anyhow::bail!("--interval must be more than zero");
     }
-    let mut options = SampleOptions::for_root(&args.root);
-    options.all_netdevs = args.all_netdevs;
-    if args.no_ethtool {
-        options.ethtool = fabrik_monitor::EthtoolMode::Off;
-    } else if fabrik_monitor::is_live(&args.root) && !fabrik_monitor::ethtool_on_path() {
-        eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
-    }
+    let options = sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
     let stdout = std::io::stdout();
