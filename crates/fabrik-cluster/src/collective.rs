@@ -606,34 +606,36 @@ fn io_peer(peer: &str, doing: &str, e: std::io::Error) -> ClusterError {
     }
 }
 
+/// The lengths of `parts` contiguous pieces of `len` items that differ by at most one, longer
+/// pieces first (at least one piece, so an empty buffer still yields one empty piece).
+fn even_lengths(len: usize, parts: usize) -> impl Iterator<Item = usize> {
+    let parts = parts.max(1);
+    let (base, extra) = (len / parts, len % parts);
+    (0..parts).map(move |i| base + usize::from(i < extra))
+}
+
 /// Splits `buf` into `parts` contiguous pieces whose lengths differ by at most one.
 pub fn split_even<T>(buf: &mut [T], parts: usize) -> Vec<&mut [T]> {
-    let parts = parts.max(1);
-    let (base, extra) = (buf.len() / parts, buf.len() % parts);
-    let mut out = Vec::with_capacity(parts);
     let mut rest = buf;
-    for i in 0..parts {
-        let len = base + usize::from(i < extra);
-        let (head, tail) = rest.split_at_mut(len);
-        out.push(head);
-        rest = tail;
-    }
-    out
+    even_lengths(rest.len(), parts)
+        .map(|len| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = tail;
+            head
+        })
+        .collect()
 }
 
 /// [`split_even`] for a shared slice.
 pub fn split_even_ref<T>(buf: &[T], parts: usize) -> Vec<&[T]> {
-    let parts = parts.max(1);
-    let (base, extra) = (buf.len() / parts, buf.len() % parts);
-    let mut out = Vec::with_capacity(parts);
     let mut rest = buf;
-    for i in 0..parts {
-        let len = base + usize::from(i < extra);
-        let (head, tail) = rest.split_at(len);
-        out.push(head);
-        rest = tail;
-    }
-    out
+    even_lengths(rest.len(), parts)
+        .map(|len| {
+            let (head, tail) = rest.split_at(len);
+            rest = tail;
+            head
+        })
+        .collect()
 }
 
 /// Splits `n` equal blocks into `lanes` pieces each, and hands lane `c` the `c`-th piece of
