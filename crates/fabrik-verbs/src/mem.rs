@@ -1,15 +1,9 @@
 //! Buffers to register: host memory, or GPU memory from the CUDA driver API loaded at run time
-//! (dlopen `libcuda.so.1`, like libibverbs). Hand-written over libloading rather than cudarc:
-//! fabrik needs ten driver entry points, and cudarc's generated bindings would add a large build
-//! to every node for them.
+//! (dlopen `libcuda.so.1`, like libibverbs; the loader is `fabrik_gpu::cuda`).
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::ffi::{c_void, CStr};
-use std::os::raw::{c_char, c_int, c_uint};
-use std::sync::Arc;
-
-use libloading::Library;
 use serde::{Deserialize, Serialize};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::sync::Arc;
 
 use crate::error::VerbsError;
 
@@ -34,114 +28,12 @@ impl MemKind {
     }
 }
 
-pub const LIBCUDA: &str = "libcuda.so.1";
+/// The CUDA driver loader lives in fabrik-gpu (shared with the NCCL backend).
+pub use fabrik_gpu::cuda::{Cuda, LIBCUDA};
 
-type CuInit = unsafe extern "C" fn(c_uint) -> c_int;
-type CuDeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> c_int;
-type CuPrimaryCtxRetain = unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int;
-type CuCtxSetCurrent = unsafe extern "C" fn(*mut c_void) -> c_int;
-type CuMemAlloc = unsafe extern "C" fn(*mut u64, usize) -> c_int;
-type CuMemAllocManaged = unsafe extern "C" fn(*mut u64, usize, c_uint) -> c_int;
-type CuMemFree = unsafe extern "C" fn(u64) -> c_int;
-type CuMemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> c_int;
-type CuMemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int;
-type CuGetHandle = unsafe extern "C" fn(*mut c_void, u64, usize, c_int, u64) -> c_int;
-type CuGetErrorString = unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int;
-
-/// The CUDA driver entry points fabrik uses; valid while `_lib` is loaded.
-pub struct Cuda {
-    mem_alloc: CuMemAlloc,
-    mem_alloc_managed: CuMemAllocManaged,
-    mem_free: CuMemFree,
-    htod: CuMemcpyHtoD,
-    dtoh: CuMemcpyDtoH,
-    /// CUDA ≥ 11.7: exports device memory as a dma-buf for `ibv_reg_dmabuf_mr`.
-    get_handle: Option<CuGetHandle>,
-    error_string: CuGetErrorString,
-    _lib: Library,
-}
-
-impl std::fmt::Debug for Cuda {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cuda").finish_non_exhaustive()
-    }
-}
-
-impl Cuda {
-    /// Loads the driver, initialises it and makes device `ordinal`'s primary context current.
-    pub fn open(ordinal: i32) -> Result<Arc<Self>, VerbsError> {
-        Self::open_from(LIBCUDA, ordinal)
-    }
-
-    pub fn open_from(name: &str, ordinal: i32) -> Result<Arc<Self>, VerbsError> {
-        // SAFETY: loading the CUDA driver library runs its constructors only.
-        let lib = unsafe { Library::new(name) }.map_err(|e| {
-            VerbsError::Cuda(format!(
-                "cannot load {name} ({e}): --mem cuda/managed needs an NVIDIA GPU and driver"
-            ))
-        })?;
-        macro_rules! sym {
-            ($s:literal) => {{
-                // SAFETY: the type is the CUDA driver API prototype of this symbol; the pointer
-                // does not outlive `lib`, which moves into the returned struct.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }
-                    .map_err(|_| VerbsError::Cuda(format!("{name} lacks {}", $s)))?
-            }};
-        }
-        let init: CuInit = sym!("cuInit");
-        let device_get: CuDeviceGet = sym!("cuDeviceGet");
-        let retain: CuPrimaryCtxRetain = sym!("cuDevicePrimaryCtxRetain");
-        let set_current: CuCtxSetCurrent = sym!("cuCtxSetCurrent");
-        let cuda = Cuda {
-            mem_alloc: sym!("cuMemAlloc_v2"),
-            mem_alloc_managed: sym!("cuMemAllocManaged"),
-            mem_free: sym!("cuMemFree_v2"),
-            htod: sym!("cuMemcpyHtoD_v2"),
-            dtoh: sym!("cuMemcpyDtoH_v2"),
-            // SAFETY: as in sym!; absent on drivers older than CUDA 11.7.
-            get_handle: unsafe { lib.get(b"cuMemGetHandleForAddressRange\0") }
-                .ok()
-                .map(|f| *f),
-            error_string: sym!("cuGetErrorString"),
-            _lib: lib,
-        };
-        // SAFETY: cuInit takes flags 0.
-        cuda.check(unsafe { init(0) }, "cuInit")?;
-        let mut dev: c_int = 0;
-        // SAFETY: dev is a valid out-pointer.
-        cuda.check(unsafe { device_get(&mut dev, ordinal) }, "cuDeviceGet")?;
-        let mut ctx: *mut c_void = std::ptr::null_mut();
-        // SAFETY: ctx is a valid out-pointer; dev came from cuDeviceGet.
-        cuda.check(unsafe { retain(&mut ctx, dev) }, "cuDevicePrimaryCtxRetain")?;
-        // SAFETY: ctx is the primary context just retained (kept for the process lifetime).
-        cuda.check(unsafe { set_current(ctx) }, "cuCtxSetCurrent")?;
-        Ok(Arc::new(cuda))
-    }
-
-    fn check(&self, rc: c_int, call: &str) -> Result<(), VerbsError> {
-        if rc == 0 {
-            return Ok(());
-        }
-        let mut p: *const c_char = std::ptr::null();
-        // SAFETY: p is a valid out-pointer; the driver returns a static string.
-        let text = if unsafe { (self.error_string)(rc, &mut p) } == 0 && !p.is_null() {
-            // SAFETY: non-null static NUL-terminated string.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        } else {
-            "unknown error".to_string()
-        };
-        Err(VerbsError::Cuda(format!(
-            "{call} failed: {text} (CUresult {rc})"
-        )))
-    }
-
-    /// Exports `[ptr, ptr+len)` as a dma-buf fd, when the driver can.
-    pub fn dmabuf_fd(&self, ptr: u64, len: usize) -> Option<i32> {
-        let f = self.get_handle?;
-        let mut fd: c_int = -1;
-        // SAFETY: fd is a valid out-pointer of the handle type DMA_BUF_FD (1) asks for.
-        let rc = unsafe { f((&mut fd as *mut c_int).cast(), ptr, len, 1, 0) };
-        (rc == 0 && fd >= 0).then_some(fd)
+impl From<fabrik_gpu::GpuError> for VerbsError {
+    fn from(e: fabrik_gpu::GpuError) -> Self {
+        VerbsError::Cuda(e.to_string())
     }
 }
 
@@ -189,15 +81,11 @@ impl Buffer {
                     return Err(VerbsError::Cuda("CUDA driver not opened".into()));
                 };
                 let alloc_len = len.div_ceil(GPU_ALIGN) * GPU_ALIGN;
-                let mut ptr: u64 = 0;
-                let rc = if kind == MemKind::Cuda {
-                    // SAFETY: ptr is a valid out-pointer; a context is current (Cuda::open).
-                    unsafe { (cuda.mem_alloc)(&mut ptr, alloc_len) }
+                let ptr = if kind == MemKind::Cuda {
+                    cuda.mem_alloc(alloc_len)?
                 } else {
-                    // SAFETY: as above; 1 = CU_MEM_ATTACH_GLOBAL.
-                    unsafe { (cuda.mem_alloc_managed)(&mut ptr, alloc_len, 1) }
+                    cuda.mem_alloc_managed(alloc_len)?
                 };
-                cuda.check(rc, "cuMemAlloc")?;
                 let b = Buffer {
                     storage: Storage::Cuda {
                         cuda: cuda.clone(),
@@ -245,10 +133,8 @@ impl Buffer {
                 Ok(())
             }
             Storage::Cuda { cuda, ptr } => {
-                // SAFETY: device range checked; data is a valid host slice.
-                let rc =
-                    unsafe { (cuda.htod)(ptr + offset as u64, data.as_ptr().cast(), data.len()) };
-                cuda.check(rc, "cuMemcpyHtoD")
+                // SAFETY: device range checked against this allocation.
+                Ok(unsafe { cuda.htod(ptr + offset as u64, data) }?)
             }
         }
     }
@@ -263,9 +149,8 @@ impl Buffer {
                 unsafe { std::ptr::copy_nonoverlapping(ptr.add(offset), out.as_mut_ptr(), len) };
             }
             Storage::Cuda { cuda, ptr } => {
-                // SAFETY: device range checked; out has len bytes.
-                let rc = unsafe { (cuda.dtoh)(out.as_mut_ptr().cast(), ptr + offset as u64, len) };
-                cuda.check(rc, "cuMemcpyDtoH")?;
+                // SAFETY: device range checked against this allocation; out has len bytes.
+                unsafe { cuda.dtoh(&mut out, ptr + offset as u64) }?;
             }
         }
         Ok(out)
@@ -322,8 +207,8 @@ impl Drop for Buffer {
             // owner keeps the MR in a field declared before the buffer).
             Storage::Host { ptr, layout } => unsafe { dealloc(*ptr, *layout) },
             Storage::Cuda { cuda, ptr } => {
-                // SAFETY: ptr came from cuMemAlloc/cuMemAllocManaged.
-                unsafe { (cuda.mem_free)(*ptr) };
+                // SAFETY: ptr came from cuMemAlloc/cuMemAllocManaged and dies with the buffer.
+                let _ = unsafe { cuda.mem_free(*ptr) };
             }
         }
     }
@@ -381,7 +266,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("libcuda-not-here.so.1"), "{e}");
-        assert!(e.contains("needs an NVIDIA GPU"), "{e}");
+        assert!(e.contains("need an NVIDIA GPU"), "{e}");
         let e = Buffer::new(MemKind::Cuda, 10, None)
             .err()
             .unwrap()
