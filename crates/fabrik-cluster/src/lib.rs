@@ -13,6 +13,7 @@ pub mod format;
 pub mod hostlist;
 pub mod launch;
 pub mod matrix;
+pub mod nccl_sweep;
 pub mod pairs;
 pub mod png;
 pub mod ranks;

@@ -56,12 +56,12 @@ impl std::fmt::Display for WrongElement {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct RankResult {
-    oop_us: f64,
-    ip_us: f64,
-    wrong_oop: u64,
-    wrong_ip: u64,
-    first_wrong: Option<WrongElement>,
+pub(crate) struct RankResult {
+    pub(crate) oop_us: f64,
+    pub(crate) ip_us: f64,
+    pub(crate) wrong_oop: u64,
+    pub(crate) wrong_ip: u64,
+    pub(crate) first_wrong: Option<WrongElement>,
 }
 
 /// Sizes from `min` to `max`: multiplied by `factor` (nccl-tests `-f`), or stepped by
@@ -148,7 +148,7 @@ pub fn run_sweep(
     Ok(())
 }
 
-fn build_row(
+pub(crate) fn build_row(
     cfg: &SweepConfig,
     size: u64,
     ranks: u32,
@@ -267,7 +267,7 @@ fn run_size<T: Elem>(
     })
 }
 
-fn init_send<T: Elem>(cfg: &SweepConfig, rank: u32, n: u32, send: &mut [T]) {
+pub(crate) fn init_send<T: Elem>(cfg: &SweepConfig, rank: u32, n: u32, send: &mut [T]) {
     for (i, x) in send.iter_mut().enumerate() {
         *x = T::from_i64(if cfg.op.reduces() {
             reduce_input(rank, i, cfg.redop, n)

@@ -6,7 +6,9 @@
 pub mod cuda;
 mod error;
 pub mod nccl;
+pub mod wait;
 
 pub use cuda::{Cuda, DeviceBuffer, Stream, LIBCUDA};
 pub use error::GpuError;
 pub use nccl::{Nccl, NcclComm, NcclDataType, NcclRedOp, NcclVersion, UniqueId, LIBNCCL};
+pub use wait::{wait_stream, Watchdog};

@@ -1,5 +1,6 @@
-//! `fabrik bench collective OP`: nccl-tests-style sweeps
-//! of a collective over TCP between ranks, with verified results.
+//! `fabrik bench collective OP`: nccl-tests-style sweeps of a collective between ranks, with
+//! verified results: over TCP in host memory (`--backend tcp`), or in GPU memory through NCCL
+//! loaded at run time (`--backend nccl`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,8 +11,11 @@ use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::launch::parse_size;
+use fabrik_cluster::nccl_sweep::{check_support, GpuRank};
 use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
+use fabrik_cluster::ClusterError;
+use fabrik_gpu::LIBNCCL;
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
@@ -51,7 +55,8 @@ pub struct Args {
     /// Root rank of broadcast and reduce.
     #[arg(short = 'r', long = "root", default_value_t = 0)]
     pub root: u32,
-    /// Where the data moves: tcp (host memory).
+    /// Where the data moves: tcp (host memory) or nccl (GPU memory, libnccl.so.2 and the CUDA
+    /// driver loaded at run time; one GPU per local rank).
     #[arg(long, default_value = "tcp")]
     pub backend: String,
     /// Parallel connections per ring neighbour (spread over --data-ip addresses).
@@ -74,9 +79,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let op: CollOp = args.op.parse()?;
     let dtype: DType = args.dtype.parse()?;
     let redop: RedOp = args.redop.parse()?;
-    if args.backend != "tcp" {
+    if args.backend != "tcp" && args.backend != "nccl" {
         anyhow::bail!(
-            "backend {:?} is not available in this build of bench collective; use --backend tcp",
+            "backend {:?} is not available in this build of bench collective; use --backend tcp or nccl",
             args.backend
         );
     }
@@ -108,32 +113,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => format!("{}(factor)", args.step_factor),
     };
     let ranks = args.ranks.clone();
+    let out = Output {
+        args: &args,
+        cfg: &cfg,
+        json,
+        step: &step,
+        min,
+        max,
+    };
     run_ranked(&ranks, |group| {
-        rank_main(group, &args, &cfg, json, chunk, &step, min, max)
+        if args.backend == "nccl" {
+            nccl_rank(group, &out)
+        } else {
+            tcp_rank(group, &out, chunk)
+        }
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn rank_main(
-    group: &mut Group,
-    args: &Args,
-    cfg: &SweepConfig,
+/// What every backend prints and reports the same way.
+struct Output<'a> {
+    args: &'a Args,
+    cfg: &'a SweepConfig,
     json: bool,
-    chunk: usize,
-    step: &str,
+    step: &'a str,
     min: u64,
     max: u64,
-) -> anyhow::Result<ExitCode> {
-    let local_rank = std::env::var("LOCAL_RANK")
+}
+
+type OnRow<'a> = &'a mut dyn FnMut(&CollectiveRow, Option<&WrongElement>);
+
+fn local_rank() -> u32 {
+    std::env::var("LOCAL_RANK")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+fn tcp_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Result<ExitCode> {
+    let (args, cfg) = (out.args, out.cfg);
     let me = RankDevice {
         rank: group.rank(),
         group: Some(0),
         pid: Some(u64::from(std::process::id())),
         host: group.peers()[group.rank() as usize].host.clone(),
-        device: Some(local_rank),
+        device: Some(local_rank()),
         bus_id: Some("host".into()),
         name: Some(format!(
             "host memory ({}, {} channels)",
@@ -152,6 +175,56 @@ fn rank_main(
         },
     )
     .context("opening data connections")?;
+    let notes = vec![format!(
+        "channels {}, chunk {} B, warm-up {}, iterations {}",
+        args.channels, chunk, cfg.warmup, cfg.iters
+    )];
+    report_sweep(group, out, devices, notes, None, |group, on_row| {
+        run_sweep(group, &comm, cfg, on_row)
+    })
+}
+
+fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
+    let cfg = out.cfg;
+    // Every rank reports its own failure to load or set up the GPU, so that rank 0's error
+    // names the rank (and its host) that lacks the library or the device.
+    let mut gpu = match GpuRank::open(local_rank()) {
+        Ok(g) => g,
+        Err(e) => {
+            let e = group.fail(&ClusterError::Invalid(e.to_string()));
+            return Err(e).context("the nccl backend could not start");
+        }
+    };
+    if let Err(e) = check_support(gpu.version, cfg) {
+        return Err(group.fail(&e)).context("the nccl backend could not start");
+    }
+    let devices = group.gather(gpu.device(group))?;
+    gpu.connect(group)
+        .context("setting up the NCCL communicator")?;
+    let banner = format!(
+        "# fabrik nccl backend: NCCL {} ({LIBNCCL}), CUDA driver {}.{}",
+        gpu.version,
+        gpu.driver_version / 1000,
+        (gpu.driver_version % 1000) / 10
+    );
+    let notes = vec![
+        format!("nccl {}, cuda driver {}", gpu.version, gpu.driver_version),
+        format!("warm-up {}, iterations {}", cfg.warmup, cfg.iters),
+    ];
+    report_sweep(group, out, devices, notes, Some(banner), |group, on_row| {
+        gpu.run_sweep(group, cfg, on_row)
+    })
+}
+
+fn report_sweep(
+    group: &mut Group,
+    out: &Output<'_>,
+    devices: Option<Vec<RankDevice>>,
+    notes: Vec<String>,
+    banner: Option<String>,
+    sweep: impl FnOnce(&mut Group, OnRow<'_>) -> Result<(), ClusterError>,
+) -> anyhow::Result<ExitCode> {
+    let (args, cfg, json) = (out.args, out.cfg, out.json);
     let is_root = group.rank() == 0;
     let mut report = CollectiveReport {
         schema_version: SCHEMA_VERSION,
@@ -163,28 +236,28 @@ fn rank_main(
         devices: devices.unwrap_or_default(),
         rows: Vec::new(),
         avg_busbw: None,
-        notes: vec![format!(
-            "channels {}, chunk {} B, warm-up {}, iterations {}",
-            args.channels, chunk, cfg.warmup, cfg.iters
-        )],
+        notes,
     };
     if is_root && !json {
         let params = RunParams {
             op: cfg.op.name(),
-            min_bytes: min,
-            max_bytes: max,
-            step: step.to_string(),
+            min_bytes: out.min,
+            max_bytes: out.max,
+            step: out.step.to_string(),
             warmup: cfg.warmup,
             iters: cfg.iters,
             check: cfg.check,
         };
+        if let Some(b) = &banner {
+            println!("{b}");
+        }
         print!("{}", header(&params, &report.devices));
         let _ = std::io::stdout().flush();
     }
     let mut rows: Vec<CollectiveRow> = Vec::new();
     let mut wrongs: Vec<WrongElement> = Vec::new();
     let progress = Progress::new(is_root, cfg.op.name(), "sizes", cfg.sizes.len() as u64);
-    let result = run_sweep(group, &comm, cfg, &mut |r, first| {
+    let result = sweep(group, &mut |r, first| {
         if !json {
             progress.suspend(|| {
                 println!("{}", row(r));
