@@ -85,6 +85,7 @@ pub struct GpuRank {
     pub version: NcclVersion,
     pub driver_version: i32,
     watchdog: Watchdog,
+    timeout: Duration,
     stream: Option<Stream>,
     comm: Option<NcclComm>,
 }
@@ -106,6 +107,7 @@ impl GpuRank {
             ordinal,
             version,
             watchdog: Watchdog::start(),
+            timeout: Duration::from_secs(60),
             stream: None,
             comm: None,
         })
@@ -142,6 +144,7 @@ impl GpuRank {
             Err(e) => return Err(group.fail(&ClusterError::Invalid(e.to_string()))),
         };
         let limit = group.timeout();
+        self.timeout = limit;
         self.watchdog.arm(
             format!("ncclCommInitRank on rank {}", group.rank()),
             limit + Duration::from_secs(5),
@@ -295,7 +298,8 @@ impl GpuRank {
         n: u32,
         in_place: bool,
     ) -> Result<(), ClusterError> {
-        let limit = Duration::from_secs(60);
+        // The job's timeout, plus a margin for NCCL's own error handling to speak first.
+        let limit = self.timeout + Duration::from_secs(5);
         self.watchdog.arm(
             format!("enqueueing {} on rank {rank}", cfg.op.name()),
             limit,

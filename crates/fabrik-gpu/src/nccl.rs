@@ -599,6 +599,18 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// The id arrives from the network: any byte string is refused or taken, never a panic.
+        #[test]
+        fn unique_id_from_any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let r = UniqueId::from_bytes(&b);
+            proptest::prop_assert_eq!(r.is_ok(), b.len() == 128);
+            if let Ok(id) = r {
+                proptest::prop_assert_eq!(&id.internal[..], &b[..]);
+            }
+        }
+    }
+
     #[test]
     fn result_names_follow_nccl_h() {
         assert_eq!(result_name(2), "ncclSystemError");
