@@ -312,3 +312,64 @@ fn missing_libcuda_is_a_clear_error() {
     assert!(err.contains("no NVIDIA driver"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn mock_stream_that_never_finishes_fails_within_the_timeout() {
+    let Some((both, _)) = mocks() else { return };
+    let t0 = std::time::Instant::now();
+    let o = fabrik(
+        both,
+        &[
+            "all_reduce",
+            "--backend",
+            "nccl",
+            "-e",
+            "64",
+            "--timeout",
+            "1",
+        ],
+        &[("MOCK_CUDA_STREAM_HANG", "1")],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the warm-up iterations at 8 B did not finish within 1.0 s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mock_rank_dying_inside_a_collective_does_not_hang_the_others() {
+    let Some((both, _)) = mocks() else { return };
+    let t0 = std::time::Instant::now();
+    let o = fabrik(
+        both,
+        &[
+            "all_reduce",
+            "--backend",
+            "nccl",
+            "--local",
+            "3",
+            "-e",
+            "64",
+            "--timeout",
+            "2",
+        ],
+        &[("MOCK_NCCL_EXIT_RANK", "1")],
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    // The survivors are blocked inside the (mock) NCCL call; the watchdog ends them after
+    // --timeout + 5 s.
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t0.elapsed()
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("enqueueing all_reduce on rank 0 did not return in time"),
+        "{err}"
+    );
+    assert!(err.contains("rank 1 (exit status: 9)"), "{err}");
+}

@@ -1,7 +1,8 @@
 /* MOCK libcuda.so.1 for fabrik's tests on machines without a GPU (no NVIDIA code here).
  * "Device memory" is host memory from malloc, copies are memmove, streams complete at once.
  * It exists to exercise fabrik's run-time loading, typed entry points and error paths; it
- * says nothing about a real GPU. Environment: MOCK_CUDA_DEVICES (default 1). */
+ * says nothing about a real GPU. Environment: MOCK_CUDA_DEVICES (default 1);
+ * MOCK_CUDA_STREAM_HANG=1 makes streams never finish (cuStreamQuery: CUDA_ERROR_NOT_READY). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,11 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *stre
   return cuMemcpyDtoD_v2(d, s, n);
 }
 CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return *s ? 0 : 2; }
-CUresult cuStreamQuery(void *s) { return s ? 0 : 400; }
+CUresult cuStreamQuery(void *s) {
+  const char *h = getenv("MOCK_CUDA_STREAM_HANG");
+  if (h && *h == '1') return 600; /* CUDA_ERROR_NOT_READY */
+  return s ? 0 : 400;
+}
 CUresult cuStreamSynchronize(void *s) { return s ? 0 : 400; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 CUresult cuGetErrorString(CUresult e, const char **s) {

@@ -6,7 +6,8 @@
  * Operations complete synchronously, before the call returns.
  * Environment: MOCK_NCCL_INIT_FAIL=1 makes ncclCommInitRank fail with ncclSystemError;
  * MOCK_NCCL_CORRUPT_INDEX=k adds 1 to element k of every all_reduce result on rank
- * MOCK_NCCL_CORRUPT_RANK (default 0). */
+ * MOCK_NCCL_CORRUPT_RANK (default 0); MOCK_NCCL_EXIT_RANK=r makes rank r exit (status 9) in its
+ * first all_reduce, leaving the others blocked in it as with a peer that died. */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -243,6 +244,8 @@ ncclResult_t ncclAllReduce(const void *s, void *d, size_t count, int dt, int op,
   (void)st;
   ncclResult_t e = check(c, dt, count * dsize(dt));
   if (e) return e;
+  const char *x = getenv("MOCK_NCCL_EXIT_RANK");
+  if (x && atoi(x) == c->rank) _exit(9);
   memmove(slot(c, c->rank), s, count * dsize(dt));
   barrier(c);
   reduce_slots(c, dt, op, 0, count, d);
