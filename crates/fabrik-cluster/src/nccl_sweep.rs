@@ -16,7 +16,7 @@ use half::{bf16, f16};
 
 use crate::collective::CollOp;
 use crate::dtype::{DType, Elem, RedOp};
-use crate::rendezvous::Group;
+use crate::rendezvous::{Group, PeerInfo};
 use crate::sweep::{build_row, counts, init_send, verify, RankResult, SweepConfig, WrongElement};
 use crate::ClusterError;
 
@@ -73,6 +73,28 @@ pub fn device_for(local_rank: u32, count: i32) -> Result<i32, GpuError> {
         ));
     }
     Ok((local_rank % count as u32) as i32)
+}
+
+/// This rank's index among the ranks on its host: the launcher's local rank when it sets one
+/// (`LOCAL_RANK`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `SLURM_LOCALID`), otherwise
+/// counted from the joined ranks' host names, so that two ranks on one node never share a GPU.
+pub fn local_index(
+    env: &std::collections::BTreeMap<String, String>,
+    peers: &[PeerInfo],
+    rank: u32,
+) -> u32 {
+    if let Ok(Some(info)) = crate::ranks::discover(env) {
+        if let Some(l) = info.local_rank {
+            return l;
+        }
+    }
+    let Some(me) = peers.iter().find(|p| p.rank == rank) else {
+        return 0;
+    };
+    peers
+        .iter()
+        .filter(|p| p.rank < rank && p.host == me.host)
+        .count() as u32
 }
 
 /// Everything a rank holds for the nccl backend.
@@ -217,8 +239,16 @@ impl GpuRank {
         let bufs = Bufs {
             send: DeviceBuffer::new(&self.cuda, send_len as usize * elt).map_err(gpu)?,
             recv: DeviceBuffer::new(&self.cuda, recv_len as usize * elt).map_err(gpu)?,
-            scratch: DeviceBuffer::new(&self.cuda, send_len.max(recv_len) as usize * elt)
-                .map_err(gpu)?,
+            // Only the in-place reduce_scatter input and the alltoall staging copy live here.
+            scratch: DeviceBuffer::new(
+                &self.cuda,
+                if matches!(cfg.op, CollOp::ReduceScatter | CollOp::Alltoall) {
+                    send_len.max(recv_len) as usize * elt
+                } else {
+                    0
+                },
+            )
+            .map_err(gpu)?,
             send_len: send_len as usize,
             recv_len: recv_len as usize,
             elt,
@@ -469,6 +499,37 @@ mod tests {
         assert!(check_support(old, &cfg(DType::Half, RedOp::Max)).is_ok());
         let new = NcclVersion::from_code(22105);
         assert!(check_support(new, &cfg(DType::Bfloat16, RedOp::Avg)).is_ok());
+    }
+
+    #[test]
+    fn local_index_from_the_launcher_or_the_host_names() {
+        let peer = |rank, host: &str| PeerInfo {
+            rank,
+            host: host.into(),
+            pid: 1,
+            data_addrs: vec![],
+        };
+        let peers = [
+            peer(0, "a"),
+            peer(1, "b"),
+            peer(2, "a"),
+            peer(3, "b"),
+            peer(4, "a"),
+        ];
+        let none = std::collections::BTreeMap::new();
+        assert_eq!(local_index(&none, &peers, 0), 0);
+        assert_eq!(local_index(&none, &peers, 3), 1);
+        assert_eq!(local_index(&none, &peers, 4), 2);
+        assert_eq!(local_index(&none, &peers, 9), 0);
+        let env: std::collections::BTreeMap<String, String> = [
+            ("OMPI_COMM_WORLD_RANK", "4"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "3"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(local_index(&env, &peers, 4), 3);
     }
 
     #[test]

@@ -353,8 +353,9 @@ fn mock_rank_dying_inside_a_collective_does_not_hang_the_others() {
             "3",
             "-e",
             "64",
+            // Long enough for three ranks to join on a loaded machine.
             "--timeout",
-            "2",
+            "5",
         ],
         &[("MOCK_NCCL_EXIT_RANK", "1")],
     );

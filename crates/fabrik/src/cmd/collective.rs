@@ -11,7 +11,8 @@ use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::launch::parse_size;
-use fabrik_cluster::nccl_sweep::{check_support, GpuRank};
+use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
+use fabrik_cluster::ranks::process_env;
 use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_cluster::ClusterError;
@@ -188,7 +189,8 @@ fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
     let cfg = out.cfg;
     // Every rank reports its own failure to load or set up the GPU, so that rank 0's error
     // names the rank (and its host) that lacks the library or the device.
-    let mut gpu = match GpuRank::open(local_rank()) {
+    let local = local_index(&process_env(), group.peers(), group.rank());
+    let mut gpu = match GpuRank::open(local) {
         Ok(g) => g,
         Err(e) => {
             let e = group.fail(&ClusterError::Invalid(e.to_string()));
