@@ -374,3 +374,48 @@ fn mock_rank_dying_inside_a_collective_does_not_hang_the_others() {
     );
     assert!(err.contains("rank 1 (exit status: 9)"), "{err}");
 }
+
+#[test]
+fn mock_nccl_integer_and_half_reductions_on_three_ranks_are_verified() {
+    let Some((both, _)) = mocks() else { return };
+    for (op, dtype, redop) in [
+        ("all_reduce", "uint64", "min"),
+        ("all_reduce", "int8", "prod"),
+        ("reduce_scatter", "int32", "avg"),
+        ("reduce", "half", "max"),
+        ("all_reduce", "double", "avg"),
+    ] {
+        let o = fabrik(
+            both,
+            &[
+                op,
+                "--backend",
+                "nccl",
+                "--local",
+                "3",
+                "-d",
+                dtype,
+                "-o",
+                redop,
+                "-b",
+                "96",
+                "-e",
+                "6K",
+                "-f",
+                "64",
+                "-n",
+                "1",
+                "-w",
+                "0",
+                "--format",
+                "json",
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{op} {dtype} {redop}: {}", text(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["rows"].as_array().unwrap().len(), 2);
+        assert_eq!(r["rows"][0]["redop"], redop);
+        assert!(wrongs(&r).iter().all(|&x| x == 0), "{op} {dtype}: {r}");
+    }
+}

@@ -2,7 +2,8 @@
  * Buffers are host memory (see mock_cuda.c). Ranks of one communicator meet in a POSIX shared
  * memory segment named after the unique id, so the id really must travel from rank 0 to every
  * rank; each collective copies this rank's input into its slot, waits for all ranks, and
- * computes its own output from every slot (reductions in double, stored back in the type).
+ * computes its own output from every slot (integers in 64-bit integer arithmetic, floating
+ * types in double, stored back in the type).
  * Operations complete synchronously, before the call returns.
  * Environment: MOCK_NCCL_INIT_FAIL=1 makes ncclCommInitRank fail with ncclSystemError;
  * MOCK_NCCL_CORRUPT_INDEX=k adds 1 to element k of every all_reduce result on rank
@@ -207,9 +208,51 @@ static void store(int dt, void *p, size_t i, double v) {
   }
 }
 
+static uint64_t load_u(int dt, const void *p, size_t i) {
+  switch (dt) {
+  case 0: return (uint64_t)(int64_t)((const int8_t *)p)[i];
+  case 1: return ((const uint8_t *)p)[i];
+  case 2: return (uint64_t)(int64_t)((const int32_t *)p)[i];
+  case 3: return ((const uint32_t *)p)[i];
+  default: return ((const uint64_t *)p)[i];
+  }
+}
+static void store_u(int dt, void *p, size_t i, uint64_t v) {
+  switch (dt) {
+  case 0: ((int8_t *)p)[i] = (int8_t)v; break;
+  case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
+  case 2: ((int32_t *)p)[i] = (int32_t)v; break;
+  case 3: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  default: ((uint64_t *)p)[i] = v; break;
+  }
+}
+/* Integers reduce exactly in 64 bits (wrapping, compared signed or unsigned as the type is),
+ * then truncate to the type, as NCCL's integer kernels do. */
+static uint64_t reduce_int(int dt, int op, uint64_t a, uint64_t b) {
+  int is_signed = dt == 0 || dt == 2 || dt == 4;
+  switch (op) {
+  case 1: return a * b;
+  case 2: return is_signed ? ((int64_t)b > (int64_t)a ? b : a) : (b > a ? b : a);
+  case 3: return is_signed ? ((int64_t)b < (int64_t)a ? b : a) : (b < a ? b : a);
+  default: return a + b;
+  }
+}
+
 /* out[i] = op over ranks of slot[r][off + i]; integer avg truncates, as NCCL's does. */
 static void reduce_slots(ncclComm_t c, int dt, int op, size_t off, size_t count, void *out) {
   for (size_t i = 0; i < count; i++) {
+    if (dt <= 5) {
+      uint64_t acc = load_u(dt, slot(c, 0), off + i);
+      for (int r = 1; r < c->nranks; r++) acc = reduce_int(dt, op, acc, load_u(dt, slot(c, r), off + i));
+      /* Narrow first so that the sign of a wrapped sum is the type's. */
+      store_u(dt, out, i, acc);
+      if (op == 4) {
+        uint64_t v = load_u(dt, out, i);
+        int is_signed = dt == 0 || dt == 2 || dt == 4;
+        store_u(dt, out, i, is_signed ? (uint64_t)((int64_t)v / c->nranks) : v / (uint64_t)c->nranks);
+      }
+      continue;
+    }
     double acc = load(dt, slot(c, 0), off + i);
     for (int r = 1; r < c->nranks; r++) {
       double v = load(dt, slot(c, r), off + i);
@@ -220,7 +263,7 @@ static void reduce_slots(ncclComm_t c, int dt, int op, size_t off, size_t count,
       default: acc += v; break;
       }
     }
-    if (op == 4) acc = dt <= 5 ? trunc(acc / c->nranks) : acc / c->nranks;
+    if (op == 4) acc /= c->nranks;
     store(dt, out, i, acc);
   }
 }
