@@ -250,4 +250,45 @@ mod tests {
         assert!(f.contains("# Out of bounds values : 0 OK\n"));
         assert!(f.contains("# Avg bus bandwidth    : 1.5 \n"));
     }
+
+    #[test]
+    fn fabrik_output_parses_back_as_nccl_tests() {
+        let params = RunParams {
+            op: "reduce_scatter",
+            min_bytes: 1024,
+            max_bytes: 1024,
+            step: "2(factor)".into(),
+            warmup: 1,
+            iters: 5,
+            check: true,
+        };
+        let timing = CollTiming {
+            time_us: 12.5,
+            algbw: 0.08,
+            busbw: 0.06,
+            wrong: Some(0),
+        };
+        let r = CollectiveRow {
+            size: 1024,
+            count: 256,
+            dtype: "float".into(),
+            redop: Some("sum".into()),
+            root: Some(-1),
+            out_of_place: Some(timing.clone()),
+            in_place: Some(timing),
+        };
+        let text = format!(
+            "{}{}\n{}",
+            header(&params, &[]),
+            row(&r),
+            footer("reduce_scatter", 0, 0.06)
+        );
+        let runs = fabrik_parse::nccl_tests::parse_str(&text);
+        assert_eq!(runs.len(), 1);
+        let rep = &runs[0].report;
+        assert_eq!(rep.op, "reduce_scatter");
+        assert_eq!(rep.rows.len(), 1);
+        assert_eq!(rep.rows[0].size, 1024);
+        assert_eq!(rep.rows[0].redop.as_deref(), Some("sum"));
+    }
 }

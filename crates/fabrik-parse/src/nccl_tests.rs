@@ -67,6 +67,18 @@ pub fn op_from_program(name: &str) -> Option<String> {
         .then(|| op.to_string())
 }
 
+/// The operand of `# Collective test starting:`: nccl-tests names its program
+/// (`all_reduce_perf`), fabrik its operation followed by `(fabrik)`.
+fn op_from_test_start(rest: &str) -> Option<String> {
+    let mut words = rest.split_whitespace();
+    let first = words.next()?;
+    if let Some(op) = op_from_program(first) {
+        return Some(op);
+    }
+    let is_op = !first.is_empty() && first.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+    (is_op && words.next() == Some("(fabrik)")).then(|| first.to_string())
+}
+
 impl Builder {
     fn new() -> Self {
         Builder {
@@ -158,7 +170,7 @@ impl Builder {
             if self.has_data() {
                 self.start_new_run();
             }
-            if let Some(op) = op_from_program(rest.trim()) {
+            if let Some(op) = op_from_test_start(rest) {
                 self.cur.report.op = op;
             }
         } else if body.starts_with("nccl-tests version") {
