@@ -507,12 +507,19 @@ fn psn_seed(salt: u64) -> u32 {
     (t.wrapping_mul(2654435761) ^ (salt as u32).wrapping_mul(40503)) & 0xff_ffff
 }
 
-/// A bounded wait: `tick` says whether progress was made; gives up `timeout` after the last.
+/// A bounded wait: `progress` restarts the clock; `idle` spins a while, then sleeps in short
+/// naps, and gives up `timeout` after the last progress.
 struct Waiter {
     last: Instant,
     timeout: Duration,
     spins: u32,
 }
+
+/// Empty polls spent spinning before napping: a few tens of microseconds on hardware, enough
+/// for a message in flight; past that the peer is busy, and a spinning waiter would only take
+/// the CPU from it (ranks and rxe share CPUs on one host or in a VM).
+const SPINS_BEFORE_NAPS: u32 = 4096;
+const NAP: Duration = Duration::from_micros(20);
 
 impl Waiter {
     fn new(timeout: Duration) -> Self {
@@ -527,16 +534,20 @@ impl Waiter {
         self.spins = 0;
     }
     fn idle(&mut self, what: impl FnOnce() -> String) -> Result<(), VerbsError> {
-        self.spins = self.spins.wrapping_add(1);
-        if self.spins % 256 == 0 {
+        self.spins = self.spins.saturating_add(1);
+        let napping = self.spins > SPINS_BEFORE_NAPS;
+        if napping || self.spins % 256 == 0 {
             if self.last.elapsed() > self.timeout {
                 return Err(VerbsError::Timeout {
                     what: what(),
                     secs: self.timeout.as_secs_f64(),
                 });
             }
-            // Both ends often share CPUs (local ranks, VMs): let the peer run.
-            std::thread::yield_now();
+            if napping {
+                std::thread::sleep(NAP);
+            } else {
+                std::thread::yield_now();
+            }
         }
         std::hint::spin_loop();
         Ok(())
@@ -945,10 +956,15 @@ impl VerbsPipe {
     }
 }
 
+/// How long dropping a pipe waits for its last chunks: a live peer acknowledges them in
+/// milliseconds, and a dead one must not hold up the error path for a whole timeout.
+const DRAIN_ON_DROP: Duration = Duration::from_secs(2);
+
 impl Drop for VerbsPipe {
     fn drop(&mut self) {
-        // Destroying the QP drops what is still queued: let the last chunks reach the peer
-        // (bounded by the timeout; a failure was already, or will be, reported elsewhere).
+        // Destroying the QP drops what is still queued: let the last chunks reach the peer (a
+        // failure was already, or will be, reported elsewhere).
+        self.timeout = self.timeout.min(DRAIN_ON_DROP);
         if let Err(e) = self.flush() {
             tracing::debug!("RDMA pipe to {}: {e}", self.peer);
         }
