@@ -12,6 +12,7 @@ mod error;
 pub mod format;
 pub mod hostlist;
 pub mod launch;
+pub mod link;
 pub mod matrix;
 pub mod pairs;
 pub mod png;
@@ -21,3 +22,4 @@ pub mod report;
 pub mod sweep;
 
 pub use error::ClusterError;
+pub use link::{mem_pair, Link, MemLink, TcpLink};
