@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod pairs;
 pub mod png;
 pub mod ranks;
+pub mod rdma_link;
 pub mod rendezvous;
 pub mod report;
 pub mod sweep;

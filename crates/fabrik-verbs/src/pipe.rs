@@ -849,7 +849,20 @@ impl VerbsPipe {
                 self.send_credit(&mut rx)?;
             }
         }
+        // Hand back the rest of the batch too: the peer may next send a whole window at once
+        // and wait for it to fit before it reads anything itself, so credits held back here
+        // could leave both ends waiting on each other.
+        if rx.credits.consumed > rx.credits.reported {
+            self.send_credit(&mut rx)?;
+        }
         Ok(())
+    }
+
+    /// Bytes `send_all` accepts while the peer is not reading, once the peer has read what
+    /// was sent before.
+    pub fn window_bytes(&self) -> usize {
+        let tx = lock(&self.tx);
+        tx.chunk * tx.credits.window.min(self.layout.slots as u64) as usize
     }
 
     /// Waits for the next chunk; returns (slot, 0, bytes).

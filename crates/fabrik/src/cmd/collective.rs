@@ -1,5 +1,5 @@
 //! `fabrik bench collective OP`: nccl-tests-style sweeps
-//! of a collective over TCP between ranks, with verified results.
+//! of a collective over TCP or RDMA between ranks, with verified results.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,11 +10,13 @@ use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::launch::parse_size;
+use fabrik_cluster::rdma_link::connect_comm;
 use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
+use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport, VerbsArgs};
 use crate::output::{print_json, write_atomically};
 
 #[derive(clap::Args, Debug)]
@@ -51,7 +53,8 @@ pub struct Args {
     /// Root rank of broadcast and reduce.
     #[arg(short = 'r', long = "root", default_value_t = 0)]
     pub root: u32,
-    /// Where the data moves: tcp (host memory).
+    /// Where the data moves: tcp, rdma (verbs RC queue pairs; host memory), or auto (rdma when
+    /// every rank has a usable RDMA device, else tcp).
     #[arg(long, default_value = "tcp")]
     pub backend: String,
     /// Parallel connections per ring neighbour (spread over --data-ip addresses).
@@ -68,18 +71,15 @@ pub struct Args {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub ranks: RankArgs,
+    #[command(flatten)]
+    pub verbs: VerbsArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let op: CollOp = args.op.parse()?;
     let dtype: DType = args.dtype.parse()?;
     let redop: RedOp = args.redop.parse()?;
-    if args.backend != "tcp" {
-        anyhow::bail!(
-            "backend {:?} is not available in this build of bench collective; use --backend tcp",
-            args.backend
-        );
-    }
+    check_transport(&args.backend, "--backend")?;
     let json = match args.format.as_str() {
         "text" => false,
         "json" => true,
@@ -124,6 +124,11 @@ fn rank_main(
     min: u64,
     max: u64,
 ) -> anyhow::Result<ExitCode> {
+    let transport = agree_transport(group, &args.backend, &args.verbs)?;
+    let via = match &transport {
+        Transport::Tcp => "tcp".to_string(),
+        Transport::Rdma(dev) => format!("rdma {}", dev.device_port()),
+    };
     let local_rank = std::env::var("LOCAL_RANK")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
@@ -135,29 +140,29 @@ fn rank_main(
         host: group.peers()[group.rank() as usize].host.clone(),
         device: Some(local_rank),
         bus_id: Some("host".into()),
-        name: Some(format!(
-            "host memory ({}, {} channels)",
-            args.backend, args.channels
-        )),
+        name: Some(format!("host memory ({via}, {} channels)", args.channels)),
     };
     let devices = group.gather(me)?;
-    let comm = Comm::connect(
-        group,
-        args.channels.max(1),
-        cfg.op == CollOp::Alltoall,
-        if chunk == 0 {
-            DEFAULT_CHUNK_BYTES
-        } else {
-            chunk
-        },
-    )
+    let chunk_bytes = if chunk == 0 {
+        DEFAULT_CHUNK_BYTES
+    } else {
+        chunk
+    };
+    let mesh = cfg.op == CollOp::Alltoall;
+    let comm = match &transport {
+        Transport::Tcp => Comm::connect(group, args.channels.max(1), mesh, chunk_bytes),
+        Transport::Rdma(dev) => {
+            let pipe = args.verbs.pipe_config(group.timeout())?;
+            connect_comm(group, dev, args.channels.max(1), mesh, chunk_bytes, &pipe)
+        }
+    }
     .context("opening data connections")?;
     let is_root = group.rank() == 0;
     let mut report = CollectiveReport {
         schema_version: SCHEMA_VERSION,
         source: ResultSource::Fabrik,
         op: cfg.op.name().to_string(),
-        backend: Some(args.backend.clone()),
+        backend: Some(transport.name().to_string()),
         ranks: Some(group.size()),
         hosts: group.hosts(),
         devices: devices.unwrap_or_default(),
@@ -168,6 +173,14 @@ fn rank_main(
             args.channels, chunk, cfg.warmup, cfg.iters
         )],
     };
+    if let Transport::Rdma(dev) = &transport {
+        report.notes.push(format!(
+            "rdma: {}, {} x {} B in flight per pipe",
+            dev.describe(),
+            args.verbs.rdma_slots,
+            args.verbs.rdma_chunk
+        ));
+    }
     if is_root && !json {
         let params = RunParams {
             op: cfg.op.name(),
