@@ -24,6 +24,6 @@ pub enum ClusterError {
     #[error("the run was aborted: {0}")]
     Aborted(String),
     /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
-    #[error("RDMA: {0}")]
+    #[error(transparent)]
     Verbs(#[from] fabrik_verbs::VerbsError),
 }

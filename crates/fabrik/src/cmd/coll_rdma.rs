@@ -113,7 +113,9 @@ pub fn agree_transport(
     if !rdma {
         return Ok(Transport::Tcp);
     }
-    let dev = open_everywhere(group, &opts).context("opening the RDMA device")?;
+    let rank = group.rank();
+    let dev = open_everywhere(group, &opts)
+        .with_context(|| format!("rank {rank} opening the RDMA device"))?;
     Ok(Transport::Rdma(dev))
 }
 
