@@ -2,7 +2,7 @@
 # 192.0.2.1): the `rdma` backend of `bench collective` and `cluster matrix --transport rdma`,
 # ranks started with --local on this one device. Same line protocol as vm-tests.sh:
 #   FABRIK-TEST PASS|FAIL <name> [detail]
-#   FABRIK-COLL <backend> <op> <bytes> busbw=<GB/s>      (rdma vs tcp, for docs/benchmarks/rdma.md)
+#   FABRIK-COLL <backend> all_reduce <bytes> time_us=<us> busbw_MBps=<MB/s>  (rdma vs tcp, 4 ranks)
 F=/usr/bin/fabrik
 export FABRIK_TOKEN=${FABRIK_TOKEN:-softroce-ci-token}
 pass() { echo "FABRIK-TEST PASS $*"; }
@@ -32,7 +32,9 @@ for be in rdma tcp; do
   timeout 120 $F bench collective all_reduce --backend $be --device rxe0 --local 4 \
     -b 1K -e 4M -f 64 -n 1 -w 1 -c 0 --timeout 30 >/tmp/cmp-$be.out 2>&1 \
     || { fail coll-compare-$be; cat /tmp/cmp-$be.out; }
-  awk -v be=$be '$1 ~ /^[0-9]+$/ && NF >= 10 { print "FABRIK-COLL " be " all_reduce " $1 " time_us=" $6 " busbw=" $8 }' /tmp/cmp-$be.out
+  # busbw from the time (the table rounds GB/s to 2 decimals): bytes/us x 2(n-1)/n, in MB/s.
+  awk -v be=$be '$1 ~ /^[0-9]+$/ && NF >= 10 && $6 > 0 {
+    printf "FABRIK-COLL %s all_reduce %s time_us=%s busbw_MBps=%.2f\n", be, $1, $6, $1 / $6 * 1.5 }' /tmp/cmp-$be.out
 done
 
 # The pair matrix over RDMA on 3 local ranks (rounds of disjoint pairs).
