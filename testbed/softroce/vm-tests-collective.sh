@@ -71,6 +71,15 @@ else
   fail coll-rdma-rank-killed "rc=$rc after $((t1 - t0)) s"; cat /tmp/kill-0.out /tmp/kill-1.out
 fi
 
+# --backend auto picks rdma here, where every rank has an ACTIVE device.
+if timeout 60 $F bench collective all_gather --backend auto --local 2 -b 4K -e 4K -n 1 -w 0 -c 1 \
+     --timeout 20 --format json >/tmp/coll-auto.out 2>&1 \
+   && grep -q '"backend": "rdma"' /tmp/coll-auto.out && grep -q '"wrong": 0' /tmp/coll-auto.out; then
+  pass coll-auto-picks-rdma
+else
+  fail coll-auto-picks-rdma; cat /tmp/coll-auto.out
+fi
+
 # No such device: a clear error on every rank, no hang.
 if timeout 60 $F bench collective all_reduce --backend rdma --device mlx5_9 --local 2 -b 1K -e 1K \
      -n 1 -w 0 --timeout 10 >/tmp/coll-nodev.out 2>&1; then
