@@ -69,6 +69,7 @@ printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > ir
 printf 'root:x:0:\nnogroup:x:65534:\n' > ird/etc/group
 cp "$here/init" ird/init
 cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
+cp "$here/vm-tests-collective.sh" ird/fabrik/vm-tests-collective.sh
 chmod +x ird/init ird/fabrik/vm-tests.sh
 (cd ird && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz.tmp && mv initrd.gz.tmp initrd.gz
 echo "build.sh: kernel $ver, initramfs $(du -h initrd.gz | cut -f1), fabrik from $bin"

@@ -174,6 +174,8 @@ timeout 20 $CLI >/tmp/e-lib.out 2>&1
 for l in $libs; do mv /tmp/hidden$l $l; done
 expect_err error-no-libibverbs "cannot load libibverbs.so.1" /tmp/e-lib.out
 
+sh /fabrik/vm-tests-collective.sh  # bench collective --backend rdma, cluster matrix --transport rdma
+
 # --- a real snapshot of this RDMA machine, printed base64 between markers for run.sh ----------
 hostname softroce-vm
 if timeout 120 $F snapshot -o /tmp/snap.tar.gz --timeout 10 >/tmp/snap.out 2>&1; then

@@ -1,26 +1,22 @@
-//! Collectives over TCP between host-memory buffers: ring algorithms (reduce-scatter then
-//! all-gather for all_reduce), chains for broadcast and reduce, and pairwise exchange for
-//! alltoall. Each of `channels` parallel connections carries its own slice of every buffer in
-//! its own thread, so one rank can fill several NICs; within a step the send runs in its own
-//! thread while the receive is read in chunks and reduced as it arrives.
+//! Collectives between host-memory buffers over any [`Link`] (TCP by default): ring algorithms
+//! (reduce-scatter then all-gather for all_reduce), chains for broadcast and reduce, and
+//! pairwise exchange for alltoall. Each of `channels` parallel lanes carries its own slice of
+//! every buffer in its own thread, so one rank can fill several NICs; within a step the send
+//! runs in its own thread while the receive is read in chunks and reduced as it arrives.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::mpsc;
 use std::thread;
 
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::{finish_avg, reduce_from, reduce_into, Elem, RedOp};
+use crate::link::{Link, TcpLink};
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
 /// Receive granularity: large enough that syscalls are few, small enough that reducing one chunk
 /// overlaps with the next one arriving.
 pub const DEFAULT_CHUNK_BYTES: usize = 1 << 20;
-/// Below this a step's send fits the socket buffers, so it is written inline rather than from a
-/// second thread (whose start-up would dominate the latency of small messages).
-const INLINE_SEND_BYTES: usize = 32 << 10;
 
 const TAG_RING: u32 = 0;
 const TAG_MESH: u32 = 1 << 16;
@@ -85,11 +81,11 @@ impl std::str::FromStr for CollOp {
     }
 }
 
-/// One direction-pair of a ring channel: a connection to the next rank and one from the previous.
+/// One ring channel: a link to the next rank and one from the previous.
 #[derive(Debug)]
 struct Lane {
-    next: TcpStream,
-    prev: TcpStream,
+    next: Box<dyn Link>,
+    prev: Box<dyn Link>,
 }
 
 /// The data connections of one rank: `channels` ring lanes, and a full mesh for alltoall.
@@ -98,12 +94,56 @@ pub struct Comm {
     rank: u32,
     n: u32,
     lanes: Vec<Lane>,
-    mesh: Vec<Option<TcpStream>>,
+    mesh: Vec<Option<Box<dyn Link>>>,
     labels: Vec<String>,
     chunk_bytes: usize,
 }
 
 impl Comm {
+    /// A communicator over links some transport has already opened.
+    ///
+    /// `labels[r]` names rank `r` in errors. `lanes` holds one `(to next rank, from previous
+    /// rank)` pair per channel (at least one when `n > 1`); `mesh[p]`, when present, is a
+    /// two-way link to rank `p`, needed only by [`Comm::alltoall`] (so `mesh` may be empty).
+    pub fn from_links(
+        rank: u32,
+        n: u32,
+        labels: Vec<String>,
+        lanes: Vec<(Box<dyn Link>, Box<dyn Link>)>,
+        mesh: Vec<Option<Box<dyn Link>>>,
+        chunk_bytes: usize,
+    ) -> Result<Comm, ClusterError> {
+        if n == 0 || rank >= n {
+            return Err(ClusterError::Invalid(format!(
+                "rank {rank} is not in a group of {n}"
+            )));
+        }
+        if n > 1 && lanes.is_empty() {
+            return Err(ClusterError::Invalid(
+                "a group of several ranks needs at least one ring lane".into(),
+            ));
+        }
+        if mesh.len() > n as usize {
+            return Err(ClusterError::Invalid(format!(
+                "{} mesh links for a group of {n}",
+                mesh.len()
+            )));
+        }
+        let mut mesh = mesh;
+        mesh.resize_with(n as usize, || None);
+        Ok(Comm {
+            rank,
+            n,
+            lanes: lanes
+                .into_iter()
+                .map(|(next, prev)| Lane { next, prev })
+                .collect(),
+            mesh,
+            labels,
+            chunk_bytes: chunk_bytes.max(64),
+        })
+    }
+
     /// Opens the ring lanes (and, with `mesh`, a connection to every other rank).
     pub fn connect(
         group: &mut Group,
@@ -114,7 +154,7 @@ impl Comm {
         let (rank, n) = (group.rank(), group.size());
         let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
         let mut lanes = Vec::new();
-        let mut mesh_conns: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+        let mut mesh_conns: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
         if n > 1 {
             let next = (rank + 1) % n;
             let prev = (rank + n - 1) % n;
@@ -157,22 +197,17 @@ impl Comm {
                 Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
             })?;
             for (peer, s) in mesh_out {
-                mesh_conns[peer as usize] = Some(s);
+                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)));
             }
             lanes = outgoing
                 .into_iter()
                 .zip(incoming)
-                .map(|(next, prev)| Lane { next, prev })
+                .map(|(next, prev)| -> (Box<dyn Link>, Box<dyn Link>) {
+                    (Box::new(TcpLink::new(next)), Box::new(TcpLink::new(prev)))
+                })
                 .collect();
         }
-        Ok(Comm {
-            rank,
-            n,
-            lanes,
-            mesh: mesh_conns,
-            labels,
-            chunk_bytes: chunk_bytes.max(64),
-        })
+        Comm::from_links(rank, n, labels, lanes, mesh_conns, chunk_bytes)
     }
 
     pub fn rank(&self) -> u32 {
@@ -344,10 +379,10 @@ impl Comm {
         Ok(())
     }
 
-    fn mesh_stream(&self, peer: usize) -> Result<&TcpStream, ClusterError> {
+    fn mesh_stream(&self, peer: usize) -> Result<&dyn Link, ClusterError> {
         self.mesh
             .get(peer)
-            .and_then(Option::as_ref)
+            .and_then(Option::as_deref)
             .ok_or_else(|| ClusterError::Invalid(format!("no mesh connection to rank {peer}")))
     }
 
@@ -476,16 +511,18 @@ impl Comm {
     /// One ring step: `out` goes to the next rank while `recv` reads from the previous one.
     fn step<F>(&self, lane: &Lane, out: &[u8], recv: F) -> Result<(), ClusterError>
     where
-        F: FnOnce(&TcpStream) -> Result<(), ClusterError>,
+        F: FnOnce(&dyn Link) -> Result<(), ClusterError>,
     {
         let next_label = self.label(self.next());
-        if out.len() <= INLINE_SEND_BYTES {
-            write_all(&lane.next, out, next_label)?;
-            return recv(&lane.prev);
+        // A message the link buffers is written inline: a second thread's start-up would
+        // dominate the latency of small messages.
+        if out.len() <= lane.next.send_buffer_bytes() {
+            write_all(&*lane.next, out, next_label)?;
+            return recv(&*lane.prev);
         }
         thread::scope(|s| {
-            let h = s.spawn(|| write_all(&lane.next, out, next_label));
-            let got = recv(&lane.prev);
+            let h = s.spawn(|| write_all(&*lane.next, out, next_label));
+            let got = recv(&*lane.prev);
             let sent = h
                 .join()
                 .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
@@ -494,7 +531,7 @@ impl Comm {
     }
 
     fn send(&self, lane: &Lane, out: &[u8]) -> Result<(), ClusterError> {
-        write_all(&lane.next, out, self.label(self.next()))
+        write_all(&*lane.next, out, self.label(self.next()))
     }
 
     /// Receives `buf` chunk by chunk from the previous rank, applies `apply(chunk, received)`,
@@ -517,7 +554,7 @@ impl Comm {
         if !forward {
             for dst in buf.chunks_mut(chunk) {
                 let tmp = &mut scratch[..dst.len()];
-                read_all(&lane.prev, bytemuck::cast_slice_mut(tmp), prev_label)?;
+                read_all(&*lane.prev, bytemuck::cast_slice_mut(tmp), prev_label)?;
                 apply(dst, tmp);
             }
             return Ok(());
@@ -526,14 +563,14 @@ impl Comm {
             let (tx, rx) = mpsc::channel::<&[T]>();
             let h = s.spawn(move || -> Result<(), ClusterError> {
                 for c in rx {
-                    write_all(&lane.next, bytemuck::cast_slice(c), next_label)?;
+                    write_all(&*lane.next, bytemuck::cast_slice(c), next_label)?;
                 }
                 Ok(())
             });
             let mut got = Ok(());
             for dst in buf.chunks_mut(chunk) {
                 let tmp = &mut scratch[..dst.len()];
-                if let Err(e) = read_all(&lane.prev, bytemuck::cast_slice_mut(tmp), prev_label) {
+                if let Err(e) = read_all(&*lane.prev, bytemuck::cast_slice_mut(tmp), prev_label) {
                     got = Err(e);
                     break;
                 }
@@ -554,14 +591,14 @@ impl Comm {
 
 /// Sends `out` on one connection while filling `inb` from another.
 fn exchange(
-    to: &TcpStream,
+    to: &dyn Link,
     out: &[u8],
     to_label: &str,
-    from: &TcpStream,
+    from: &dyn Link,
     inb: &mut [u8],
     from_label: &str,
 ) -> Result<(), ClusterError> {
-    if out.len() <= INLINE_SEND_BYTES {
+    if out.len() <= to.send_buffer_bytes() {
         write_all(to, out, to_label)?;
         return read_all(from, inb, from_label);
     }
@@ -575,20 +612,32 @@ fn exchange(
     })
 }
 
-fn write_all(mut s: &TcpStream, buf: &[u8], peer: &str) -> Result<(), ClusterError> {
+fn write_all(link: &dyn Link, buf: &[u8], peer: &str) -> Result<(), ClusterError> {
     if buf.is_empty() {
         return Ok(());
     }
-    s.write_all(buf)
-        .map_err(|e| io_peer(peer, "sending to it", e))
+    link.send_all(buf)
+        .map_err(|e| name_peer(peer, "sending to it", e))
 }
 
-fn read_all(mut s: &TcpStream, buf: &mut [u8], peer: &str) -> Result<(), ClusterError> {
+fn read_all(link: &dyn Link, buf: &mut [u8], peer: &str) -> Result<(), ClusterError> {
     if buf.is_empty() {
         return Ok(());
     }
-    s.read_exact(buf)
-        .map_err(|e| io_peer(peer, "receiving from it", e))
+    link.recv_exact(buf)
+        .map_err(|e| name_peer(peer, "receiving from it", e))
+}
+
+/// Puts the peer's rank and host on a link's error (one that already names a peer is kept).
+fn name_peer(peer: &str, doing: &str, e: ClusterError) -> ClusterError {
+    match e {
+        ClusterError::Io { source, .. } => io_peer(peer, doing, source),
+        e @ (ClusterError::Peer { .. } | ClusterError::Aborted(_)) => e,
+        e => ClusterError::Peer {
+            peer: peer.to_string(),
+            why: format!("{doing}: {e}"),
+        },
+    }
 }
 
 fn io_peer(peer: &str, doing: &str, e: std::io::Error) -> ClusterError {

@@ -23,4 +23,7 @@ pub enum ClusterError {
     Invalid(String),
     #[error("the run was aborted: {0}")]
     Aborted(String),
+    /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
+    #[error(transparent)]
+    Verbs(#[from] fabrik_verbs::VerbsError),
 }

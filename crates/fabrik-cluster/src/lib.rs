@@ -12,13 +12,16 @@ mod error;
 pub mod format;
 pub mod hostlist;
 pub mod launch;
+pub mod link;
 pub mod matrix;
 pub mod nccl_sweep;
 pub mod pairs;
 pub mod png;
 pub mod ranks;
+pub mod rdma_link;
 pub mod rendezvous;
 pub mod report;
 pub mod sweep;
 
 pub use error::ClusterError;
+pub use link::{mem_pair, Link, MemLink, TcpLink};

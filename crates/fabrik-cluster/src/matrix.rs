@@ -2,12 +2,11 @@
 //! tournament round at a time, so each rank is in at most one test at once; rank 0 gathers the
 //! measurements and analyses them.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Instant;
 
 use fabrik_model::{LinkMeasurement, PairMatrix, SCHEMA_VERSION};
 
+use crate::link::{Link, TcpLink};
 use crate::pairs::{analyze, partner, round_robin};
 use crate::rendezvous::Group;
 use crate::ClusterError;
@@ -24,11 +23,30 @@ pub struct MatrixConfig {
     pub iters: u32,
 }
 
-/// Runs the matrix on this rank. Rank 0 returns the matrix; `on_round` sees each round's index
-/// as it starts (for progress).
+/// Opens the two-way link one pair test runs over: `(group, peer, tag)`.
+pub type PairOpener<'a> =
+    dyn FnMut(&mut Group, u32, u32) -> Result<Box<dyn Link>, ClusterError> + 'a;
+
+/// Runs the matrix on this rank over TCP. Rank 0 returns the matrix; `on_round` sees each
+/// round's index as it starts (for progress).
 pub fn run_matrix(
     group: &mut Group,
     cfg: &MatrixConfig,
+    on_round: &mut dyn FnMut(u32, u32),
+) -> Result<Option<PairMatrix>, ClusterError> {
+    let mut tcp = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, ClusterError> {
+        Ok(Box::new(TcpLink::new(g.pair_stream(peer, tag)?)))
+    };
+    run_matrix_over(group, cfg, "tcp", &mut tcp, on_round)
+}
+
+/// Runs the matrix over the links `open` makes (one per pair and round), reported as
+/// `transport`.
+pub fn run_matrix_over(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    transport: &str,
+    open: &mut PairOpener<'_>,
     on_round: &mut dyn FnMut(u32, u32),
 ) -> Result<Option<PairMatrix>, ClusterError> {
     let rounds = round_robin(group.size());
@@ -38,7 +56,9 @@ pub fn run_matrix(
         group.barrier()?;
         on_round(k, rounds.len() as u32);
         if let Some(p) = partner(round, group.rank()) {
-            match measure_pair(group, p, k, cfg) {
+            let measured = open(group, p, TAG_MATRIX + k)
+                .and_then(|link| measure_pair(group, &*link, p, k, cfg));
+            match measured {
                 Ok(m) => mine.extend(m),
                 Err(e) => return Err(group.fail(&e)),
             }
@@ -52,7 +72,7 @@ pub fn run_matrix(
         let analysis = analyze(&links, &hosts, group.size());
         PairMatrix {
             schema_version: SCHEMA_VERSION,
-            transport: "tcp".into(),
+            transport: transport.into(),
             size: cfg.size,
             iterations: cfg.iters,
             ranks: group.size(),
@@ -68,13 +88,13 @@ pub fn run_matrix(
 /// `peer` → this rank; the lower rank goes first. Latency is measured by the lower rank and
 /// reported on both directions.
 fn measure_pair(
-    group: &mut Group,
+    group: &Group,
+    s: &dyn Link,
     peer: u32,
     round: u32,
     cfg: &MatrixConfig,
 ) -> Result<Vec<LinkMeasurement>, ClusterError> {
     let label = group.label(peer);
-    let mut s = group.pair_stream(peer, TAG_MATRIX + round)?;
     let me = group.rank();
     let first = me < peer;
     let mut out = Vec::new();
@@ -82,7 +102,7 @@ fn measure_pair(
     for phase in 0..2 {
         let sending = (phase == 0) == first;
         if sending {
-            let gbps = send_timed(&mut s, &mut buf, cfg, &label)?;
+            let gbps = send_timed(s, &mut buf, cfg, &label)?;
             out.push(LinkMeasurement {
                 src: me,
                 dst: peer,
@@ -91,47 +111,50 @@ fn measure_pair(
                 round,
             });
         } else {
-            recv_timed(&mut s, &mut buf, cfg, &label)?;
+            recv_timed(s, &mut buf, cfg, &label)?;
         }
     }
-    let lat = ping_pong(&mut s, first, &label)?;
+    let lat = ping_pong(s, first, &label)?;
     let latency = if first { Some(lat) } else { None };
     // The follower learns the latency from the leader so both directions carry it.
-    let latency = exchange_f64(&mut s, first, latency, &label)?;
+    let latency = exchange_f64(s, first, latency, &label)?;
     for m in &mut out {
         m.latency_us = Some(latency);
     }
     Ok(out)
 }
 
-fn io<'a>(peer: &'a str, doing: &str) -> impl Fn(std::io::Error) -> ClusterError + 'a {
+/// Names the peer on a link's error (one that already names a peer is kept).
+fn io<'a>(peer: &'a str, doing: &str) -> impl Fn(ClusterError) -> ClusterError + 'a {
     let doing = doing.to_string();
-    move |e| ClusterError::Peer {
-        peer: peer.to_string(),
-        why: format!("{doing}: {e}"),
+    move |e| match e {
+        ClusterError::Io { source, .. } => ClusterError::Peer {
+            peer: peer.to_string(),
+            why: format!("{doing}: {source}"),
+        },
+        e @ ClusterError::Peer { .. } => e,
+        e => ClusterError::Peer {
+            peer: peer.to_string(),
+            why: format!("{doing}: {e}"),
+        },
     }
 }
 
-fn stream_bytes(s: &mut TcpStream, buf: &[u8], total: u64, peer: &str) -> Result<(), ClusterError> {
+fn stream_bytes(s: &dyn Link, buf: &[u8], total: u64, peer: &str) -> Result<(), ClusterError> {
     let mut left = total;
     while left > 0 {
         let n = left.min(buf.len() as u64) as usize;
-        s.write_all(&buf[..n]).map_err(io(peer, "sending"))?;
+        s.send_all(&buf[..n]).map_err(io(peer, "sending"))?;
         left -= n as u64;
     }
     Ok(())
 }
 
-fn drain_bytes(
-    s: &mut TcpStream,
-    buf: &mut [u8],
-    total: u64,
-    peer: &str,
-) -> Result<(), ClusterError> {
+fn drain_bytes(s: &dyn Link, buf: &mut [u8], total: u64, peer: &str) -> Result<(), ClusterError> {
     let mut left = total;
     while left > 0 {
         let n = left.min(buf.len() as u64) as usize;
-        s.read_exact(&mut buf[..n]).map_err(io(peer, "receiving"))?;
+        s.recv_exact(&mut buf[..n]).map_err(io(peer, "receiving"))?;
         left -= n as u64;
     }
     Ok(())
@@ -140,20 +163,20 @@ fn drain_bytes(
 /// One warm-up transfer, then `iters` timed ones; the receiver's one-byte acknowledgement
 /// closes the clock, so the time covers delivery, not just handing bytes to the kernel.
 fn send_timed(
-    s: &mut TcpStream,
+    s: &dyn Link,
     buf: &mut [u8],
     cfg: &MatrixConfig,
     peer: &str,
 ) -> Result<f64, ClusterError> {
     let mut ack = [0u8; 1];
     stream_bytes(s, buf, cfg.size, peer)?;
-    s.read_exact(&mut ack)
+    s.recv_exact(&mut ack)
         .map_err(io(peer, "waiting for the acknowledgement"))?;
     let t0 = Instant::now();
     for _ in 0..cfg.iters.max(1) {
         stream_bytes(s, buf, cfg.size, peer)?;
     }
-    s.read_exact(&mut ack)
+    s.recv_exact(&mut ack)
         .map_err(io(peer, "waiting for the acknowledgement"))?;
     let secs = t0.elapsed().as_secs_f64();
     let bits = cfg.size as f64 * 8.0 * f64::from(cfg.iters.max(1));
@@ -161,49 +184,49 @@ fn send_timed(
 }
 
 fn recv_timed(
-    s: &mut TcpStream,
+    s: &dyn Link,
     buf: &mut [u8],
     cfg: &MatrixConfig,
     peer: &str,
 ) -> Result<(), ClusterError> {
     drain_bytes(s, buf, cfg.size, peer)?;
-    s.write_all(&[1]).map_err(io(peer, "acknowledging"))?;
+    s.send_all(&[1]).map_err(io(peer, "acknowledging"))?;
     drain_bytes(s, buf, cfg.size * u64::from(cfg.iters.max(1)), peer)?;
-    s.write_all(&[1]).map_err(io(peer, "acknowledging"))?;
+    s.send_all(&[1]).map_err(io(peer, "acknowledging"))?;
     Ok(())
 }
 
 /// Median half round trip of one byte, in microseconds (the leader's measurement).
-fn ping_pong(s: &mut TcpStream, leader: bool, peer: &str) -> Result<f64, ClusterError> {
+fn ping_pong(s: &dyn Link, leader: bool, peer: &str) -> Result<f64, ClusterError> {
     let mut b = [0u8; 1];
     let mut rtts = Vec::with_capacity(LAT_ROUNDS as usize);
     for _ in 0..LAT_ROUNDS {
         if leader {
             let t0 = Instant::now();
-            s.write_all(&b).map_err(io(peer, "ping"))?;
-            s.read_exact(&mut b).map_err(io(peer, "pong"))?;
+            s.send_all(&b).map_err(io(peer, "ping"))?;
+            s.recv_exact(&mut b).map_err(io(peer, "pong"))?;
             rtts.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
         } else {
-            s.read_exact(&mut b).map_err(io(peer, "ping"))?;
-            s.write_all(&b).map_err(io(peer, "pong"))?;
+            s.recv_exact(&mut b).map_err(io(peer, "ping"))?;
+            s.send_all(&b).map_err(io(peer, "pong"))?;
         }
     }
     Ok(crate::pairs::median(&rtts))
 }
 
 fn exchange_f64(
-    s: &mut TcpStream,
+    s: &dyn Link,
     leader: bool,
     v: Option<f64>,
     peer: &str,
 ) -> Result<f64, ClusterError> {
     if leader {
         let v = v.unwrap_or(0.0);
-        s.write_all(&v.to_be_bytes()).map_err(io(peer, "sending"))?;
+        s.send_all(&v.to_be_bytes()).map_err(io(peer, "sending"))?;
         Ok(v)
     } else {
         let mut b = [0u8; 8];
-        s.read_exact(&mut b).map_err(io(peer, "receiving"))?;
+        s.recv_exact(&mut b).map_err(io(peer, "receiving"))?;
         Ok(f64::from_be_bytes(b))
     }
 }

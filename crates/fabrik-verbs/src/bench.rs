@@ -100,7 +100,7 @@ fn access_names(access: i32) -> String {
 }
 
 /// Opens `name`, or when `None` the first device whose `port` is ACTIVE.
-fn open_device(
+pub(crate) fn open_device(
     verbs: &Arc<Verbs>,
     name: Option<&str>,
     port: u8,

@@ -10,6 +10,7 @@ pub mod ffi;
 pub mod gid;
 pub mod loader;
 pub mod mem;
+pub mod pipe;
 pub mod proto;
 pub mod stats;
 
@@ -20,4 +21,5 @@ pub use bench::{run_client, serve, usable_device, LocalOptions};
 pub use error::VerbsError;
 pub use loader::{Verbs, LIBIBVERBS};
 pub use mem::MemKind;
+pub use pipe::{PipeConfig, PipeDevice, VerbsPipe};
 pub use proto::{Op, TestParams};

@@ -100,7 +100,8 @@ pub enum ClusterCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct MatrixArgs {
-    /// tcp (rdma is not available in this build).
+    /// tcp, rdma (verbs RC queue pairs), or auto (rdma when every rank has a usable RDMA
+    /// device, else tcp).
     #[arg(long, default_value = "tcp")]
     pub transport: String,
     /// Bytes per timed transfer (K, M, G suffixes).
@@ -117,6 +118,8 @@ pub struct MatrixArgs {
     pub output: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub ranks: RankArgs,
+    #[command(flatten)]
+    pub verbs: crate::cmd::coll_rdma::VerbsArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -153,14 +156,12 @@ fn json_flag(format: &str) -> anyhow::Result<bool> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    use fabrik_cluster::matrix::{run_matrix, MatrixConfig};
+    use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
+    use fabrik_cluster::link::Link;
+    use fabrik_cluster::matrix::{run_matrix_over, MatrixConfig};
     use fabrik_cluster::pairs::render_matrix;
-    if args.transport != "tcp" {
-        anyhow::bail!(
-            "transport {:?} is not available in this build of cluster matrix; use --transport tcp",
-            args.transport
-        );
-    }
+    use fabrik_cluster::rdma_link::pair_link;
+    check_transport(&args.transport, "--transport")?;
     let json = json_flag(&args.format)?;
     let cfg = MatrixConfig {
         size: fabrik_cluster::launch::parse_size(&args.size)?.max(1),
@@ -169,9 +170,19 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     run_ranked(&args.ranks, |group| {
         let is_root = group.rank() == 0;
         let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
+        let transport = agree_transport(group, &args.transport, &args.verbs)?;
+        let pipe = args.verbs.pipe_config(group.timeout())?;
+        let mut open = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, _> {
+            Ok(match &transport {
+                Transport::Tcp => Box::new(fabrik_cluster::link::TcpLink::new(
+                    g.pair_stream(peer, tag)?,
+                )),
+                Transport::Rdma(dev) => Box::new(pair_link(g, dev, peer, tag, &pipe)?),
+            })
+        };
         let progress = Progress::new(is_root, "matrix", "rounds", rounds);
         // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
-        let result = run_matrix(group, &cfg, &mut |k, _| {
+        let result = run_matrix_over(group, &cfg, transport.name(), &mut open, &mut |k, _| {
             if k > 0 {
                 progress.done(u64::from(k), "");
             }
@@ -195,6 +206,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 "# pair matrix: {} ranks, {} rounds, {} B x {} per direction, transport {}",
                 m.ranks, m.rounds, m.size, m.iterations, m.transport
             );
+            if let Transport::Rdma(dev) = &transport {
+                println!("# rdma: {}", dev.describe());
+            }
             for (r, h) in m.hosts.iter().enumerate() {
                 println!("#  rank {r:>3} on {h}");
             }

@@ -1,6 +1,6 @@
 //! `fabrik bench collective OP`: nccl-tests-style sweeps of a collective between ranks, with
-//! verified results: over TCP in host memory (`--backend tcp`), or in GPU memory through NCCL
-//! loaded at run time (`--backend nccl`).
+//! verified results: in host memory over TCP (`--backend tcp`) or RDMA verbs (`--backend rdma`),
+//! or in GPU memory through NCCL loaded at run time (`--backend nccl`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +13,7 @@ use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::launch::parse_size;
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
+use fabrik_cluster::rdma_link::connect_comm;
 use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_cluster::ClusterError;
@@ -20,6 +21,7 @@ use fabrik_gpu::LIBNCCL;
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
+use crate::cmd::coll_rdma::{agree_transport, Transport, VerbsArgs};
 use crate::output::{print_json, write_atomically};
 
 #[derive(clap::Args, Debug)]
@@ -56,8 +58,9 @@ pub struct Args {
     /// Root rank of broadcast and reduce.
     #[arg(short = 'r', long = "root", default_value_t = 0)]
     pub root: u32,
-    /// Where the data moves: tcp (host memory) or nccl (GPU memory, libnccl.so.2 and the CUDA
-    /// driver loaded at run time; one GPU per local rank).
+    /// Where the data moves: tcp or rdma (verbs RC queue pairs), both in host memory; auto (rdma
+    /// when every rank has a usable RDMA device, else tcp); or nccl (GPU memory, libnccl.so.2 and
+    /// the CUDA driver loaded at run time; one GPU per local rank).
     #[arg(long, default_value = "tcp")]
     pub backend: String,
     /// Parallel connections per ring neighbour (spread over --data-ip addresses).
@@ -74,15 +77,17 @@ pub struct Args {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub ranks: RankArgs,
+    #[command(flatten)]
+    pub verbs: VerbsArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let op: CollOp = args.op.parse()?;
     let dtype: DType = args.dtype.parse()?;
     let redop: RedOp = args.redop.parse()?;
-    if args.backend != "tcp" && args.backend != "nccl" {
+    if !matches!(args.backend.as_str(), "tcp" | "rdma" | "auto" | "nccl") {
         anyhow::bail!(
-            "backend {:?} is not available in this build of bench collective; use --backend tcp or nccl",
+            "unknown --backend {:?} (tcp, rdma, auto or nccl)",
             args.backend
         );
     }
@@ -126,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.backend == "nccl" {
             nccl_rank(group, &out)
         } else {
-            tcp_rank(group, &out, chunk)
+            host_rank(group, &out, chunk)
         }
     })
 }
@@ -150,8 +155,14 @@ fn local_rank() -> u32 {
         .unwrap_or(0)
 }
 
-fn tcp_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Result<ExitCode> {
+/// The host-memory backends: ring lanes over TCP or over RDMA verbs pipes.
+fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Result<ExitCode> {
     let (args, cfg) = (out.args, out.cfg);
+    let transport = agree_transport(group, &args.backend, &args.verbs)?;
+    let via = match &transport {
+        Transport::Tcp => "tcp".to_string(),
+        Transport::Rdma(dev) => format!("rdma {}", dev.device_port()),
+    };
     let me = RankDevice {
         rank: group.rank(),
         group: Some(0),
@@ -159,28 +170,37 @@ fn tcp_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Result
         host: group.peers()[group.rank() as usize].host.clone(),
         device: Some(local_rank()),
         bus_id: Some("host".into()),
-        name: Some(format!(
-            "host memory ({}, {} channels)",
-            args.backend, args.channels
-        )),
+        name: Some(format!("host memory ({via}, {} channels)", args.channels)),
     };
     let devices = group.gather(me)?;
-    let comm = Comm::connect(
-        group,
-        args.channels.max(1),
-        cfg.op == CollOp::Alltoall,
-        if chunk == 0 {
-            DEFAULT_CHUNK_BYTES
-        } else {
-            chunk
-        },
-    )
+    let chunk_bytes = if chunk == 0 {
+        DEFAULT_CHUNK_BYTES
+    } else {
+        chunk
+    };
+    let mesh = cfg.op == CollOp::Alltoall;
+    let comm = match &transport {
+        Transport::Tcp => Comm::connect(group, args.channels.max(1), mesh, chunk_bytes),
+        Transport::Rdma(dev) => {
+            let pipe = args.verbs.pipe_config(group.timeout())?;
+            connect_comm(group, dev, args.channels.max(1), mesh, chunk_bytes, &pipe)
+        }
+    }
     .context("opening data connections")?;
-    let notes = vec![format!(
+    let mut notes = vec![format!(
         "channels {}, chunk {} B, warm-up {}, iterations {}",
         args.channels, chunk, cfg.warmup, cfg.iters
     )];
-    report_sweep(group, out, devices, notes, None, |group, on_row| {
+    if let Transport::Rdma(dev) = &transport {
+        notes.push(format!(
+            "rdma: {}, {} x {} B in flight per pipe",
+            dev.describe(),
+            args.verbs.rdma_slots,
+            args.verbs.rdma_chunk
+        ));
+    }
+    let backend = transport.name();
+    report_sweep(group, out, backend, devices, notes, None, |group, on_row| {
         run_sweep(group, &comm, cfg, on_row)
     })
 }
@@ -213,7 +233,7 @@ fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
         format!("nccl {}, cuda driver {}", gpu.version, gpu.driver_version),
         format!("warm-up {}, iterations {}", cfg.warmup, cfg.iters),
     ];
-    report_sweep(group, out, devices, notes, Some(banner), |group, on_row| {
+    report_sweep(group, out, "nccl", devices, notes, Some(banner), |group, on_row| {
         gpu.run_sweep(group, cfg, on_row)
     })
 }
@@ -221,6 +241,7 @@ fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
 fn report_sweep(
     group: &mut Group,
     out: &Output<'_>,
+    backend: &str,
     devices: Option<Vec<RankDevice>>,
     notes: Vec<String>,
     banner: Option<String>,
@@ -232,7 +253,7 @@ fn report_sweep(
         schema_version: SCHEMA_VERSION,
         source: ResultSource::Fabrik,
         op: cfg.op.name().to_string(),
-        backend: Some(args.backend.clone()),
+        backend: Some(backend.to_string()),
         ranks: Some(group.size()),
         hosts: group.hosts(),
         devices: devices.unwrap_or_default(),

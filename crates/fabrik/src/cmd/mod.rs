@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod cluster;
+pub mod coll_rdma;
 pub mod collective;
 pub mod diff;
 pub mod doctor;

@@ -1,0 +1,281 @@
+//! The `rdma` transport of the collectives and the pair matrix: a [`Link`] over an RC queue
+//! pair ([`fabrik_verbs::VerbsPipe`]), set up over the rendezvous' authenticated data
+//! connections (which carry only the queue-pair exchange; the bytes then move over verbs).
+
+use std::net::{IpAddr, TcpStream};
+use std::sync::Arc;
+use std::thread;
+
+use fabrik_verbs::{LocalOptions, PipeConfig, PipeDevice, Verbs, VerbsError, VerbsPipe};
+
+use crate::collective::Comm;
+use crate::link::Link;
+use crate::rendezvous::Group;
+use crate::ClusterError;
+
+const TAG_RDMA_RING: u32 = 3 << 16;
+const TAG_RDMA_MESH: u32 = 4 << 16;
+
+/// Loads libibverbs and opens the device, port and GID of `opts` (the defaults of
+/// `bench p2p --transport rdma`); `local_ip` picks the RoCE v2 GID that carries it.
+pub fn open_device(
+    opts: &LocalOptions,
+    local_ip: Option<IpAddr>,
+) -> Result<Arc<PipeDevice>, ClusterError> {
+    let verbs = Arc::new(Verbs::load()?);
+    Ok(PipeDevice::open(&verbs, opts, local_ip)?)
+}
+
+/// Opens the device on every rank and agrees on the outcome: every rank gets `Ok` only when all
+/// opened theirs; otherwise every rank fails with the first rank's reason (so nobody waits for a
+/// peer that will never set up its queue pairs).
+pub fn open_everywhere(
+    group: &mut Group,
+    opts: &LocalOptions,
+) -> Result<Arc<PipeDevice>, ClusterError> {
+    let opened = open_device(opts, data_ip(group));
+    let mine = opened.as_ref().err().map(ToString::to_string);
+    let all = group.gather(mine)?;
+    let verdict = all.map(|v| first_failure(&v, |r| group.label(r)));
+    match group.broadcast(verdict)? {
+        None => opened,
+        Some(why) => Err(opened.err().unwrap_or(ClusterError::Aborted(why))),
+    }
+}
+
+/// `Some("rank R (host): why")` for the first rank that reported a failure.
+fn first_failure(per_rank: &[Option<String>], label: impl Fn(u32) -> String) -> Option<String> {
+    per_rank
+        .iter()
+        .enumerate()
+        .find_map(|(r, e)| e.as_ref().map(|e| format!("{}: {e}", label(r as u32))))
+}
+
+/// For `auto`: true when every rank has a usable RDMA device (libibverbs loads, and the device
+/// of `opts`, or any device, has an ACTIVE port), decided by rank 0 so that all ranks agree.
+pub fn all_ranks_have_rdma(group: &mut Group, opts: &LocalOptions) -> Result<bool, ClusterError> {
+    let usable = open_device(opts, data_ip(group)).is_ok();
+    let all = group.gather(usable)?;
+    group.broadcast(all.map(|v| v.iter().all(|u| *u)))
+}
+
+/// The local address this rank's data connections leave from, for the GID choice.
+pub fn data_ip(group: &Group) -> Option<IpAddr> {
+    group
+        .peers()
+        .get(group.rank() as usize)
+        .and_then(|p| p.data_addrs.first())
+        .and_then(|a| a.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])))
+        .and_then(|h| h.parse().ok())
+}
+
+/// One end of an RDMA pipe as a collective [`Link`].
+#[derive(Debug)]
+pub struct RdmaLink {
+    pipe: VerbsPipe,
+}
+
+impl RdmaLink {
+    /// Sets up a pipe with the peer at the other end of `stream` (the exchange is symmetric: both
+    /// ends call this at once).
+    pub fn connect(
+        dev: &Arc<PipeDevice>,
+        mut stream: TcpStream,
+        peer: &str,
+        cfg: &PipeConfig,
+    ) -> Result<RdmaLink, ClusterError> {
+        let pipe =
+            VerbsPipe::connect(dev, &mut stream, peer, cfg).map_err(|e| peer_err(peer, e))?;
+        Ok(RdmaLink { pipe })
+    }
+
+    pub fn pipe(&self) -> &VerbsPipe {
+        &self.pipe
+    }
+}
+
+fn peer_err(peer: &str, e: VerbsError) -> ClusterError {
+    ClusterError::Peer {
+        peer: peer.to_string(),
+        why: e.to_string(),
+    }
+}
+
+impl Link for RdmaLink {
+    fn send_all(&self, buf: &[u8]) -> Result<(), ClusterError> {
+        self.pipe
+            .send_all(buf)
+            .map_err(|e| peer_err(self.pipe.peer(), e))
+    }
+
+    fn recv_exact(&self, buf: &mut [u8]) -> Result<(), ClusterError> {
+        self.pipe
+            .recv_exact(buf)
+            .map_err(|e| peer_err(self.pipe.peer(), e))
+    }
+
+    fn send_buffer_bytes(&self) -> usize {
+        self.pipe.window_bytes()
+    }
+}
+
+/// Sets up one pipe per stream, all at once: each set-up waits for its peer, and the peers are
+/// busy with their own neighbours' set-ups, so doing them one after another could wait in a
+/// circle.
+fn connect_all(
+    dev: &Arc<PipeDevice>,
+    streams: Vec<(u32, String, TcpStream)>,
+    cfg: &PipeConfig,
+) -> Result<Vec<(u32, RdmaLink)>, ClusterError> {
+    thread::scope(|s| {
+        let hs: Vec<_> = streams
+            .into_iter()
+            .map(|(peer, label, stream)| {
+                s.spawn(move || RdmaLink::connect(dev, stream, &label, cfg).map(|l| (peer, l)))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ClusterError::Invalid(
+                        "an RDMA pipe set-up thread panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    })
+}
+
+/// Opens `channels` ring lanes (and with `mesh` a link to every other rank) over RDMA and
+/// returns the communicator the collectives run on.
+pub fn connect_comm(
+    group: &mut Group,
+    dev: &Arc<PipeDevice>,
+    channels: usize,
+    mesh: bool,
+    chunk_bytes: usize,
+    cfg: &PipeConfig,
+) -> Result<Comm, ClusterError> {
+    let (rank, n) = (group.rank(), group.size());
+    let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
+    if n < 2 {
+        return Comm::from_links(rank, n, labels, Vec::new(), Vec::new(), chunk_bytes);
+    }
+    let channels = channels.max(1);
+    let next = (rank + 1) % n;
+    let prev = (rank + n - 1) % n;
+    let connector = group.connector();
+    // Connect from a thread while accepting here: every rank does both at once.
+    let (out, inc, mesh_out, mesh_in) = thread::scope(|s| {
+        let h = s.spawn(move || -> Result<_, ClusterError> {
+            let mut out = Vec::with_capacity(channels);
+            for c in 0..channels {
+                out.push(connector.connect_data(next, TAG_RDMA_RING + c as u32, c)?);
+            }
+            let mut m = Vec::new();
+            if mesh {
+                for peer in rank + 1..n {
+                    m.push((peer, connector.connect_data(peer, TAG_RDMA_MESH, 0)?));
+                }
+            }
+            Ok((out, m))
+        });
+        let accepted = (|| -> Result<_, ClusterError> {
+            let mut inc = Vec::with_capacity(channels);
+            for c in 0..channels {
+                inc.push(group.accept_data(prev, TAG_RDMA_RING + c as u32)?);
+            }
+            let mut m = Vec::new();
+            if mesh {
+                for peer in 0..rank {
+                    m.push((peer, group.accept_data(peer, TAG_RDMA_MESH)?));
+                }
+            }
+            Ok((inc, m))
+        })();
+        let connected = h.join().unwrap_or_else(|_| {
+            Err(ClusterError::Invalid(
+                "the data-connection thread panicked".into(),
+            ))
+        });
+        let (inc, m_in) = accepted?;
+        let (out, m_out) = connected?;
+        Ok::<_, ClusterError>((out, inc, m_out, m_in))
+    })?;
+    // Ring set-ups are tagged with the channel so that the results come back in order.
+    let mut streams = Vec::new();
+    for (c, s) in out.into_iter().enumerate() {
+        streams.push((c as u32, labels[next as usize].clone(), s));
+    }
+    for (c, s) in inc.into_iter().enumerate() {
+        streams.push(((channels + c) as u32, labels[prev as usize].clone(), s));
+    }
+    let ring_count = streams.len();
+    for (peer, s) in mesh_out.into_iter().chain(mesh_in) {
+        streams.push((peer, labels[peer as usize].clone(), s));
+    }
+    let mut links = connect_all(dev, streams, cfg)?;
+    let mesh_links = links.split_off(ring_count);
+    let mut nexts = Vec::with_capacity(channels);
+    let mut prevs = Vec::with_capacity(channels);
+    for (i, l) in links {
+        if (i as usize) < channels {
+            nexts.push(Box::new(l) as Box<dyn Link>);
+        } else {
+            prevs.push(Box::new(l) as Box<dyn Link>);
+        }
+    }
+    let lanes = nexts.into_iter().zip(prevs).collect();
+    let mut mesh_slots: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
+    for (peer, l) in mesh_links {
+        mesh_slots[peer as usize] = Some(Box::new(l));
+    }
+    Comm::from_links(rank, n, labels, lanes, mesh_slots, chunk_bytes)
+}
+
+/// A two-way RDMA link to `peer` for pair tests (the matrix), over a fresh data connection
+/// opened as [`Group::pair_stream`] opens it.
+pub fn pair_link(
+    group: &mut Group,
+    dev: &Arc<PipeDevice>,
+    peer: u32,
+    tag: u32,
+    cfg: &PipeConfig,
+) -> Result<RdmaLink, ClusterError> {
+    let label = group.label(peer);
+    let stream = group.pair_stream(peer, tag)?;
+    RdmaLink::connect(dev, stream, &label, cfg)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_failing_rank_is_named() {
+        let label = |r: u32| format!("rank {r} (node{r})");
+        assert_eq!(first_failure(&[None, None], label), None);
+        assert_eq!(
+            first_failure(&[None, Some("no device".into()), Some("x".into())], label).as_deref(),
+            Some("rank 1 (node1): no device")
+        );
+    }
+
+    #[test]
+    fn no_rdma_here_is_a_clear_error_not_a_panic() {
+        // On a machine without libibverbs this names the library; with it but no device, it
+        // says there is none (or that the named device does not exist).
+        let opts = LocalOptions {
+            device: Some("fabrik_no_such_dev".into()),
+            ..LocalOptions::default()
+        };
+        let e = open_device(&opts, None).unwrap_err().to_string();
+        assert!(
+            e.contains("libibverbs.so.1")
+                || e.contains("no RDMA device")
+                || e.contains("`fabrik_no_such_dev` not found"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The RDMA options that `bench collective --backend rdma` and `cluster matrix --transport rdma`
+//! share (not a subcommand of its own), with the defaults `bench p2p --transport rdma` uses.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use fabrik_cluster::launch::parse_size;
+use fabrik_cluster::rdma_link::{all_ranks_have_rdma, open_everywhere};
+use fabrik_cluster::rendezvous::Group;
+use fabrik_verbs::{LocalOptions, MemKind, PipeConfig, PipeDevice};
+
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "RDMA (--backend rdma / --transport rdma)")]
+pub struct VerbsArgs {
+    /// RDMA device and port, `mlx5_0` or `mlx5_0:1`; default: the first device with an ACTIVE
+    /// port 1.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub device: Option<String>,
+    /// GID index; default: the RoCE v2 GID carrying this rank's data address.
+    #[arg(long)]
+    pub gid_index: Option<u32>,
+    /// Path MTU in bytes (256..4096); default: the port's active MTU.
+    #[arg(long)]
+    pub rdma_mtu: Option<u32>,
+    /// Bytes per RDMA message (each pipe keeps --rdma-slots of them in flight).
+    #[arg(long, default_value = "256K")]
+    pub rdma_chunk: String,
+    /// Messages in flight per RDMA pipe.
+    #[arg(long, default_value_t = 8)]
+    pub rdma_slots: u32,
+}
+
+/// Splits `mlx5_0:1` into name and port (port 1 when absent).
+pub fn device_port(d: Option<&str>) -> anyhow::Result<(Option<String>, u8)> {
+    Ok(match d {
+        Some(d) => match d.split_once(':') {
+            Some((name, p)) => (
+                Some(name.to_string()),
+                p.parse::<u8>()
+                    .with_context(|| format!("bad port in --device {d}"))?,
+            ),
+            None => (Some(d.to_string()), 1),
+        },
+        None => (None, 1),
+    })
+}
+
+impl VerbsArgs {
+    pub fn local_options(&self, timeout: Duration) -> anyhow::Result<LocalOptions> {
+        let (device, port) = device_port(self.device.as_deref())?;
+        Ok(LocalOptions {
+            device,
+            port,
+            gid_index: self.gid_index,
+            mtu: self.rdma_mtu,
+            mem: MemKind::Host,
+            timeout,
+            ..LocalOptions::default()
+        })
+    }
+
+    pub fn pipe_config(&self, timeout: Duration) -> anyhow::Result<PipeConfig> {
+        let chunk =
+            usize::try_from(parse_size(&self.rdma_chunk)?).context("--rdma-chunk is too large")?;
+        let cfg = PipeConfig {
+            chunk_bytes: chunk,
+            slots: self.rdma_slots,
+            timeout,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// The data path every rank agreed on: TCP, or RDMA on an opened device.
+pub enum Transport {
+    Tcp,
+    Rdma(Arc<PipeDevice>),
+}
+
+impl Transport {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Rdma(_) => "rdma",
+        }
+    }
+}
+
+/// Checks a `--backend`/`--transport` value before any rank starts.
+pub fn check_transport(name: &str, flag: &str) -> anyhow::Result<()> {
+    match name {
+        "tcp" | "rdma" | "auto" => Ok(()),
+        other => anyhow::bail!("unknown {flag} {other:?} (tcp, rdma or auto)"),
+    }
+}
+
+/// Resolves `tcp|rdma|auto` on every rank alike: `rdma` opens the device everywhere (failing on
+/// every rank, naming the first that could not); `auto` picks RDMA only when every rank has a
+/// usable device.
+pub fn agree_transport(
+    group: &mut Group,
+    name: &str,
+    verbs: &VerbsArgs,
+) -> anyhow::Result<Transport> {
+    let opts = verbs.local_options(group.timeout())?;
+    let rdma = match name {
+        "tcp" => false,
+        "rdma" => true,
+        _ => all_ranks_have_rdma(group, &opts)?,
+    };
+    if !rdma {
+        return Ok(Transport::Tcp);
+    }
+    let rank = group.rank();
+    let dev = open_everywhere(group, &opts)
+        .with_context(|| format!("rank {rank} opening the RDMA device"))?;
+    Ok(Transport::Rdma(dev))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn args() -> VerbsArgs {
+        VerbsArgs {
+            device: Some("rxe0:2".into()),
+            gid_index: Some(1),
+            rdma_mtu: None,
+            rdma_chunk: "128K".into(),
+            rdma_slots: 4,
+        }
+    }
+
+    #[test]
+    fn options_from_flags() {
+        let o = args().local_options(Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            (o.device.as_deref(), o.port, o.gid_index),
+            (Some("rxe0"), 2, Some(1))
+        );
+        assert_eq!(o.timeout, Duration::from_secs(5));
+        let p = args().pipe_config(Duration::from_secs(5)).unwrap();
+        assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
+        assert_eq!(device_port(None).unwrap(), (None, 1));
+        assert!(device_port(Some("mlx5_0:x")).is_err());
+        let mut a = args();
+        a.rdma_chunk = "1".into();
+        assert!(a.pipe_config(Duration::from_secs(1)).is_err());
+    }
+}
