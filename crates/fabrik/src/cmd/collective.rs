@@ -200,9 +200,15 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
         ));
     }
     let backend = transport.name();
-    report_sweep(group, out, backend, devices, notes, None, |group, on_row| {
-        run_sweep(group, &comm, cfg, on_row)
-    })
+    report_sweep(
+        group,
+        out,
+        backend,
+        devices,
+        notes,
+        None,
+        |group, on_row| run_sweep(group, &comm, cfg, on_row),
+    )
 }
 
 fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
@@ -233,9 +239,15 @@ fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
         format!("nccl {}, cuda driver {}", gpu.version, gpu.driver_version),
         format!("warm-up {}, iterations {}", cfg.warmup, cfg.iters),
     ];
-    report_sweep(group, out, "nccl", devices, notes, Some(banner), |group, on_row| {
-        gpu.run_sweep(group, cfg, on_row)
-    })
+    report_sweep(
+        group,
+        out,
+        "nccl",
+        devices,
+        notes,
+        Some(banner),
+        |group, on_row| gpu.run_sweep(group, cfg, on_row),
+    )
 }
 
 fn report_sweep(
