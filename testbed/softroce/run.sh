@@ -5,7 +5,8 @@
 #
 #   testbed/softroce/run.sh [FABRIK_BIN]
 #   env: SOFTROCE_TIMEOUT (s, default 600), SOFTROCE_MEM (MiB, default 1024),
-#        SOFTROCE_ARGS (extra fab.k=v: bw_size, bw_iters, lat_size, lat_iters)
+#        SOFTROCE_ARGS (extra fab.k=v: bw_size, bw_iters, lat_size, lat_iters, lat_ratio_iters,
+#        rounds)
 # The console log is kept in testbed/cache/softroce-console.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ set -e
 tr -d '\r' <"$log" >"$log.tmp" && mv "$log.tmp" "$log"
 echo "softroce: VM ran $(( $(date +%s) - start )) s (qemu exit $qrc); console in $log"
 grep -E '^ *(RDMA|#bytes|[0-9]+ )' "$log" | sed 's/^/  /' | head -60 || true
-grep -E '^FABRIK-(TEST|RATIO)' "$log" || true
+grep -E "^FABRIK-(TEST|RATIO)" "$log" || true
 fails=$(grep -c '^FABRIK-TEST FAIL' "$log" || true)
 passes=$(grep -c '^FABRIK-TEST PASS' "$log" || true)
 if ! grep -q '^SOFTROCE-DONE' "$log"; then
