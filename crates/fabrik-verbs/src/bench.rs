@@ -915,7 +915,16 @@ fn lat_loop(
         res.post(0, p.op, bytes, remote, signaled, 1)?;
         if signaled {
             outstanding += 1;
-            reap_sends(res, &mut outstanding, 1, timeout, op)?;
+            if !initiator && i + 1 == n {
+                // The client may already have answered this last message with `done` on the
+                // control connection, which the watch would take for an interruption.
+                let watch = res.watch.take();
+                let reaped = reap_sends(res, &mut outstanding, 1, timeout, op);
+                res.watch = watch;
+                reaped?;
+            } else {
+                reap_sends(res, &mut outstanding, 1, timeout, op)?;
+            }
         }
     }
     if initiator && n > 0 {
