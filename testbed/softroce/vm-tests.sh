@@ -162,12 +162,10 @@ ROUNDS=${rounds:-5}; LAT_ROUNDS=${lat_rounds:-7}
 # `ib_send_lat -C` prints cycles, turned into µs here with fabrik's rate from the same round, so
 # the ratio is one of cycle counts whatever either calibration says (in CI the two agree:
 # 2300.0 ticks/µs measured, "cpu MHz 2299.999").
-# Two statistics over the rounds, both printed: the median, and the best round (lowest latency,
-# highest bandwidth). Host load only ever adds time here (a descheduled vCPU stalls the round
-# trip or the transfer), so the best round is the least disturbed measurement of each tool;
-# the medians move with the host's load between rounds (0.90x-1.46x for latency in CI). The
-# latency target is judged on the best rounds, the bandwidth target on the medians (as since
-# the first landing); see docs/benchmarks/rdma.md.
+# Two statistics over the rounds, both printed: the median (judged against the targets) and the
+# best round (lowest latency, highest bandwidth; FABRIK-RATIO-INFO). Host load between rounds
+# moves both, by up to 1.5x on this shared machine; over five runs neither was the steadier
+# (docs/benchmarks/rdma.md).
 echo "  guest cpu MHz (what perftest converts with): $(grep -m1 'cpu MHz' /proc/cpuinfo | sed 's/.*: //')"
 fbw_all=; pbw_all=; flat_all=; plat_all=; rates=
 cyc2us() { awk -v c="$1" -v r="$2" 'BEGIN { if (c != "" && r + 0 > 0) printf "%.2f", c / r }'; }
@@ -207,9 +205,9 @@ ratio() { # name fabrik perftest target-op target how
     printf "FABRIK-RATIO %s fabrik=%s perftest=%s ratio=%.3f target=%s%s %s (%s)\n", n, f, p, r, op, t, ok ? "met" : "missed", how }'
 }
 ratio write_bw_avg_gbps "$(median $fbw_all)" "$(median $pbw_all)" ">=" 0.95 "median of $ROUNDS rounds"
-ratio send_lat_typical_us "$(lowest $flat_all)" "$(lowest $plat_all)" "<=" 1.05 "best of $LAT_ROUNDS rounds"
+ratio send_lat_typical_us "$(median $flat_all)" "$(median $plat_all)" "<=" 1.05 "median of $LAT_ROUNDS rounds"
 echo "FABRIK-RATIO-INFO write_bw_avg_gbps best of $ROUNDS rounds: fabrik=$(highest $fbw_all) perftest=$(highest $pbw_all) ratio=$(awk -v f="$(highest $fbw_all)" -v p="$(highest $pbw_all)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
-echo "FABRIK-RATIO-INFO send_lat_typical_us median of $LAT_ROUNDS rounds: fabrik=$(median $flat_all) perftest=$(median $plat_all) ratio=$(awk -v f="$(median $flat_all)" -v p="$(median $plat_all)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
+echo "FABRIK-RATIO-INFO send_lat_typical_us best of $LAT_ROUNDS rounds: fabrik=$(lowest $flat_all) perftest=$(lowest $plat_all) ratio=$(awk -v f="$(lowest $flat_all)" -v p="$(lowest $plat_all)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
 
 # --- error paths: each a clear error, no hang ------------------------------------------------
 expect_err() { # name pattern file
