@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Soft-RoCE VM: Debian's plain amd64 kernel (it ships rdma_rxe; the cloud flavour does
 # not) and a busybox initramfs with iproute2, rdma-core (libibverbs + the rxe provider),
-# ibv_devinfo, perftest and the fabrik binary with their shared libraries.
+# ibv_devinfo, perftest and the fabrik binary with their shared libraries, plus a MOCK
+# libcuda.so.1 (mock-libcuda.c: host memory behind the CUDA driver API, no GPU) in
+# /fabrik/mock-cuda, used only by the tests that say "mock-cuda" to run `--mem cuda` over rxe.
 #
 #   testbed/softroce/build.sh [FABRIK_BIN]     -> testbed/cache/{kern/,initrd.gz,kernel-version}
 #
@@ -19,7 +21,7 @@ fi
 bin=$(readlink -f "$bin" 2>/dev/null || echo "$bin")
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "build.sh: no fabrik binary (cargo build -p fabrik first)" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || { echo "build.sh: missing $1 (install the packages of scripts/apt/verbs.txt)" >&2; exit 1; }; }
-for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache; do need "$c"; done
+for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache cc; do need "$c"; done
 [ -x /usr/sbin/ip ] || { echo "build.sh: missing /usr/sbin/ip (iproute2)" >&2; exit 1; }
 busybox_bin=$(command -v busybox)
 
@@ -67,6 +69,8 @@ strip -o ird/usr/bin/fabrik "$bin" 2>/dev/null || cp "$bin" ird/usr/bin/fabrik
 for l in $( (ldd "$bin"; ldd "$busybox_bin") 2>/dev/null | grep -o '/[^ ]*'); do mkdir -p "ird$(dirname "$l")"; cp -Ln "$l" "ird$l"; done
 printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > ird/etc/passwd
 printf 'root:x:0:\nnogroup:x:65534:\n' > ird/etc/group
+mkdir -p ird/fabrik/mock-cuda
+cc -shared -fPIC -O2 -Wall -o ird/fabrik/mock-cuda/libcuda.so.1 "$here/mock-libcuda.c"
 cp "$here/init" ird/init
 cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
 cp "$here/vm-tests-collective.sh" ird/fabrik/vm-tests-collective.sh

@@ -4,8 +4,9 @@
 # exit 0 only when every FABRIK-TEST line is PASS and the VM reached SOFTROCE-DONE.
 #
 #   testbed/softroce/run.sh [FABRIK_BIN]
-#   env: SOFTROCE_TIMEOUT (s, default 600), SOFTROCE_MEM (MiB, default 1024),
-#        SOFTROCE_ARGS (extra fab.k=v: bw_size, bw_iters, lat_size, lat_iters)
+#   env: SOFTROCE_TIMEOUT (s, default 900), SOFTROCE_MEM (MiB, default 1024),
+#        SOFTROCE_ARGS (extra fab.k=v: bw_size, bw_iters, lat_size, lat_iters, lat_ratio_iters,
+#        rounds)
 # The console log is kept in testbed/cache/softroce-console.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +17,7 @@ ver=$(cat "$cache/kernel-version")
 log=$cache/softroce-console.txt
 start=$(date +%s)
 set +e
-timeout "${SOFTROCE_TIMEOUT:-600}" qemu-system-x86_64 -accel tcg -m "${SOFTROCE_MEM:-1024}" -smp 2 \
+timeout "${SOFTROCE_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m "${SOFTROCE_MEM:-1024}" -smp 2 \
   -kernel "$cache/kern/boot/vmlinuz-$ver" -initrd "$cache/initrd.gz" -nographic -no-reboot \
   -append "console=ttyS0 quiet panic=-1 fab.role=loop ${SOFTROCE_ARGS:-}" </dev/null >"$log" 2>&1
 qrc=$?
@@ -24,7 +25,7 @@ set -e
 tr -d '\r' <"$log" >"$log.tmp" && mv "$log.tmp" "$log"
 echo "softroce: VM ran $(( $(date +%s) - start )) s (qemu exit $qrc); console in $log"
 grep -E '^ *(RDMA|#bytes|[0-9]+ )' "$log" | sed 's/^/  /' | head -60 || true
-grep -E '^FABRIK-(TEST|RATIO)' "$log" || true
+grep -E "^FABRIK-(TEST|RATIO)" "$log" || true
 fails=$(grep -c '^FABRIK-TEST FAIL' "$log" || true)
 passes=$(grep -c '^FABRIK-TEST PASS' "$log" || true)
 if ! grep -q '^SOFTROCE-DONE' "$log"; then

@@ -290,6 +290,7 @@ pub fn run_observed(
         },
         per_stream,
         notes,
+        memory: None,
     })
 }
 

@@ -144,6 +144,7 @@ mod tests {
             }]),
             per_stream,
             notes: vec![],
+            memory: None,
         }
     }
 

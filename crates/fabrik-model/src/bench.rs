@@ -77,6 +77,35 @@ pub struct P2pReport {
     pub per_stream: Vec<StreamResult>,
     /// Free-form facts worth keeping (perftest header lines, memory type, access flags).
     pub notes: Vec<String>,
+    /// RDMA runs: where the registered buffer lived and how it was registered; absent for TCP
+    /// and parsed perftest reports (and then left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<P2pMemory>,
+}
+
+/// The memory an RDMA benchmark registered, and for GPU memory how it compared with host
+/// memory on the same link (the GPUDirect RDMA question).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct P2pMemory {
+    /// `host`, `cuda` (cuMemAlloc) or `managed` (cuMemAllocManaged).
+    pub kind: String,
+    /// `dma_buf` (ibv_reg_dmabuf_mr), `peer_mem` (ibv_reg_mr of GPU memory through
+    /// nvidia_peermem) or `host` (ibv_reg_mr of a host or managed range).
+    pub registration: String,
+    /// Access flags of the memory region (`LOCAL_WRITE`, `REMOTE_WRITE`, `REMOTE_READ`,
+    /// `RELAXED_ORDERING`).
+    pub access_flags: Vec<String>,
+    pub relaxed_ordering: bool,
+    /// Bandwidth of the same test with host memory on this end, same QPs and sizes; empty when
+    /// not run (host memory, latency tests, or opted out).
+    #[serde(default)]
+    pub host_reference: Vec<BwRow>,
+    /// Lowest BW average of this memory over the host reference's, across the sizes.
+    pub ratio_to_host: Option<f64>,
+    /// The ratio below which the run warns.
+    pub warn_below: Option<f64>,
+    /// Set when this memory ran far below host memory: the ratio and the likely causes.
+    pub warning: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

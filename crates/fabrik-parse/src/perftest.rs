@@ -89,6 +89,7 @@ fn empty() -> P2pReport {
         results: P2pRows::Bw(Vec::new()),
         per_stream: Vec::new(),
         notes: Vec::new(),
+        memory: None,
     }
 }
 

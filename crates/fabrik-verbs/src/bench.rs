@@ -19,10 +19,12 @@ use crate::device::{
 use crate::error::VerbsError;
 use crate::ffi::*;
 use crate::gid::{format_gid, parse_gid, read_gid_table, select_gid};
+use crate::gpuref::{self, Registration};
 use crate::loader::Verbs;
 use crate::mem::{pattern, Buffer, Cuda, MemKind};
 use crate::proto::{Ctrl, Endpoint, Op, QpEndpoint, TestParams, PROTOCOL_VERSION};
 use crate::stats::{bw_row, lat_row};
+use crate::watch::PeerWatch;
 
 /// How this end uses its hardware (not negotiated: each end picks its own).
 #[derive(Debug, Clone)]
@@ -34,6 +36,11 @@ pub struct LocalOptions {
     pub mem: MemKind,
     pub cuda_device: i32,
     pub relaxed_ordering: bool,
+    /// With GPU memory, also run the bandwidth test from a host buffer (same QPs, sizes) and
+    /// compare.
+    pub host_reference: bool,
+    /// Warn when GPU memory's bandwidth is below this fraction of host memory's.
+    pub warn_below: f64,
     /// Longest wait for any completion or control message.
     pub timeout: Duration,
     /// Where sysfs is read for the GID table (`/` live).
@@ -50,10 +57,18 @@ impl Default for LocalOptions {
             mem: MemKind::Host,
             cuda_device: 0,
             relaxed_ordering: false,
+            host_reference: true,
+            warn_below: gpuref::DEFAULT_WARN_BELOW,
             timeout: Duration::from_secs(30),
             root: PathBuf::from("/"),
         }
     }
+}
+
+/// A registered host buffer; the MR drops before the memory under it.
+struct HostRegion {
+    mr: Mr,
+    buf: Buffer,
 }
 
 /// Receive slots for send bandwidth, cycled as perftest cycles its buffers.
@@ -64,6 +79,11 @@ const RX_SLOTS: u64 = 16;
 struct Resources {
     qps: Vec<Qp>,
     mr: Mr,
+    /// A host buffer beside a GPU one, for the host-memory reference pass (client only).
+    host_ref: Option<HostRegion>,
+    /// Whether the local side of posted WRs is `host_ref` rather than `mr`/`buf`.
+    use_host_ref: bool,
+    registration: Registration,
     buf: Buffer,
     send_cq: Arc<Cq>,
     recv_cq: Arc<Cq>,
@@ -79,6 +99,8 @@ struct Resources {
     access: i32,
     inline_cap: u32,
     notes: Vec<String>,
+    /// The control connection, looked at while the data moves (set once connected).
+    watch: Option<PeerWatch>,
     /// Receives posted and not yet completed, per QP.
     rx_posted: Vec<u32>,
     rx_next_slot: u64,
@@ -141,6 +163,11 @@ impl Resources {
         params: &TestParams,
         local_ip: Option<IpAddr>,
     ) -> Result<Self, VerbsError> {
+        // The GPU first: on a node without one, `--mem cuda` says so before any RDMA detail.
+        let cuda = match opts.mem {
+            MemKind::Host => None,
+            MemKind::Cuda | MemKind::Managed => Some(Cuda::open(opts.cuda_device)?),
+        };
         let ctx = open_device(verbs, opts.device.as_deref(), opts.port)?;
         let count = ctx.phys_port_cnt()?;
         if opts.port == 0 || opts.port > count {
@@ -202,10 +229,6 @@ impl Resources {
         };
 
         let pd = Pd::new(ctx.clone())?;
-        let cuda = match opts.mem {
-            MemKind::Host => None,
-            MemKind::Cuda | MemKind::Managed => Some(Cuda::open(opts.cuda_device)?),
-        };
         let max_size = params.max_size();
         let slots = if params.op == Op::Send && params.test == P2pTest::Bw {
             RX_SLOTS
@@ -227,7 +250,7 @@ impl Resources {
                 if opts.relaxed_ordering { "on" } else { "off" }
             ),
         ];
-        let mr = register(&pd, &buf, access, &mut notes)?;
+        let (mr, registration) = register(&pd, &buf, access, &mut notes)?;
 
         let rx_depth = if params.op == Op::Send {
             if params.test == P2pTest::Bw {
@@ -274,6 +297,9 @@ impl Resources {
         Ok(Resources {
             qps,
             mr,
+            host_ref: None,
+            use_host_ref: false,
+            registration,
             buf,
             send_cq,
             recv_cq,
@@ -289,9 +315,30 @@ impl Resources {
             access,
             inline_cap,
             notes,
+            watch: None,
             rx_posted: vec![0; n],
             rx_next_slot: 0,
         })
+    }
+
+    /// Allocates and registers the host buffer of the reference pass, as large as `buf`.
+    fn add_host_reference(&mut self) -> Result<(), VerbsError> {
+        let buf = Buffer::new(MemKind::Host, self.buf.len, None)?;
+        let pd = self.mr.pd();
+        // SAFETY: the buffer moves into the same HostRegion as the MR, which drops first.
+        let mr = unsafe { Mr::register(pd, buf.as_mut_ptr(), buf.len, self.access)? };
+        self.host_ref = Some(HostRegion { mr, buf });
+        self.notes
+            .push("host-memory reference: a host buffer on the same QPs, same sizes".into());
+        Ok(())
+    }
+
+    /// The buffer and MR that posted WRs use on this end.
+    fn local(&self) -> (&Buffer, &Mr) {
+        match &self.host_ref {
+            Some(h) if self.use_host_ref => (&h.buf, &h.mr),
+            _ => (&self.buf, &self.mr),
+        }
     }
 
     fn endpoint(&self) -> Endpoint {
@@ -405,13 +452,14 @@ impl Resources {
             Op::Send => (0, 0, IBV_WR_SEND),
             Op::Read => (self.max_size, 0, IBV_WR_RDMA_READ),
         };
+        let (lbuf, lmr) = self.local();
         let mut sge = ibv_sge {
-            addr: self.mr.addr + local_off,
+            addr: lmr.addr + local_off,
             length: bytes as u32,
-            lkey: self.mr.lkey(),
+            lkey: lmr.lkey(),
         };
         let mut flags = if signaled { IBV_SEND_SIGNALED } else { 0 };
-        if op != Op::Read && bytes <= u64::from(self.inline_cap) && self.buf.kind == MemKind::Host {
+        if op != Op::Read && bytes <= u64::from(self.inline_cap) && lbuf.kind == MemKind::Host {
             flags |= IBV_SEND_INLINE;
         }
         let mut wr = ibv_send_wr {
@@ -435,13 +483,13 @@ fn register(
     buf: &Buffer,
     access: i32,
     notes: &mut Vec<String>,
-) -> Result<Mr, VerbsError> {
+) -> Result<(Mr, Registration), VerbsError> {
     match buf.kind {
         MemKind::Host | MemKind::Managed => {
             // SAFETY: buf outlives the MR (Resources drops mr before buf).
             let mr = unsafe { Mr::register(pd.clone(), buf.as_mut_ptr(), buf.len, access)? };
-            notes.push("registration: ibv_reg_mr".into());
-            Ok(mr)
+            notes.push("registration: ibv_reg_mr (host range)".into());
+            Ok((mr, Registration::Host))
         }
         MemKind::Cuda => {
             let dmabuf_err = match buf.cuda().and_then(|c| c.dmabuf_fd(buf.addr(), buf.len)) {
@@ -449,7 +497,7 @@ fn register(
                     match Mr::register_dmabuf(pd.clone(), fd, 0, buf.len, buf.addr(), access) {
                         Ok(mr) => {
                             notes.push("registration: ibv_reg_dmabuf_mr (dma-buf)".into());
-                            return Ok(mr);
+                            return Ok((mr, Registration::DmaBuf));
                         }
                         Err(e) => e.to_string(),
                     }
@@ -463,7 +511,7 @@ fn register(
                     notes.push(format!(
                         "registration: ibv_reg_mr via nvidia_peermem (dma-buf: {dmabuf_err})"
                     ));
-                    Ok(mr)
+                    Ok((mr, Registration::PeerMem))
                 }
                 Err(e) => Err(VerbsError::Cuda(format!(
                     "cannot register GPU memory: dma-buf: {dmabuf_err}; ibv_reg_mr: {e} \
@@ -475,34 +523,76 @@ fn register(
     }
 }
 
+/// Empty polls of a completion queue between two looks at the clock, the peer and the scheduler.
+const POLLS_PER_CHECK: u32 = 1024;
+/// The same for a spin on a byte of memory, which costs far less per round.
+const READS_PER_CHECK: u32 = 16384;
+
+/// The bookkeeping of a busy wait. Every `every` empty rounds it reads the clock (timeout), looks
+/// at the peer's control connection and yields the CPU; never before, so that a wait that ends
+/// within a round trip makes no system call at all, as perftest's busy polls make none. (In a VM
+/// on the `hpet` clocksource every clock read is a system call plus an emulated device read,
+/// several µs: one per wait was a measurable part of a 12 µs round trip.) Yielding now and then
+/// matters when both ends share a CPU (oversubscribed hosts, VMs): a spinning waiter would
+/// otherwise hold it until the next scheduler tick while the peer it waits for cannot run.
+struct Spin {
+    rounds: u32,
+    every: u32,
+    start: Option<Instant>,
+}
+
+impl Spin {
+    fn new(every: u32) -> Self {
+        Spin {
+            rounds: 0,
+            every: every.max(1),
+            start: None,
+        }
+    }
+
+    /// After an empty round: errs when `timeout` has passed (counted from the first check, one
+    /// check interval late at most) or the peer is gone.
+    fn idle(
+        &mut self,
+        timeout: Duration,
+        what: &str,
+        watch: Option<&PeerWatch>,
+    ) -> Result<(), VerbsError> {
+        self.rounds = self.rounds.wrapping_add(1);
+        if self.rounds % self.every == 0 {
+            let now = Instant::now();
+            let start = *self.start.get_or_insert(now);
+            if now.duration_since(start) > timeout {
+                return Err(VerbsError::Timeout {
+                    what: what.to_string(),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            if let Some(w) = watch {
+                w.check(now, what)?;
+            }
+            std::thread::yield_now();
+        }
+        std::hint::spin_loop();
+        Ok(())
+    }
+}
+
 /// Polls `cq` until at least one completion or `timeout` passes with none.
 fn poll_some(
     cq: &Cq,
     wcs: &mut [ibv_wc],
     timeout: Duration,
     what: &str,
+    watch: Option<&PeerWatch>,
 ) -> Result<usize, VerbsError> {
-    let start = Instant::now();
-    let mut spins = 0u32;
+    let mut spin = Spin::new(POLLS_PER_CHECK);
     loop {
         let n = cq.poll(wcs)?;
         if n > 0 {
             return Ok(n);
         }
-        spins = spins.wrapping_add(1);
-        if spins % 256 == 0 {
-            if start.elapsed() > timeout {
-                return Err(VerbsError::Timeout {
-                    what: what.to_string(),
-                    secs: timeout.as_secs_f64(),
-                });
-            }
-            // When both ends share a CPU (oversubscribed hosts, VMs), a spinning waiter would
-            // hold it until the next tick while the peer it waits for cannot run; yielding now
-            // and then costs nothing when the CPU is ours alone.
-            std::thread::yield_now();
-        }
-        std::hint::spin_loop();
+        spin.idle(timeout, what, watch)?;
     }
 }
 
@@ -533,6 +623,23 @@ fn expect_ctrl(ch: &mut Channel) -> Result<Ctrl, VerbsError> {
 
 fn send_ctrl(ch: &mut Channel, m: &Ctrl) -> Result<(), VerbsError> {
     ch.send(m).map_err(|e| VerbsError::Control(e.to_string()))
+}
+
+/// What to return when a data phase failed: the peer's own report when it interrupted with one,
+/// else `e`, told to the peer (which may still be there to hear it).
+fn report_failure(ch: &mut Channel, e: VerbsError) -> VerbsError {
+    if matches!(e, VerbsError::PeerSpoke) {
+        return match expect_ctrl(ch) {
+            Err(peer) => peer,
+            Ok(m) => unexpected(&m, "nothing during the data phase"),
+        };
+    }
+    if !matches!(e, VerbsError::PeerGone { .. }) {
+        let _ = ch.send(&Ctrl::Error {
+            message: e.to_string(),
+        });
+    }
+    e
 }
 
 fn unexpected(m: &Ctrl, want: &str) -> VerbsError {
@@ -589,11 +696,17 @@ fn bw_sender(
             if idle_spins % 1024 == 0 {
                 std::thread::yield_now();
             }
-            if idle_spins % 1024 == 0 && last_progress.elapsed() > timeout {
-                return Err(VerbsError::Timeout {
-                    what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
-                    secs: timeout.as_secs_f64(),
-                });
+            if idle_spins % 1024 == 0 {
+                let now = Instant::now();
+                if now.duration_since(last_progress) > timeout {
+                    return Err(VerbsError::Timeout {
+                        what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
+                        secs: timeout.as_secs_f64(),
+                    });
+                }
+                if let Some(w) = &res.watch {
+                    w.check(now, "completions")?;
+                }
             }
             std::hint::spin_loop();
             continue;
@@ -634,7 +747,13 @@ fn bw_receiver(
     let mut mismatches = 0u64;
     let expected = pattern(bytes);
     while received < p.iterations {
-        let got = poll_some(&res.recv_cq, &mut wcs, timeout, "send data from the peer")?;
+        let got = poll_some(
+            &res.recv_cq,
+            &mut wcs,
+            timeout,
+            "send data from the peer",
+            res.watch.as_ref(),
+        )?;
         for wc in &wcs[..got] {
             check_wc(&verbs, wc, "receive")?;
             let q = (wc.wr_id >> 32) as usize;
@@ -663,7 +782,13 @@ fn bw_receiver(
 /// Waits for one receive on QP 0 and reposts its slot.
 fn recv_one(res: &mut Resources, bytes: u64, timeout: Duration) -> Result<(), VerbsError> {
     let mut wcs = [ibv_wc::default(); 1];
-    poll_some(&res.recv_cq, &mut wcs, timeout, "a ping from the peer")?;
+    poll_some(
+        &res.recv_cq,
+        &mut wcs,
+        timeout,
+        "a ping from the peer",
+        res.watch.as_ref(),
+    )?;
     check_wc(&res.ctx.verbs.clone(), &wcs[0], "receive")?;
     if u64::from(wcs[0].byte_len) != bytes {
         return Err(VerbsError::Control(format!(
@@ -687,7 +812,13 @@ fn reap_sends(
     let verbs = res.ctx.verbs.clone();
     loop {
         let got = if *outstanding >= limit {
-            poll_some(&res.send_cq, &mut wcs, timeout, "send completions")?
+            poll_some(
+                &res.send_cq,
+                &mut wcs,
+                timeout,
+                "send completions",
+                res.watch.as_ref(),
+            )?
         } else {
             res.send_cq.poll(&mut wcs)?
         };
@@ -709,24 +840,12 @@ fn wait_marker(
     timeout: Duration,
 ) -> Result<(), VerbsError> {
     let off = (res.max_size + bytes - 1) as usize;
-    let start = Instant::now();
-    let mut spins = 0u32;
+    let mut spin = Spin::new(READS_PER_CHECK);
     loop {
         if res.buf.read_volatile_byte(off) == Some(marker) {
             return Ok(());
         }
-        spins = spins.wrapping_add(1);
-        if spins % 256 == 0 {
-            if start.elapsed() > timeout {
-                return Err(VerbsError::Timeout {
-                    what: "the peer's RDMA write".into(),
-                    secs: timeout.as_secs_f64(),
-                });
-            }
-            // See poll_some.
-            std::thread::yield_now();
-        }
-        std::hint::spin_loop();
+        spin.idle(timeout, "the peer's RDMA write", res.watch.as_ref())?;
     }
 }
 
@@ -734,7 +853,29 @@ fn marker(i: u64) -> u8 {
     (i % 250 + 1) as u8
 }
 
-/// Latency ping-pong; `initiator` is the client. Returns one-way latencies (µs) on the client.
+/// Waits for the peer's `i`-th ping-pong message: a receive completion (send) or the marker of
+/// message `i` landing in the destination region (write).
+fn wait_ping(
+    res: &mut Resources,
+    op: Op,
+    bytes: u64,
+    i: u64,
+    timeout: Duration,
+) -> Result<(), VerbsError> {
+    match op {
+        Op::Send => recv_one(res, bytes, timeout),
+        Op::Write => wait_marker(res, bytes, marker(i), timeout),
+        Op::Read => Ok(()),
+    }
+}
+
+/// Latency ping-pong as perftest's `run_iter_lat_send` / `run_iter_lat_write` / `run_iter_lat`
+/// run it; `initiator` is the client. Each end: wait for the peer's message (the client skips
+/// this before its first), stamp the cycle counter, post, and when the post is signaled (every
+/// `cq_mod`-th, every one at perftest's latency default of tx depth 1) spin on its send
+/// completion. Samples are the intervals between consecutive stamps, halved for send and write
+/// (a round trip is two one-way trips), whole for read: perftest's `tposted[i+1] - tposted[i]`.
+/// Returns the one-way times (µs) and the measured counter rate (ticks/µs) on the client.
 fn lat_loop(
     res: &mut Resources,
     p: &TestParams,
@@ -742,88 +883,73 @@ fn lat_loop(
     bytes: u64,
     initiator: bool,
     timeout: Duration,
-) -> Result<Vec<f64>, VerbsError> {
+) -> Result<(Vec<f64>, Option<f64>), VerbsError> {
     let n = p.iterations;
-    let mut samples = Vec::with_capacity(if initiator { n as usize } else { 0 });
+    if p.op == Op::Read && !initiator {
+        return Ok((Vec::new(), None));
+    }
     let mut outstanding = 0usize;
     let op = p.op.as_str();
     let src_last = (bytes - 1) as usize;
     let cq_mod = u64::from(p.cq_mod.max(1));
     let clock = Ticker::start();
-    // Raw tick counts per sample: one-way (halved) for send/write, whole for read.
-    let mut raw: Vec<(u64, bool)> = Vec::with_capacity(samples.capacity());
+    let mut stamps: Vec<u64> = Vec::with_capacity(if initiator {
+        n.min(1 << 20) as usize
+    } else {
+        0
+    });
     for i in 0..n {
-        // As perftest: only every cq_mod-th send is signaled (and then waited for), which keeps
-        // the send queue from filling without a completion per round trip.
-        let signaled = (i + 1) % cq_mod == 0 || i + 1 == n;
-        match p.op {
-            Op::Send => {
-                if initiator {
-                    let t0 = clock.now();
-                    res.post(0, Op::Send, bytes, remote, signaled, 1)?;
-                    recv_one(res, bytes, timeout)?;
-                    raw.push((clock.now().wrapping_sub(t0), true));
-                } else {
-                    recv_one(res, bytes, timeout)?;
-                    res.post(0, Op::Send, bytes, remote, signaled, 1)?;
-                }
-            }
-            Op::Write => {
-                let m = marker(i);
-                if initiator {
-                    let t0 = clock.now();
-                    res.buf.write(src_last, &[m])?;
-                    res.post(0, Op::Write, bytes, remote, signaled, 1)?;
-                    wait_marker(res, bytes, m, timeout)?;
-                    raw.push((clock.now().wrapping_sub(t0), true));
-                } else {
-                    wait_marker(res, bytes, m, timeout)?;
-                    res.buf.write(src_last, &[m])?;
-                    res.post(0, Op::Write, bytes, remote, signaled, 1)?;
-                }
-            }
-            Op::Read => {
-                if !initiator {
-                    return Ok(samples);
-                }
-                let t0 = clock.now();
-                res.post(0, Op::Read, bytes, remote, true, 1)?;
-                outstanding += 1;
-                reap_sends(res, &mut outstanding, 1, timeout, op)?;
-                // perftest's ib_read_lat reports the whole round trip of a read.
-                raw.push((clock.now().wrapping_sub(t0), false));
-                continue;
-            }
+        // The client's message i answers the server's i-1; the server's i answers the client's i.
+        if initiator && i > 0 {
+            wait_ping(res, p.op, bytes, i - 1, timeout)?;
+        } else if !initiator {
+            wait_ping(res, p.op, bytes, i, timeout)?;
         }
+        let signaled = p.op == Op::Read || (i + 1) % cq_mod == 0 || i + 1 == n;
+        if initiator {
+            stamps.push(clock.now());
+        }
+        if p.op == Op::Write {
+            res.buf.write(src_last, &[marker(i)])?;
+        }
+        res.post(0, p.op, bytes, remote, signaled, 1)?;
         if signaled {
             outstanding += 1;
-            reap_sends(res, &mut outstanding, 1, timeout, op)?;
+            if !initiator && i + 1 == n {
+                // The client may already have answered this last message with `done` on the
+                // control connection, which the watch would take for an interruption.
+                let watch = res.watch.take();
+                let reaped = reap_sends(res, &mut outstanding, 1, timeout, op);
+                res.watch = watch;
+                reaped?;
+            } else {
+                reap_sends(res, &mut outstanding, 1, timeout, op)?;
+            }
         }
     }
-    let start = Instant::now();
-    while outstanding > 0 {
-        reap_sends(res, &mut outstanding, 1, timeout, op)?;
-        if start.elapsed() > timeout {
-            break;
-        }
+    if initiator && n > 0 {
+        // The answer to the last message, so that both ends end in step.
+        wait_ping(res, p.op, bytes, n - 1, timeout)?;
     }
-    if !raw.is_empty() {
-        let rate = clock
-            .ticks_per_us()
-            .ok_or_else(|| VerbsError::Control("the cycle counter did not advance".into()))?;
-        samples.extend(
-            raw.iter()
-                .map(|&(t, halve)| t as f64 / rate / if halve { 2.0 } else { 1.0 }),
-        );
+    if stamps.len() < 2 {
+        return Ok((Vec::new(), None));
     }
-    Ok(samples)
+    let rate = clock
+        .ticks_per_us()
+        .ok_or_else(|| VerbsError::Control("the cycle counter did not advance".into()))?;
+    let factor = if p.op == Op::Read { 1.0 } else { 2.0 };
+    let samples = stamps
+        .windows(2)
+        .map(|w| w[1].wrapping_sub(w[0]) as f64 / rate / factor)
+        .collect();
+    Ok((samples, Some(rate)))
 }
 
 /// Fills the source region with the pattern of `bytes` and clears the destination message.
 fn prepare_buffers(res: &Resources, bytes: u64) -> Result<(), VerbsError> {
-    res.buf.write(0, &pattern(bytes))?;
-    res.buf
-        .write(res.max_size as usize, &vec![0u8; bytes as usize])
+    let (buf, _) = res.local();
+    buf.write(0, &pattern(bytes))?;
+    buf.write(res.max_size as usize, &vec![0u8; bytes as usize])
 }
 
 /// Mismatching bytes of the message in the dst region; for write latency the last byte is the
@@ -834,7 +960,8 @@ fn check_dst(res: &Resources, p: &TestParams, bytes: u64) -> Result<u64, VerbsEr
     } else {
         bytes
     };
-    res.buf
+    res.local()
+        .0
         .mismatches(res.max_size as usize, &pattern(bytes)[..len as usize])
 }
 
@@ -849,6 +976,91 @@ fn validate_for_memory(p: &TestParams, mem: MemKind) -> Result<(), VerbsError> {
     Ok(())
 }
 
+/// What one pass over the sizes measured.
+#[derive(Default)]
+struct Pass {
+    bw_rows: Vec<fabrik_model::BwRow>,
+    lat_rows: Vec<fabrik_model::LatRow>,
+    verified: usize,
+    tick_rate: Option<f64>,
+}
+
+/// Runs every size once, driving the server through Start/Ready/Done/Verified.
+fn run_sizes(
+    res: &mut Resources,
+    ch: &mut Channel,
+    params: &TestParams,
+    remote: &Endpoint,
+    timeout: Duration,
+) -> Result<Pass, VerbsError> {
+    let mut pass = Pass::default();
+    for &bytes in &params.sizes {
+        prepare_buffers(res, bytes)?;
+        if params.op == Op::Send {
+            res.post_receives()?;
+        }
+        send_ctrl(ch, &Ctrl::Start { bytes })?;
+        match expect_ctrl(ch)? {
+            Ctrl::Ready => {}
+            m => return Err(unexpected(&m, "ready")),
+        }
+        let result = match params.test {
+            P2pTest::Bw => {
+                bw_sender(res, params, remote, bytes, timeout).map(|r| pass.bw_rows.push(r))
+            }
+            P2pTest::Lat => {
+                lat_loop(res, params, remote, bytes, true, timeout).and_then(|(s, rate)| {
+                    pass.lat_rows
+                        .push(lat_row(bytes, params.iterations, &s).ok_or_else(|| {
+                            VerbsError::Control(
+                                "no samples: latency needs 2 or more iterations".into(),
+                            )
+                        })?);
+                    pass.tick_rate = rate.or(pass.tick_rate);
+                    Ok(())
+                })
+            }
+        };
+        if let Err(e) = result {
+            return Err(report_failure(ch, e));
+        }
+        send_ctrl(ch, &Ctrl::Done { bytes })?;
+        let remote_bad = match expect_ctrl(ch)? {
+            Ctrl::Verified {
+                mismatches,
+                checked,
+                ..
+            } => {
+                if checked {
+                    pass.verified += 1;
+                }
+                mismatches
+            }
+            m => return Err(unexpected(&m, "verified")),
+        };
+        let mut local_bad = 0;
+        let client_checks =
+            params.op == Op::Read || (params.test == P2pTest::Lat && params.op != Op::Read);
+        if params.verify && client_checks {
+            local_bad = check_dst(res, params, bytes)?;
+            pass.verified += 1;
+        }
+        if remote_bad + local_bad > 0 {
+            let _ = ch.send(&Ctrl::Bye);
+            return Err(VerbsError::Control(format!(
+                "payload check failed at {bytes} bytes: {local_bad} bytes differ here, \
+                 {remote_bad} at the peer{}",
+                if res.use_host_ref {
+                    " (host-memory reference pass)"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    Ok(pass)
+}
+
 /// Runs the test as the client over an authenticated channel and returns the report.
 pub fn run_client(
     verbs: &Arc<Verbs>,
@@ -860,6 +1072,12 @@ pub fn run_client(
     validate_for_memory(params, opts.mem)?;
     let local_ip = ch.stream().local_addr().ok().map(|a| a.ip());
     let mut res = Resources::new(verbs, opts, params, local_ip)?;
+    // GPU memory is compared with host memory on this same link: a host buffer of the same
+    // size, registered the same way, used by the same QPs against the same peer buffer.
+    let want_ref = opts.mem != MemKind::Host && opts.host_reference && params.test == P2pTest::Bw;
+    if want_ref {
+        res.add_host_reference()?;
+    }
     send_ctrl(
         ch,
         &Ctrl::Hello {
@@ -873,71 +1091,19 @@ pub fn run_client(
         m => return Err(unexpected(&m, "welcome")),
     };
     res.connect(&remote)?;
+    res.watch = PeerWatch::new(ch.stream());
     if params.op == Op::Send {
         res.post_receives()?;
     }
-    let mut bw_rows = Vec::new();
-    let mut lat_rows = Vec::new();
-    let mut verified = 0usize;
-    for &bytes in &params.sizes {
-        prepare_buffers(&res, bytes)?;
-        if params.op == Op::Send {
-            res.post_receives()?;
-        }
-        send_ctrl(ch, &Ctrl::Start { bytes })?;
-        match expect_ctrl(ch)? {
-            Ctrl::Ready => {}
-            m => return Err(unexpected(&m, "ready")),
-        }
-        let result = match params.test {
-            P2pTest::Bw => {
-                bw_sender(&mut res, params, &remote, bytes, opts.timeout).map(|r| bw_rows.push(r))
-            }
-            P2pTest::Lat => lat_loop(&mut res, params, &remote, bytes, true, opts.timeout)
-                .and_then(|s| {
-                    lat_rows.push(
-                        lat_row(bytes, &s)
-                            .ok_or_else(|| VerbsError::Control("no samples".into()))?,
-                    );
-                    Ok(())
-                }),
-        };
-        if let Err(e) = result {
-            let _ = ch.send(&Ctrl::Error {
-                message: e.to_string(),
-            });
-            return Err(e);
-        }
-        send_ctrl(ch, &Ctrl::Done { bytes })?;
-        let remote_bad = match expect_ctrl(ch)? {
-            Ctrl::Verified {
-                mismatches,
-                checked,
-                ..
-            } => {
-                if checked {
-                    verified += 1;
-                }
-                mismatches
-            }
-            m => return Err(unexpected(&m, "verified")),
-        };
-        let mut local_bad = 0;
-        let client_checks =
-            params.op == Op::Read || (params.test == P2pTest::Lat && params.op != Op::Read);
-        if params.verify && client_checks {
-            local_bad = check_dst(&res, params, bytes)?;
-            verified += 1;
-        }
-        if remote_bad + local_bad > 0 {
-            let _ = ch.send(&Ctrl::Bye);
-            return Err(VerbsError::Control(format!(
-                "payload check failed at {bytes} bytes: {} bytes differ here, {remote_bad} at the \
-                 peer",
-                local_bad
-            )));
-        }
-    }
+    let main = run_sizes(&mut res, ch, params, &remote, opts.timeout)?;
+    let host_ref = if want_ref {
+        res.use_host_ref = true;
+        let r = run_sizes(&mut res, ch, params, &remote, opts.timeout)?;
+        res.use_host_ref = false;
+        Some(r)
+    } else {
+        None
+    };
     send_ctrl(ch, &Ctrl::Bye)?;
     let mut notes = res.notes.clone();
     notes.push(format!(
@@ -945,11 +1111,53 @@ pub fn run_client(
         params.tx_depth, params.cq_mod
     ));
     notes.push(format!("inline: {}", res.inline_cap));
+    if let Some(rate) = main.tick_rate {
+        // perftest converts with /proc/cpuinfo's MHz; this says what fabrik measured, so that
+        // the two can be compared in cycles too.
+        notes.push(format!(
+            "cycle counter: {rate:.2} ticks/usec, measured over the run"
+        ));
+    }
+    let verified = main.verified + host_ref.as_ref().map_or(0, |r| r.verified);
     if params.verify {
         notes.push(format!(
             "verify: payloads checked, {verified} checks passed"
         ));
     }
+    let host_rows = host_ref.map(|r| r.bw_rows).unwrap_or_default();
+    let ratio = gpuref::ratio_to_host(&main.bw_rows, &host_rows);
+    let warning = ratio.and_then(|r| {
+        gpuref::warning(
+            opts.mem,
+            res.registration,
+            opts.relaxed_ordering,
+            r,
+            opts.warn_below,
+        )
+    });
+    if opts.mem != MemKind::Host && !want_ref {
+        notes.push(
+            if params.test == P2pTest::Lat {
+                "host-memory reference: bandwidth tests only"
+            } else {
+                "host-memory reference: off"
+            }
+            .into(),
+        );
+    }
+    let memory = fabrik_model::P2pMemory {
+        kind: opts.mem.as_str().into(),
+        registration: res.registration.as_str().into(),
+        access_flags: access_names(res.access)
+            .split('|')
+            .map(String::from)
+            .collect(),
+        relaxed_ordering: opts.relaxed_ordering,
+        host_reference: host_rows,
+        ratio_to_host: ratio,
+        warn_below: want_ref.then_some(opts.warn_below),
+        warning,
+    };
     Ok(P2pReport {
         schema_version: SCHEMA_VERSION,
         source: ResultSource::Fabrik,
@@ -970,11 +1178,12 @@ pub fn run_client(
         mtu: Some(res.mtu),
         gid_index: Some(res.gid_index),
         results: match params.test {
-            P2pTest::Bw => P2pRows::Bw(bw_rows),
-            P2pTest::Lat => P2pRows::Lat(lat_rows),
+            P2pTest::Bw => P2pRows::Bw(main.bw_rows),
+            P2pTest::Lat => P2pRows::Lat(main.lat_rows),
         },
         per_stream: vec![],
         notes,
+        memory: Some(memory),
     })
 }
 
@@ -998,13 +1207,7 @@ pub fn serve(verbs: &Arc<Verbs>, ch: &mut Channel, opts: &LocalOptions) -> Resul
         }
         m => return Err(unexpected(&m, "hello")),
     };
-    let result = serve_inner(verbs, ch, opts, &params, &remote);
-    if let Err(e) = &result {
-        let _ = ch.send(&Ctrl::Error {
-            message: e.to_string(),
-        });
-    }
-    result
+    serve_inner(verbs, ch, opts, &params, &remote).map_err(|e| report_failure(ch, e))
 }
 
 fn serve_inner(
@@ -1019,6 +1222,7 @@ fn serve_inner(
     let local_ip = ch.stream().local_addr().ok().map(|a| a.ip());
     let mut res = Resources::new(verbs, opts, params, local_ip)?;
     res.connect(remote)?;
+    res.watch = PeerWatch::new(ch.stream());
     if params.op == Op::Send {
         res.post_receives()?;
     }
@@ -1081,4 +1285,62 @@ pub fn usable_device(verbs: &Arc<Verbs>) -> Option<String> {
             .map(|p| p.state == IBV_PORT_ACTIVE)
             .unwrap_or(false)
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spin_looks_at_the_clock_only_every_n_rounds() {
+        // A zero timeout cannot fire before the first check: no clock is read before it.
+        let mut s = Spin::new(1000);
+        for _ in 0..999 {
+            s.idle(Duration::ZERO, "x", None).unwrap();
+        }
+        // The first check starts the clock; a later one sees the timeout.
+        s.idle(Duration::ZERO, "x", None).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let e = (0..1000)
+            .find_map(|_| s.idle(Duration::ZERO, "the ping", None).err())
+            .unwrap()
+            .to_string();
+        assert!(e.contains("timed out") && e.contains("the ping"), "{e}");
+    }
+
+    #[test]
+    fn spin_reports_a_closed_peer() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let w = PeerWatch::new(&b).unwrap();
+        drop(a);
+        std::thread::sleep(crate::watch::WATCH_EVERY + Duration::from_millis(20));
+        let mut s = Spin::new(1);
+        let e = s
+            .idle(Duration::from_secs(60), "send completions", Some(&w))
+            .unwrap_err();
+        assert!(matches!(e, VerbsError::PeerGone { .. }), "{e}");
+    }
+
+    #[test]
+    fn gpu_memory_write_latency_is_refused_up_front() {
+        let p = TestParams {
+            op: Op::Write,
+            test: P2pTest::Lat,
+            sizes: vec![2],
+            iterations: 10,
+            tx_depth: 1,
+            cq_mod: 1,
+            qps: 1,
+            inline_size: 0,
+            verify: false,
+        };
+        assert!(validate_for_memory(&p, MemKind::Host).is_ok());
+        let e = validate_for_memory(&p, MemKind::Cuda)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--op send"), "{e}");
+    }
 }

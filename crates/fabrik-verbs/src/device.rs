@@ -249,6 +249,11 @@ unsafe impl Send for Mr {}
 unsafe impl Sync for Mr {}
 
 impl Mr {
+    /// The protection domain this region belongs to (for registering more memory beside it).
+    pub fn pd(&self) -> Arc<Pd> {
+        self.pd.clone()
+    }
+
     /// Registers `len` bytes at `addr` (host memory, or GPU memory through nvidia_peermem).
     ///
     /// # Safety

@@ -82,6 +82,19 @@ pub enum VerbsError {
          RDMA?)"
     )]
     Timeout { what: String, secs: f64 },
+    #[error(
+        "the peer {peer} {what} while this end waited for {waiting}: it was killed, crashed or \
+         lost its network"
+    )]
+    PeerGone {
+        peer: String,
+        what: String,
+        waiting: String,
+    },
+    /// The peer wrote on the control channel in the middle of a data phase, where it only does so
+    /// to report a failure; the caller reads that message.
+    #[error("the peer interrupted the data phase with a control message")]
+    PeerSpoke,
     #[error("{0}")]
     Unsupported(String),
     #[error("GPU memory: {0}")]

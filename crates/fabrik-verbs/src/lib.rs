@@ -8,11 +8,13 @@ pub mod device;
 pub mod error;
 pub mod ffi;
 pub mod gid;
+pub mod gpuref;
 pub mod loader;
 pub mod mem;
 pub mod pipe;
 pub mod proto;
 pub mod stats;
+pub mod watch;
 
 /// The control channel the set-up messages travel on.
 pub use fabrik_wire as wire;

@@ -50,19 +50,17 @@ pub fn bw_row(bytes: u64, posted: &[f64], completed: &[f64]) -> Option<BwRow> {
     })
 }
 
-/// The `p`-quantile (0..=1) of sorted samples, nearest-rank (the sample below which ⌈p·n⌉
-/// samples lie), as perftest takes its 99% and 99.9% percentiles.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
+/// Samples perftest leaves out at the slow end before its statistics (`LAT_MEASURE_TAIL`).
+pub const LAT_MEASURE_TAIL: usize = 2;
 
-/// A latency row from one-way latencies in microseconds. t_typical is the median
-/// (perftest's `t_typical` is the sample at n/2 of the sorted list).
-pub fn lat_row(bytes: u64, samples_us: &[f64]) -> Option<LatRow> {
+/// A latency row as perftest's `print_report_lat` computes it, from the one-way times (µs) of
+/// the intervals between consecutive posts (perftest's `tposted[i+1] - tposted[i]`, halved for
+/// send/write): sorted, the `LAT_MEASURE_TAIL` slowest dropped; t_typical is perftest's median
+/// (the mean of the two middle samples when the kept count is even); t_min the fastest; t_max
+/// the first dropped sample (perftest prints `delta[measure_cnt]`); avg and stdev over the kept
+/// samples; the 99% and 99.9% percentiles the samples at `ceil(kept·p)`. `iterations` is the
+/// number of round trips run, as perftest prints it.
+pub fn lat_row(bytes: u64, iterations: u64, samples_us: &[f64]) -> Option<LatRow> {
     let mut s: Vec<f64> = samples_us
         .iter()
         .copied()
@@ -72,19 +70,32 @@ pub fn lat_row(bytes: u64, samples_us: &[f64]) -> Option<LatRow> {
         return None;
     }
     s.sort_by(f64::total_cmp);
-    let n = s.len() as f64;
-    let avg = s.iter().sum::<f64>() / n;
-    let var = s.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+    // perftest needs more samples than its tail; with fewer, keep them all.
+    let kept = if s.len() > LAT_MEASURE_TAIL + 1 {
+        s.len() - LAT_MEASURE_TAIL
+    } else {
+        s.len()
+    };
+    let k = &s[..kept];
+    let median = if (kept - 1) % 2 == 1 {
+        (k[kept / 2] + k[kept / 2 - 1]) / 2.0
+    } else {
+        k[kept / 2]
+    };
+    let n = kept as f64;
+    let avg = k.iter().sum::<f64>() / n;
+    let var = k.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+    let at = |p: f64| s[((kept as f64 * p).ceil() as usize).min(s.len() - 1)];
     Some(LatRow {
         bytes,
-        iterations: s.len() as u64,
+        iterations,
         t_min_us: s[0],
-        t_typical_us: s[s.len() / 2],
+        t_typical_us: median,
         t_avg_us: avg,
-        t_max_us: s[s.len() - 1],
+        t_max_us: s[kept.min(s.len() - 1)],
         t_stdev_us: Some(var.sqrt()),
-        p99_us: percentile(&s, 0.99),
-        p999_us: percentile(&s, 0.999),
+        p99_us: Some(at(0.99)),
+        p999_us: Some(at(0.999)),
     })
 }
 
@@ -156,28 +167,42 @@ mod tests {
     fn empty_or_zero_time_gives_none() {
         assert!(bw_row(1, &[], &[]).is_none());
         assert!(bw_row(1, &[1.0], &[1.0]).is_none());
-        assert!(lat_row(1, &[]).is_none());
+        assert!(lat_row(1, 1, &[]).is_none());
     }
 
     #[test]
-    fn latency_stats() {
-        let samples: Vec<f64> = (1..=1000).map(|i| i as f64).collect();
-        let r = lat_row(8, &samples).unwrap();
+    fn latency_stats_as_perftest() {
+        // 1000 round trips give 999 intervals; perftest keeps 997 after its tail of 2.
+        let samples: Vec<f64> = (1..=999).map(|i| i as f64).collect();
+        let r = lat_row(8, 1000, &samples).unwrap();
+        assert_eq!(r.iterations, 1000);
         assert_eq!(r.t_min_us, 1.0);
-        assert_eq!(r.t_max_us, 1000.0);
-        assert_eq!(r.t_typical_us, 501.0);
-        assert!((r.t_avg_us - 500.5).abs() < 1e-9);
-        assert_eq!(r.p99_us, Some(990.0));
-        assert_eq!(r.p999_us, Some(999.0));
+        // delta[measure_cnt] with measure_cnt = 997: the 998th smallest.
+        assert_eq!(r.t_max_us, 998.0);
+        // 997 kept, (997-1) % 2 == 0: delta[498], the 499th smallest.
+        assert_eq!(r.t_typical_us, 499.0);
+        assert!((r.t_avg_us - 499.0).abs() < 1e-9);
+        // ceil(997 · 0.99) = 988 → the 989th; ceil(997 · 0.999) = 997 → the 998th.
+        assert_eq!(r.p99_us, Some(989.0));
+        assert_eq!(r.p999_us, Some(998.0));
         let sd = r.t_stdev_us.unwrap();
-        assert!((sd - 288.675).abs() < 0.01, "{sd}");
+        assert!((sd - 287.809).abs() < 0.01, "{sd}");
+        // An even kept count: the mean of the two middle samples.
+        let r = lat_row(8, 7, &[4.0, 1.0, 3.0, 2.0, 100.0, 200.0]).unwrap();
+        assert_eq!(r.t_typical_us, 2.5);
+        assert_eq!(r.t_max_us, 100.0);
+        // Too few samples for the tail: all kept.
+        let r = lat_row(8, 3, &[5.0, 7.0]).unwrap();
+        assert_eq!((r.t_min_us, r.t_max_us), (5.0, 7.0));
     }
 
     #[test]
-    fn percentile_edges() {
-        assert_eq!(percentile(&[5.0], 0.99), Some(5.0));
-        assert_eq!(percentile(&[1.0, 2.0], 0.0), Some(1.0));
-        assert_eq!(percentile(&[], 0.5), None);
+    fn slow_tail_does_not_move_the_median() {
+        let mut v = vec![10.0; 500];
+        v.extend(vec![1e6; 2]);
+        let r = lat_row(2, 503, &v).unwrap();
+        assert_eq!(r.t_typical_us, 10.0);
+        assert_eq!(r.t_avg_us, 10.0);
     }
 
     #[test]
@@ -191,7 +216,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn lat_row_bounds(v in proptest::collection::vec(0.0f64..1e6, 1..200)) {
-            let r = lat_row(1, &v).unwrap();
+            let r = lat_row(1, v.len() as u64 + 1, &v).unwrap();
             proptest::prop_assert!(r.t_min_us <= r.t_typical_us && r.t_typical_us <= r.t_max_us);
             proptest::prop_assert!(r.t_min_us <= r.t_avg_us + 1e-9 && r.t_avg_us <= r.t_max_us + 1e-9);
             proptest::prop_assert!(r.p99_us.unwrap() <= r.t_max_us);

@@ -44,9 +44,10 @@ pub struct RdmaArgs {
     /// RDMA operation.
     #[arg(long, value_enum, default_value = "write")]
     pub op: OpArg,
-    /// Work requests in flight per QP.
-    #[arg(long, short = 't', default_value_t = 128)]
-    pub tx_depth: u32,
+    /// Work requests in flight per QP (default 128 for bw, 1 for lat, as perftest: a latency
+    /// test then waits for every send's completion, as ib_send_lat does).
+    #[arg(long, short = 't')]
+    pub tx_depth: Option<u32>,
     /// One signaled completion every N work requests (capped at --tx-depth).
     #[arg(long, default_value_t = 100)]
     pub cq_mod: u32,
@@ -66,6 +67,22 @@ pub struct RdmaArgs {
     /// VFs and some PCIe topologies).
     #[arg(long)]
     pub relaxed_ordering: bool,
+    /// With --mem cuda|managed, skip the host-memory reference pass (by default a bandwidth test
+    /// also runs from a host buffer on the same QPs and sizes, to compare).
+    #[arg(long)]
+    pub no_host_reference: bool,
+    /// Warn when GPU memory's bandwidth is below this fraction of the host reference's.
+    #[arg(long, default_value_t = fabrik_verbs::gpuref::DEFAULT_WARN_BELOW, value_parser = parse_fraction)]
+    pub warn_below_host: f64,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err("a positive number, such as 0.8".into())
+    }
 }
 
 /// What `bench p2p` already parsed that the RDMA transport uses too.
@@ -150,6 +167,9 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             )
         })?
     };
+    if let Some(w) = report.memory.as_ref().and_then(|m| m.warning.as_ref()) {
+        eprintln!("fabrik: warning: {w}");
+    }
     if c.json {
         print_json(&report)?;
     } else {
@@ -209,6 +229,8 @@ fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions
         },
         cuda_device: r.cuda_device,
         relaxed_ordering: r.relaxed_ordering,
+        host_reference: !r.no_host_reference,
+        warn_below: r.warn_below_host,
         timeout,
         root: "/".into(),
     })
@@ -227,6 +249,9 @@ fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
         .sizes
         .clone()
         .unwrap_or_else(|| vec![if test == P2pTest::Bw { 65536 } else { 2 }]);
+    let tx_depth = r
+        .tx_depth
+        .unwrap_or(if test == P2pTest::Bw { 128 } else { 1 });
     let p = TestParams {
         op: match r.op {
             OpArg::Write => Op::Write,
@@ -238,8 +263,8 @@ fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
         iterations: c
             .iters
             .unwrap_or(if test == P2pTest::Bw { 5000 } else { 1000 }),
-        tx_depth: r.tx_depth,
-        cq_mod: r.cq_mod.min(r.tx_depth).max(1),
+        tx_depth,
+        cq_mod: r.cq_mod.min(tx_depth).max(1),
         qps: r.qps,
         inline_size: r
             .inline_size
@@ -268,14 +293,33 @@ fn render(r: &P2pReport) -> String {
     for n in &r.notes {
         out.push_str(&format!(" {n}\n"));
     }
+    if let Some(m) = &r.memory {
+        out.push_str(&format!(
+            " memory: {} | registration: {} | access: {} | relaxed ordering: {}\n",
+            m.kind,
+            m.registration,
+            m.access_flags.join("|"),
+            if m.relaxed_ordering { "on" } else { "off" }
+        ));
+    }
     match &r.results {
         P2pRows::Bw(rows) => {
-            out.push_str(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
-            for w in rows {
-                out.push_str(&format!(
-                    " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}\n",
-                    w.bytes, w.iterations, w.bw_peak_gbps, w.bw_avg_gbps, w.msg_rate_mpps
-                ));
+            out.push_str(&bw_table(rows));
+            if let Some(m) = r.memory.as_ref().filter(|m| !m.host_reference.is_empty()) {
+                out.push_str(
+                    " host-memory reference (same QPs and sizes, host buffer on this end):\n",
+                );
+                out.push_str(&bw_table(&m.host_reference));
+                if let Some(ratio) = m.ratio_to_host {
+                    out.push_str(&format!(
+                        " {}/host BW average: {ratio:.2}x (warning below {:.2}x)\n",
+                        m.kind,
+                        m.warn_below.unwrap_or(f64::NAN)
+                    ));
+                }
+                if let Some(w) = &m.warning {
+                    out.push_str(&format!(" WARNING: {w}\n"));
+                }
             }
         }
         P2pRows::Lat(rows) => {
@@ -300,6 +344,19 @@ fn render(r: &P2pReport) -> String {
     out
 }
 
+fn bw_table(rows: &[fabrik_model::BwRow]) -> String {
+    let mut out = String::from(
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
+    );
+    for w in rows {
+        out.push_str(&format!(
+            " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}\n",
+            w.bytes, w.iterations, w.bw_peak_gbps, w.bw_avg_gbps, w.msg_rate_mpps
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -311,13 +368,15 @@ mod tests {
             gid_index: None,
             mtu: None,
             op: OpArg::Send,
-            tx_depth: 64,
+            tx_depth: Some(64),
             cq_mod: 100,
             qps: 1,
             inline_size: None,
             mem: MemArg::Host,
             cuda_device: 0,
             relaxed_ordering: true,
+            no_host_reference: false,
+            warn_below_host: 0.8,
         }
     }
 
@@ -353,6 +412,13 @@ mod tests {
             (p.sizes.clone(), p.iterations, p.inline_size),
             (vec![2], 1000, 236)
         );
+        // Latency without --tx-depth: perftest's tx depth 1, so every send is signaled.
+        let mut r = rdma();
+        r.tx_depth = None;
+        let p = params_from(&common(P2pTest::Lat), &r).unwrap();
+        assert_eq!((p.tx_depth, p.cq_mod), (1, 1));
+        let p = params_from(&common(P2pTest::Bw), &r).unwrap();
+        assert_eq!((p.tx_depth, p.cq_mod), (128, 100));
     }
 
     #[test]
