@@ -2,15 +2,16 @@
 //! (reduce-scatter then all-gather for all_reduce), chains for broadcast and reduce, and
 //! pairwise exchange for alltoall. Each of `channels` parallel lanes carries its own slice of
 //! every buffer in its own thread, so one rank can fill several NICs; within a step the send
-//! runs in its own thread while the receive is read in chunks and reduced as it arrives.
+//! and the receive move together (one thread polling both sockets on TCP) and what arrives is
+//! reduced chunk by chunk.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::thread;
 
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::{finish_avg, reduce_from, reduce_into, Elem, RedOp};
-use crate::link::{Link, TcpLink};
+use crate::link::{step, Direct, Link, RecvSink, StepError, TcpLink};
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
@@ -81,11 +82,14 @@ impl std::str::FromStr for CollOp {
     }
 }
 
-/// One ring channel: a link to the next rank and one from the previous.
+/// One ring channel: a link to the next rank and one from the previous, and the receive
+/// scratch space its reductions use (kept across calls; `u64` words so any element type fits
+/// its alignment).
 #[derive(Debug)]
 struct Lane {
     next: Box<dyn Link>,
     prev: Box<dyn Link>,
+    scratch: Mutex<Vec<u64>>,
 }
 
 /// The data connections of one rank: `channels` ring lanes, and a full mesh for alltoall.
@@ -136,7 +140,11 @@ impl Comm {
             n,
             lanes: lanes
                 .into_iter()
-                .map(|(next, prev)| Lane { next, prev })
+                .map(|(next, prev)| Lane {
+                    next,
+                    prev,
+                    scratch: Mutex::new(Vec::new()),
+                })
                 .collect(),
             mesh,
             labels,
@@ -153,7 +161,7 @@ impl Comm {
     ) -> Result<Comm, ClusterError> {
         let (rank, n) = (group.rank(), group.size());
         let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
-        let mut lanes = Vec::new();
+        let mut lanes: Vec<(Box<dyn Link>, Box<dyn Link>)> = Vec::new();
         let mut mesh_conns: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
         if n > 1 {
             let next = (rank + 1) % n;
@@ -197,15 +205,14 @@ impl Comm {
                 Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
             })?;
             for (peer, s) in mesh_out {
-                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)));
+                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)?));
             }
-            lanes = outgoing
-                .into_iter()
-                .zip(incoming)
-                .map(|(next, prev)| -> (Box<dyn Link>, Box<dyn Link>) {
-                    (Box::new(TcpLink::new(next)), Box::new(TcpLink::new(prev)))
-                })
-                .collect();
+            for (next, prev) in outgoing.into_iter().zip(incoming) {
+                lanes.push((
+                    Box::new(TcpLink::new(next)?) as Box<dyn Link>,
+                    Box::new(TcpLink::new(prev)?) as Box<dyn Link>,
+                ));
+            }
         }
         Comm::from_links(rank, n, labels, lanes, mesh_conns, chunk_bytes)
     }
@@ -360,21 +367,15 @@ impl Comm {
         let r = self.rank as usize;
         let block = send.len().min(recv.len()) / n.max(1);
         recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
-        for step in 1..n {
-            let to = (r + step) % n;
-            let from = (r + n - step) % n;
+        for k in 1..n {
+            let to = (r + k) % n;
+            let from = (r + n - k) % n;
             let out: &[u8] = bytemuck::cast_slice(&send[to * block..(to + 1) * block]);
             let inb: &mut [u8] =
                 bytemuck::cast_slice_mut(&mut recv[from * block..(from + 1) * block]);
             let (ts, fs) = (self.mesh_stream(to)?, self.mesh_stream(from)?);
-            exchange(
-                ts,
-                out,
-                self.label(to as u32),
-                fs,
-                inb,
-                self.label(from as u32),
-            )?;
+            step(ts, out, fs, &mut Direct { buf: inb })
+                .map_err(|e| self.step_err(e, to as u32, from as u32))?;
         }
         Ok(())
     }
@@ -421,6 +422,41 @@ impl Comm {
         })
     }
 
+    /// Runs `f` with `elems` elements of the lane's scratch space.
+    fn with_scratch<T: Elem, R>(
+        &self,
+        lane: &Lane,
+        elems: usize,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> R {
+        // Nothing can panic while the lock is held but `f`, which leaves only scratch bytes.
+        let mut v = lane.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let words = (elems * std::mem::size_of::<T>()).div_ceil(8);
+        if v.len() < words {
+            v.resize(words, 0);
+        }
+        let all: &mut [T] = bytemuck::cast_slice_mut(&mut v[..words]);
+        f(&mut all[..elems])
+    }
+
+    /// One ring step on `lane`: `out` to the next rank while the previous one fills `sink`.
+    fn ring_step(
+        &self,
+        lane: &Lane,
+        out: &[u8],
+        sink: &mut dyn RecvSink,
+    ) -> Result<(), ClusterError> {
+        step(&*lane.next, out, &*lane.prev, sink)
+            .map_err(|e| self.step_err(e, self.next(), self.prev()))
+    }
+
+    fn step_err(&self, e: StepError, to: u32, from: u32) -> ClusterError {
+        match e {
+            StepError::Send(e) => name_peer(self.label(to), "sending to it", e),
+            StepError::Recv(e) => name_peer(self.label(from), "receiving from it", e),
+        }
+    }
+
     /// Ring reduce-scatter over `n` segments: at step `s` send segment `rank-s-1` to the next
     /// rank while receiving segment `rank-s-2` from the previous and reducing it in; after
     /// `n-1` steps segment `rank` holds everyone's contribution.
@@ -432,23 +468,24 @@ impl Comm {
     ) -> Result<(), ClusterError> {
         let n = segs.len();
         let r = self.rank as usize;
-        let chunk = self.chunk_elems::<T>();
-        let mut scratch: Vec<T> =
-            vec![T::zeroed(); chunk.min(segs.iter().map(|s| s.len()).max().unwrap_or(0))];
-        for step in 0..n - 1 {
-            let si = (r + 2 * n - step - 1) % n;
-            let ri = (r + 2 * n - step - 2) % n;
-            let (out, inb) = two(segs, si, ri);
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                for dst in inb.chunks_mut(chunk) {
-                    let tmp = &mut scratch[..dst.len()];
-                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
-                    reduce_into(dst, tmp, op);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
+        let longest = segs.iter().map(|s| s.len()).max().unwrap_or(0);
+        let elems = self.chunk_elems::<T>().min(longest).max(1);
+        self.with_scratch(lane, elems, |scratch: &mut [T]| {
+            for step in 0..n - 1 {
+                let si = (r + 2 * n - step - 1) % n;
+                let ri = (r + 2 * n - step - 2) % n;
+                let (out, inb) = two(segs, si, ri);
+                let mut sink = ReduceSink {
+                    dst: inb,
+                    mine: None,
+                    scratch: &mut *scratch,
+                    at: 0,
+                    op,
+                };
+                self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
+            }
+            Ok(())
+        })
     }
 
     /// Ring reduce-scatter reading this rank's contribution from `src` and writing into `dst`
@@ -463,29 +500,28 @@ impl Comm {
     ) -> Result<(), ClusterError> {
         let n = dst.len();
         let r = self.rank as usize;
-        let chunk = self.chunk_elems::<T>();
         let longest = dst.iter().map(|s| s.len()).max().unwrap_or(0);
-        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(longest)];
-        for step in 0..n - 1 {
-            let si = (r + 2 * n - step - 1) % n;
-            let ri = (r + 2 * n - step - 2) % n;
-            let mine: &[T] = src[ri];
-            let (out, inb): (&[T], &mut [T]) = if step == 0 {
-                (src[si], &mut *dst[ri])
-            } else {
-                two(dst, si, ri)
-            };
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                for (k, d) in inb.chunks_mut(chunk).enumerate() {
-                    let tmp = &mut scratch[..d.len()];
-                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
-                    let start = k * chunk;
-                    reduce_from(d, &mine[start..start + tmp.len()], tmp, op);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
+        let elems = self.chunk_elems::<T>().min(longest).max(1);
+        self.with_scratch(lane, elems, |scratch: &mut [T]| {
+            for step in 0..n - 1 {
+                let si = (r + 2 * n - step - 1) % n;
+                let ri = (r + 2 * n - step - 2) % n;
+                let (out, inb): (&[T], &mut [T]) = if step == 0 {
+                    (src[si], &mut *dst[ri])
+                } else {
+                    two(dst, si, ri)
+                };
+                let mut sink = ReduceSink {
+                    dst: inb,
+                    mine: Some(src[ri]),
+                    scratch: &mut *scratch,
+                    at: 0,
+                    op,
+                };
+                self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
+            }
+            Ok(())
+        })
     }
 
     /// Ring all-gather over `n` segments, segment `rank` complete at the start: at step `s`
@@ -501,33 +537,12 @@ impl Comm {
             let si = (r + n - step) % n;
             let ri = (r + 2 * n - step - 1) % n;
             let (out, inb) = two(segs, si, ri);
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                read_all(prev, bytemuck::cast_slice_mut(inb), self.label(self.prev()))
-            })?;
+            let mut sink = Direct {
+                buf: bytemuck::cast_slice_mut(inb),
+            };
+            self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
         }
         Ok(())
-    }
-
-    /// One ring step: `out` goes to the next rank while `recv` reads from the previous one.
-    fn step<F>(&self, lane: &Lane, out: &[u8], recv: F) -> Result<(), ClusterError>
-    where
-        F: FnOnce(&dyn Link) -> Result<(), ClusterError>,
-    {
-        let next_label = self.label(self.next());
-        // A message the link buffers is written inline: a second thread's start-up would
-        // dominate the latency of small messages.
-        if out.len() <= lane.next.send_buffer_bytes() {
-            write_all(&*lane.next, out, next_label)?;
-            return recv(&*lane.prev);
-        }
-        thread::scope(|s| {
-            let h = s.spawn(|| write_all(&*lane.next, out, next_label));
-            let got = recv(&*lane.prev);
-            let sent = h
-                .join()
-                .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
-            got.and(sent)
-        })
     }
 
     fn send(&self, lane: &Lane, out: &[u8]) -> Result<(), ClusterError> {
@@ -548,9 +563,26 @@ impl Comm {
     where
         A: Fn(&mut [T], &[T]),
     {
+        let elems = chunk.min(buf.len()).max(1);
+        self.with_scratch(lane, elems, |scratch: &mut [T]| {
+            self.pipeline_with(lane, buf, chunk, forward, apply, scratch)
+        })
+    }
+
+    fn pipeline_with<T: Elem, A>(
+        &self,
+        lane: &Lane,
+        buf: &mut [T],
+        chunk: usize,
+        forward: bool,
+        apply: A,
+        scratch: &mut [T],
+    ) -> Result<(), ClusterError>
+    where
+        A: Fn(&mut [T], &[T]),
+    {
         let prev_label = self.label(self.prev());
         let next_label = self.label(self.next());
-        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(buf.len())];
         if !forward {
             for dst in buf.chunks_mut(chunk) {
                 let tmp = &mut scratch[..dst.len()];
@@ -589,27 +621,38 @@ impl Comm {
     }
 }
 
-/// Sends `out` on one connection while filling `inb` from another.
-fn exchange(
-    to: &dyn Link,
-    out: &[u8],
-    to_label: &str,
-    from: &dyn Link,
-    inb: &mut [u8],
-    from_label: &str,
-) -> Result<(), ClusterError> {
-    if out.len() <= to.send_buffer_bytes() {
-        write_all(to, out, to_label)?;
-        return read_all(from, inb, from_label);
+/// Receives a message a chunk at a time into scratch space and reduces each chunk into `dst`
+/// (`dst op chunk`, or with `mine`, `mine op chunk`) as soon as it is complete.
+struct ReduceSink<'a, T> {
+    dst: &'a mut [T],
+    mine: Option<&'a [T]>,
+    scratch: &'a mut [T],
+    at: usize,
+    op: RedOp,
+}
+
+impl<T: Elem> ReduceSink<'_, T> {
+    fn len(&self) -> usize {
+        (self.dst.len() - self.at).min(self.scratch.len())
     }
-    thread::scope(|s| {
-        let h = s.spawn(|| write_all(to, out, to_label));
-        let got = read_all(from, inb, from_label);
-        let sent = h
-            .join()
-            .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
-        got.and(sent)
-    })
+}
+
+impl<T: Elem> RecvSink for ReduceSink<'_, T> {
+    fn piece(&mut self) -> &mut [u8] {
+        let len = self.len();
+        bytemuck::cast_slice_mut(&mut self.scratch[..len])
+    }
+
+    fn filled(&mut self) {
+        let (at, len) = (self.at, self.len());
+        let got = &self.scratch[..len];
+        let dst = &mut self.dst[at..at + len];
+        match self.mine {
+            Some(mine) => reduce_from(dst, &mine[at..at + len], got, self.op),
+            None => reduce_into(dst, got, self.op),
+        }
+        self.at += len;
+    }
 }
 
 fn write_all(link: &dyn Link, buf: &[u8], peer: &str) -> Result<(), ClusterError> {

@@ -20,6 +20,7 @@ pub mod ranks;
 pub mod rendezvous;
 pub mod report;
 pub mod sweep;
+mod tcp_link;
 
 pub use error::ClusterError;
 pub use link::{mem_pair, Link, MemLink, TcpLink};
