@@ -10,9 +10,10 @@ use std::thread;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::{finish_avg, reduce_from, reduce_into, Elem, RedOp};
-use crate::link::{step, Direct, Link, RecvSink, StepError, TcpLink};
+use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
+use crate::link::{step, Direct, Link, StepError, TcpLink};
 use crate::rendezvous::Group;
+use crate::ring::{self, Schedule};
 use crate::ClusterError;
 
 /// Receive granularity: large enough that syscalls are few, small enough that reducing one chunk
@@ -251,8 +252,7 @@ impl Comm {
             let parts = split_even(buf, self.lanes.len());
             self.per_lane(parts, |lane, part| {
                 let mut segs = split_even(part, n);
-                self.ring_reduce_scatter(lane, &mut segs, op)?;
-                self.ring_all_gather(lane, &mut segs)
+                self.ring(lane, &mut segs, None, n - 1, n - 1, op)
             })?;
         }
         finish_avg(buf, op, self.n);
@@ -280,8 +280,7 @@ impl Comm {
             self.per_lane(parts, |lane, (sp, rp)| {
                 let ssegs = split_even_ref(sp, n);
                 let mut rsegs = split_even(rp, n);
-                self.ring_reduce_scatter_from(lane, &ssegs, &mut rsegs, op)?;
-                self.ring_all_gather(lane, &mut rsegs)
+                self.ring(lane, &mut rsegs, Some(&ssegs), n - 1, n - 1, op)
             })?;
         }
         finish_avg(recv, op, self.n);
@@ -296,7 +295,7 @@ impl Comm {
             let lanes = self.lanes.len();
             let per_lane = block_major(&mut buf[..block * n], n, lanes);
             self.per_lane(per_lane, |lane, mut segs| {
-                self.ring_reduce_scatter(lane, &mut segs, op)
+                self.ring(lane, &mut segs, None, n - 1, 0, op)
             })?;
         }
         let r = self.rank as usize;
@@ -311,7 +310,7 @@ impl Comm {
             let block = buf.len() / n;
             let per_lane = block_major(&mut buf[..block * n], n, self.lanes.len());
             self.per_lane(per_lane, |lane, mut segs| {
-                self.ring_all_gather(lane, &mut segs)
+                self.ring(lane, &mut segs, None, 0, n - 1, RedOp::Sum)
             })?;
         }
         Ok(())
@@ -439,17 +438,6 @@ impl Comm {
         f(&mut all[..elems])
     }
 
-    /// One ring step on `lane`: `out` to the next rank while the previous one fills `sink`.
-    fn ring_step(
-        &self,
-        lane: &Lane,
-        out: &[u8],
-        sink: &mut dyn RecvSink,
-    ) -> Result<(), ClusterError> {
-        step(&*lane.next, out, &*lane.prev, sink)
-            .map_err(|e| self.step_err(e, self.next(), self.prev()))
-    }
-
     fn step_err(&self, e: StepError, to: u32, from: u32) -> ClusterError {
         match e {
             StepError::Send(e) => name_peer(self.label(to), "sending to it", e),
@@ -457,92 +445,27 @@ impl Comm {
         }
     }
 
-    /// Ring reduce-scatter over `n` segments: at step `s` send segment `rank-s-1` to the next
-    /// rank while receiving segment `rank-s-2` from the previous and reducing it in; after
-    /// `n-1` steps segment `rank` holds everyone's contribution.
-    fn ring_reduce_scatter<T: Elem>(
+    /// `rs` ring reduce-scatter steps then `ag` ring all-gather steps over `segs` (`n`
+    /// segments) on `lane`. Reduce-scatter: at step `s` send segment `rank-s-1` while receiving
+    /// segment `rank-s-2` and reducing it in (from `src`'s copy when given), so after `n-1`
+    /// steps segment `rank` holds everyone's contribution. All-gather: at step `s` send segment
+    /// `rank-s` and receive segment `rank-s-1` in place.
+    fn ring<T: Elem>(
         &self,
         lane: &Lane,
         segs: &mut [&mut [T]],
+        src: Option<&[&[T]]>,
+        rs: usize,
+        ag: usize,
         op: RedOp,
     ) -> Result<(), ClusterError> {
-        let n = segs.len();
-        let r = self.rank as usize;
+        let sched = Schedule::ring(self.rank as usize, segs.len(), rs, ag);
         let longest = segs.iter().map(|s| s.len()).max().unwrap_or(0);
         let elems = self.chunk_elems::<T>().min(longest).max(1);
         self.with_scratch(lane, elems, |scratch: &mut [T]| {
-            for step in 0..n - 1 {
-                let si = (r + 2 * n - step - 1) % n;
-                let ri = (r + 2 * n - step - 2) % n;
-                let (out, inb) = two(segs, si, ri);
-                let mut sink = ReduceSink {
-                    dst: inb,
-                    mine: None,
-                    scratch: &mut *scratch,
-                    at: 0,
-                    op,
-                };
-                self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
-            }
-            Ok(())
+            ring::run(&*lane.next, &*lane.prev, &sched, segs, src, op, scratch)
+                .map_err(|e| self.step_err(e, self.next(), self.prev()))
         })
-    }
-
-    /// Ring reduce-scatter reading this rank's contribution from `src` and writing into `dst`
-    /// (same segmentation): every `dst` segment this rank receives becomes `src op incoming`,
-    /// and the first segment sent comes straight from `src`.
-    fn ring_reduce_scatter_from<T: Elem>(
-        &self,
-        lane: &Lane,
-        src: &[&[T]],
-        dst: &mut [&mut [T]],
-        op: RedOp,
-    ) -> Result<(), ClusterError> {
-        let n = dst.len();
-        let r = self.rank as usize;
-        let longest = dst.iter().map(|s| s.len()).max().unwrap_or(0);
-        let elems = self.chunk_elems::<T>().min(longest).max(1);
-        self.with_scratch(lane, elems, |scratch: &mut [T]| {
-            for step in 0..n - 1 {
-                let si = (r + 2 * n - step - 1) % n;
-                let ri = (r + 2 * n - step - 2) % n;
-                let (out, inb): (&[T], &mut [T]) = if step == 0 {
-                    (src[si], &mut *dst[ri])
-                } else {
-                    two(dst, si, ri)
-                };
-                let mut sink = ReduceSink {
-                    dst: inb,
-                    mine: Some(src[ri]),
-                    scratch: &mut *scratch,
-                    at: 0,
-                    op,
-                };
-                self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Ring all-gather over `n` segments, segment `rank` complete at the start: at step `s`
-    /// send segment `rank-s` and receive segment `rank-s-1` in place.
-    fn ring_all_gather<T: Elem>(
-        &self,
-        lane: &Lane,
-        segs: &mut [&mut [T]],
-    ) -> Result<(), ClusterError> {
-        let n = segs.len();
-        let r = self.rank as usize;
-        for step in 0..n - 1 {
-            let si = (r + n - step) % n;
-            let ri = (r + 2 * n - step - 1) % n;
-            let (out, inb) = two(segs, si, ri);
-            let mut sink = Direct {
-                buf: bytemuck::cast_slice_mut(inb),
-            };
-            self.ring_step(lane, bytemuck::cast_slice(out), &mut sink)?;
-        }
-        Ok(())
     }
 
     fn send(&self, lane: &Lane, out: &[u8]) -> Result<(), ClusterError> {
@@ -618,40 +541,6 @@ impl Comm {
                 .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
             got.and(sent)
         })
-    }
-}
-
-/// Receives a message a chunk at a time into scratch space and reduces each chunk into `dst`
-/// (`dst op chunk`, or with `mine`, `mine op chunk`) as soon as it is complete.
-struct ReduceSink<'a, T> {
-    dst: &'a mut [T],
-    mine: Option<&'a [T]>,
-    scratch: &'a mut [T],
-    at: usize,
-    op: RedOp,
-}
-
-impl<T: Elem> ReduceSink<'_, T> {
-    fn len(&self) -> usize {
-        (self.dst.len() - self.at).min(self.scratch.len())
-    }
-}
-
-impl<T: Elem> RecvSink for ReduceSink<'_, T> {
-    fn piece(&mut self) -> &mut [u8] {
-        let len = self.len();
-        bytemuck::cast_slice_mut(&mut self.scratch[..len])
-    }
-
-    fn filled(&mut self) {
-        let (at, len) = (self.at, self.len());
-        let got = &self.scratch[..len];
-        let dst = &mut self.dst[at..at + len];
-        match self.mine {
-            Some(mine) => reduce_from(dst, &mine[at..at + len], got, self.op),
-            None => reduce_into(dst, got, self.op),
-        }
-        self.at += len;
     }
 }
 
@@ -748,15 +637,4 @@ fn block_major<T>(buf: &mut [T], n: usize, lanes: usize) -> Vec<Vec<&mut [T]>> {
         }
     }
     per_lane
-}
-
-/// A shared view of segment `a` and a mutable one of segment `b` (`a != b`).
-fn two<'a, T>(segs: &'a mut [&mut [T]], a: usize, b: usize) -> (&'a [T], &'a mut [T]) {
-    if a < b {
-        let (l, r) = segs.split_at_mut(b);
-        (&*l[a], &mut *r[0])
-    } else {
-        let (l, r) = segs.split_at_mut(a);
-        (&*r[0], &mut *l[b])
-    }
 }

@@ -19,6 +19,7 @@ pub mod png;
 pub mod ranks;
 pub mod rendezvous;
 pub mod report;
+mod ring;
 pub mod sweep;
 mod tcp_link;
 

@@ -101,7 +101,7 @@ impl Link for TcpLink {
 
 /// Sleeps until `out` can be written or `inp` read (either may be absent); a timeout is an
 /// error of kind `TimedOut`.
-fn wait(
+pub(crate) fn wait(
     out: Option<&TcpStream>,
     inp: Option<&TcpStream>,
     timeout: Option<Duration>,
