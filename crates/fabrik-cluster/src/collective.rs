@@ -1,9 +1,9 @@
 //! Collectives between host-memory buffers over any [`Link`] (TCP by default): ring algorithms
 //! (reduce-scatter then all-gather for all_reduce), chains for broadcast and reduce, and
 //! pairwise exchange for alltoall. Each of `channels` parallel lanes carries its own slice of
-//! every buffer in its own thread, so one rank can fill several NICs; within a step the send
-//! and the receive move together (one thread polling both sockets on TCP) and what arrives is
-//! reduced chunk by chunk.
+//! every buffer in its own thread, so one rank can fill several NICs. A lane's ring steps run
+//! as one stream ([`crate::ring`]): on TCP one thread polls both sockets and forwards each chunk
+//! as soon as it is reduced; other links send and receive each step from two threads.
 
 use std::sync::{mpsc, Mutex};
 use std::thread;
