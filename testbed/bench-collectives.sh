@@ -4,7 +4,12 @@
 # Prints one table of busbw (GB/s, nccl-tests' formula) per size and the ratios, each anchor
 # against fabrik's run of the same placement (MPI out-of-place, gloo in-place).
 #
+# On a shared machine the CPU left to the run drifts within a minute, so the tools take turns:
+# ROUNDS rounds of fabrik, Open MPI, gloo, each the full sweep, and the table shows each tool's
+# median time per size over the rounds (every round's busbw is printed above it).
+#
 #   testbed/bench-collectives.sh [RANKS...]        default: 4 8
+#   env: ROUNDS (3), ITERS (10), WARMUP (3), CHANNELS (2), SIZES (1, 4, 16, 64 MiB)
 #
 # Needs root, a release build of fabrik (cargo build --release -p fabrik), and for the anchors
 # Debian's openmpi-bin + libopenmpi-dev and python3-torch (or torch from PyPI). Not run by CI.
@@ -17,6 +22,7 @@ SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
+ROUNDS=${ROUNDS:-3}
 # Debian's python3-torch lives in the system interpreter, not in a pyenv one.
 PYTHON=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
 WORK=$(mktemp -d)
@@ -88,9 +94,11 @@ for N in ${@:-4 8}; do
   testbed/netns.sh up "$NAME" "$N" 1 >/dev/null
   PORT=$((29700 + N))
   MIN=$(echo $SIZES | awk '{print $1}'); MAX=$(echo $SIZES | awk '{print $NF}')
+  rm -f "$WORK"/fabrik.*.txt "$WORK"/mpi.*.txt "$WORK"/gloo.*.txt
+  for round in $(seq 1 "$ROUNDS"); do
   # fabrik
   for h in $(seq 0 $((N - 1))); do
-    ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$PORT \
+    ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$((PORT + 10 * round)) \
       FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" \
       -w "$WARMUP" -c 0 --channels "$CHANNELS" --format json --name "h$h" > "$WORK/fab$h.json" &
   done
@@ -98,29 +106,48 @@ for N in ${@:-4 8}; do
   python3 -c "
 import json
 d = json.load(open('$WORK/fab0.json'))
-for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" > "$WORK/fabrik.txt"
+for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" > "$WORK/fabrik.$round.txt"
   # Open MPI
-  : > "$WORK/mpi.txt"
+  : > "$WORK/mpi.$round.txt"
   if [ $HAVE_MPI = 1 ]; then
     hosts=$(for h in $(seq 0 $((N - 1))); do echo -n "10.77.0.$((h + 1)),"; done)
     ip netns exec "$NAME-h0" mpirun -np "$N" --host "${hosts%,}" --mca plm_rsh_agent "$WORK/nsrsh" \
       --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-      --mca plm_rsh_no_tree_spawn 1 "$WORK/allreduce" "$ITERS" "$WARMUP" $SIZES > "$WORK/mpi.txt" 2>"$WORK/mpi.err" \
+      --mca plm_rsh_no_tree_spawn 1 "$WORK/allreduce" "$ITERS" "$WARMUP" $SIZES > "$WORK/mpi.$round.txt" 2>"$WORK/mpi.err" \
       || echo "Open MPI run failed: $(tail -3 "$WORK/mpi.err")" >&2
   fi
   # gloo
-  : > "$WORK/gloo.txt"
+  : > "$WORK/gloo.$round.txt"
   if [ $HAVE_GLOO = 1 ]; then
     for h in $(seq 0 $((N - 1))); do
-      ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_PORT=$((PORT + 100)) GLOO_SOCKET_IFNAME=eth0 \
+      ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_PORT=$((PORT + 100 + 10 * round)) GLOO_SOCKET_IFNAME=eth0 \
         "$PYTHON" "$WORK/gloo.py" "$ITERS" "$WARMUP" $SIZES > "$WORK/gloo$h.txt" 2>"$WORK/gloo$h.err" &
     done
     wait || true
-    cp "$WORK/gloo0.txt" "$WORK/gloo.txt"
+    cp "$WORK/gloo0.txt" "$WORK/gloo.$round.txt"
   fi
+  # Each round's busbw, so the spread behind the medians is on record.
+  for s in $SIZES; do
+    fo=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.$round.txt"); fi=$(awk -v s=$s '$1==s{print $3}' "$WORK/fabrik.$round.txt")
+    m=$(awk -v s=$s '$1==s{print $2}' "$WORK/mpi.$round.txt"); g=$(awk -v s=$s '$1==s{print $2}' "$WORK/gloo.$round.txt")
+    echo "# round $round, $N ranks, $s B: busbw fabrik-oop $(busbw $s "${fo:-0}" $N) fabrik-ip $(busbw $s "${fi:-0}" $N) openmpi $(busbw $s "${m:-0}" $N) gloo $(busbw $s "${g:-0}" $N) (load $(cut -d' ' -f1 /proc/loadavg))"
+  done
+  done
+  # The median time per size and column over the rounds (a failed round's missing value is skipped).
+  median() { sort -g | awk '{v[NR]=$1} END { if (NR == 0) print ""; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2 }'; }
+  : > "$WORK/fabrik.txt"; : > "$WORK/mpi.txt"; : > "$WORK/gloo.txt"
+  for s in $SIZES; do
+    fo=$(cat "$WORK"/fabrik.*[0-9].txt | awk -v s=$s '$1==s{print $2}' | median)
+    fi=$(cat "$WORK"/fabrik.*[0-9].txt | awk -v s=$s '$1==s{print $3}' | median)
+    [ -n "$fo" ] && echo "$s $fo $fi" >> "$WORK/fabrik.txt"
+    m=$(cat "$WORK"/mpi.*[0-9].txt | awk -v s=$s '$1==s{print $2}' | median)
+    [ -n "$m" ] && echo "$s $m" >> "$WORK/mpi.txt"
+    g=$(cat "$WORK"/gloo.*[0-9].txt | awk -v s=$s '$1==s{print $2}' | median)
+    [ -n "$g" ] && echo "$s $g" >> "$WORK/gloo.txt"
+  done
   # MPI_Allreduce here is out-of-place and gloo's all_reduce in-place: each is compared with
   # fabrik's run of the same placement.
-  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s, $ITERS iterations"
+  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s, $ITERS iterations, median of $ROUNDS rounds"
   printf "%12s %11s %11s %10s %10s %14s %14s\n" size fabrik-oop fabrik-ip openmpi gloo fabrik/mpi fabrik/gloo
   for s in $SIZES; do
     fo=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.txt"); fi=$(awk -v s=$s '$1==s{print $3}' "$WORK/fabrik.txt")

@@ -1,17 +1,19 @@
 //! Collectives between host-memory buffers over any [`Link`] (TCP by default): ring algorithms
 //! (reduce-scatter then all-gather for all_reduce), chains for broadcast and reduce, and
 //! pairwise exchange for alltoall. Each of `channels` parallel lanes carries its own slice of
-//! every buffer in its own thread, so one rank can fill several NICs; within a step the send
-//! runs in its own thread while the receive is read in chunks and reduced as it arrives.
+//! every buffer in its own thread, so one rank can fill several NICs. A lane's ring steps run
+//! as one stream ([`crate::ring`]): on TCP one thread polls both sockets and forwards each chunk
+//! as soon as it is reduced; other links send and receive each step from two threads.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::thread;
 
 use serde::{Deserialize, Serialize};
 
-use crate::dtype::{finish_avg, reduce_from, reduce_into, Elem, RedOp};
-use crate::link::{Link, TcpLink};
+use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
+use crate::link::{step, Direct, Link, StepError, TcpLink};
 use crate::rendezvous::Group;
+use crate::ring::{self, Schedule};
 use crate::ClusterError;
 
 /// Receive granularity: large enough that syscalls are few, small enough that reducing one chunk
@@ -81,11 +83,14 @@ impl std::str::FromStr for CollOp {
     }
 }
 
-/// One ring channel: a link to the next rank and one from the previous.
+/// One ring channel: a link to the next rank and one from the previous, and the receive
+/// scratch space its reductions use (kept across calls; `u64` words so any element type fits
+/// its alignment).
 #[derive(Debug)]
 struct Lane {
     next: Box<dyn Link>,
     prev: Box<dyn Link>,
+    scratch: Mutex<Vec<u64>>,
 }
 
 /// The data connections of one rank: `channels` ring lanes, and a full mesh for alltoall.
@@ -136,7 +141,11 @@ impl Comm {
             n,
             lanes: lanes
                 .into_iter()
-                .map(|(next, prev)| Lane { next, prev })
+                .map(|(next, prev)| Lane {
+                    next,
+                    prev,
+                    scratch: Mutex::new(Vec::new()),
+                })
                 .collect(),
             mesh,
             labels,
@@ -153,7 +162,7 @@ impl Comm {
     ) -> Result<Comm, ClusterError> {
         let (rank, n) = (group.rank(), group.size());
         let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
-        let mut lanes = Vec::new();
+        let mut lanes: Vec<(Box<dyn Link>, Box<dyn Link>)> = Vec::new();
         let mut mesh_conns: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
         if n > 1 {
             let next = (rank + 1) % n;
@@ -197,15 +206,14 @@ impl Comm {
                 Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
             })?;
             for (peer, s) in mesh_out {
-                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)));
+                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)?));
             }
-            lanes = outgoing
-                .into_iter()
-                .zip(incoming)
-                .map(|(next, prev)| -> (Box<dyn Link>, Box<dyn Link>) {
-                    (Box::new(TcpLink::new(next)), Box::new(TcpLink::new(prev)))
-                })
-                .collect();
+            for (next, prev) in outgoing.into_iter().zip(incoming) {
+                lanes.push((
+                    Box::new(TcpLink::new(next)?) as Box<dyn Link>,
+                    Box::new(TcpLink::new(prev)?) as Box<dyn Link>,
+                ));
+            }
         }
         Comm::from_links(rank, n, labels, lanes, mesh_conns, chunk_bytes)
     }
@@ -244,8 +252,7 @@ impl Comm {
             let parts = split_even(buf, self.lanes.len());
             self.per_lane(parts, |lane, part| {
                 let mut segs = split_even(part, n);
-                self.ring_reduce_scatter(lane, &mut segs, op)?;
-                self.ring_all_gather(lane, &mut segs)
+                self.ring(lane, &mut segs, None, n - 1, n - 1, op)
             })?;
         }
         finish_avg(buf, op, self.n);
@@ -273,8 +280,7 @@ impl Comm {
             self.per_lane(parts, |lane, (sp, rp)| {
                 let ssegs = split_even_ref(sp, n);
                 let mut rsegs = split_even(rp, n);
-                self.ring_reduce_scatter_from(lane, &ssegs, &mut rsegs, op)?;
-                self.ring_all_gather(lane, &mut rsegs)
+                self.ring(lane, &mut rsegs, Some(&ssegs), n - 1, n - 1, op)
             })?;
         }
         finish_avg(recv, op, self.n);
@@ -289,7 +295,7 @@ impl Comm {
             let lanes = self.lanes.len();
             let per_lane = block_major(&mut buf[..block * n], n, lanes);
             self.per_lane(per_lane, |lane, mut segs| {
-                self.ring_reduce_scatter(lane, &mut segs, op)
+                self.ring(lane, &mut segs, None, n - 1, 0, op)
             })?;
         }
         let r = self.rank as usize;
@@ -304,7 +310,7 @@ impl Comm {
             let block = buf.len() / n;
             let per_lane = block_major(&mut buf[..block * n], n, self.lanes.len());
             self.per_lane(per_lane, |lane, mut segs| {
-                self.ring_all_gather(lane, &mut segs)
+                self.ring(lane, &mut segs, None, 0, n - 1, RedOp::Sum)
             })?;
         }
         Ok(())
@@ -360,21 +366,15 @@ impl Comm {
         let r = self.rank as usize;
         let block = send.len().min(recv.len()) / n.max(1);
         recv[r * block..(r + 1) * block].copy_from_slice(&send[r * block..(r + 1) * block]);
-        for step in 1..n {
-            let to = (r + step) % n;
-            let from = (r + n - step) % n;
+        for k in 1..n {
+            let to = (r + k) % n;
+            let from = (r + n - k) % n;
             let out: &[u8] = bytemuck::cast_slice(&send[to * block..(to + 1) * block]);
             let inb: &mut [u8] =
                 bytemuck::cast_slice_mut(&mut recv[from * block..(from + 1) * block]);
             let (ts, fs) = (self.mesh_stream(to)?, self.mesh_stream(from)?);
-            exchange(
-                ts,
-                out,
-                self.label(to as u32),
-                fs,
-                inb,
-                self.label(from as u32),
-            )?;
+            step(ts, out, fs, &mut Direct { buf: inb })
+                .map_err(|e| self.step_err(e, to as u32, from as u32))?;
         }
         Ok(())
     }
@@ -421,112 +421,50 @@ impl Comm {
         })
     }
 
-    /// Ring reduce-scatter over `n` segments: at step `s` send segment `rank-s-1` to the next
-    /// rank while receiving segment `rank-s-2` from the previous and reducing it in; after
-    /// `n-1` steps segment `rank` holds everyone's contribution.
-    fn ring_reduce_scatter<T: Elem>(
+    /// Runs `f` with `elems` elements of the lane's scratch space.
+    fn with_scratch<T: Elem, R>(
+        &self,
+        lane: &Lane,
+        elems: usize,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> R {
+        // Nothing can panic while the lock is held but `f`, which leaves only scratch bytes.
+        let mut v = lane.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let words = (elems * std::mem::size_of::<T>()).div_ceil(8);
+        if v.len() < words {
+            v.resize(words, 0);
+        }
+        let all: &mut [T] = bytemuck::cast_slice_mut(&mut v[..words]);
+        f(&mut all[..elems])
+    }
+
+    fn step_err(&self, e: StepError, to: u32, from: u32) -> ClusterError {
+        match e {
+            StepError::Send(e) => name_peer(self.label(to), "sending to it", e),
+            StepError::Recv(e) => name_peer(self.label(from), "receiving from it", e),
+        }
+    }
+
+    /// `rs` ring reduce-scatter steps then `ag` ring all-gather steps over `segs` (`n`
+    /// segments) on `lane`. Reduce-scatter: at step `s` send segment `rank-s-1` while receiving
+    /// segment `rank-s-2` and reducing it in (from `src`'s copy when given), so after `n-1`
+    /// steps segment `rank` holds everyone's contribution. All-gather: at step `s` send segment
+    /// `rank-s` and receive segment `rank-s-1` in place.
+    fn ring<T: Elem>(
         &self,
         lane: &Lane,
         segs: &mut [&mut [T]],
+        src: Option<&[&[T]]>,
+        rs: usize,
+        ag: usize,
         op: RedOp,
     ) -> Result<(), ClusterError> {
-        let n = segs.len();
-        let r = self.rank as usize;
-        let chunk = self.chunk_elems::<T>();
-        let mut scratch: Vec<T> =
-            vec![T::zeroed(); chunk.min(segs.iter().map(|s| s.len()).max().unwrap_or(0))];
-        for step in 0..n - 1 {
-            let si = (r + 2 * n - step - 1) % n;
-            let ri = (r + 2 * n - step - 2) % n;
-            let (out, inb) = two(segs, si, ri);
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                for dst in inb.chunks_mut(chunk) {
-                    let tmp = &mut scratch[..dst.len()];
-                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
-                    reduce_into(dst, tmp, op);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Ring reduce-scatter reading this rank's contribution from `src` and writing into `dst`
-    /// (same segmentation): every `dst` segment this rank receives becomes `src op incoming`,
-    /// and the first segment sent comes straight from `src`.
-    fn ring_reduce_scatter_from<T: Elem>(
-        &self,
-        lane: &Lane,
-        src: &[&[T]],
-        dst: &mut [&mut [T]],
-        op: RedOp,
-    ) -> Result<(), ClusterError> {
-        let n = dst.len();
-        let r = self.rank as usize;
-        let chunk = self.chunk_elems::<T>();
-        let longest = dst.iter().map(|s| s.len()).max().unwrap_or(0);
-        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(longest)];
-        for step in 0..n - 1 {
-            let si = (r + 2 * n - step - 1) % n;
-            let ri = (r + 2 * n - step - 2) % n;
-            let mine: &[T] = src[ri];
-            let (out, inb): (&[T], &mut [T]) = if step == 0 {
-                (src[si], &mut *dst[ri])
-            } else {
-                two(dst, si, ri)
-            };
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                for (k, d) in inb.chunks_mut(chunk).enumerate() {
-                    let tmp = &mut scratch[..d.len()];
-                    read_all(prev, bytemuck::cast_slice_mut(tmp), self.label(self.prev()))?;
-                    let start = k * chunk;
-                    reduce_from(d, &mine[start..start + tmp.len()], tmp, op);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Ring all-gather over `n` segments, segment `rank` complete at the start: at step `s`
-    /// send segment `rank-s` and receive segment `rank-s-1` in place.
-    fn ring_all_gather<T: Elem>(
-        &self,
-        lane: &Lane,
-        segs: &mut [&mut [T]],
-    ) -> Result<(), ClusterError> {
-        let n = segs.len();
-        let r = self.rank as usize;
-        for step in 0..n - 1 {
-            let si = (r + n - step) % n;
-            let ri = (r + 2 * n - step - 1) % n;
-            let (out, inb) = two(segs, si, ri);
-            self.step(lane, bytemuck::cast_slice(out), |prev| {
-                read_all(prev, bytemuck::cast_slice_mut(inb), self.label(self.prev()))
-            })?;
-        }
-        Ok(())
-    }
-
-    /// One ring step: `out` goes to the next rank while `recv` reads from the previous one.
-    fn step<F>(&self, lane: &Lane, out: &[u8], recv: F) -> Result<(), ClusterError>
-    where
-        F: FnOnce(&dyn Link) -> Result<(), ClusterError>,
-    {
-        let next_label = self.label(self.next());
-        // A message the link buffers is written inline: a second thread's start-up would
-        // dominate the latency of small messages.
-        if out.len() <= lane.next.send_buffer_bytes() {
-            write_all(&*lane.next, out, next_label)?;
-            return recv(&*lane.prev);
-        }
-        thread::scope(|s| {
-            let h = s.spawn(|| write_all(&*lane.next, out, next_label));
-            let got = recv(&*lane.prev);
-            let sent = h
-                .join()
-                .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
-            got.and(sent)
+        let sched = Schedule::ring(self.rank as usize, segs.len(), rs, ag);
+        let longest = segs.iter().map(|s| s.len()).max().unwrap_or(0);
+        let elems = self.chunk_elems::<T>().min(longest).max(1);
+        self.with_scratch(lane, elems, |scratch: &mut [T]| {
+            ring::run(&*lane.next, &*lane.prev, &sched, segs, src, op, scratch)
+                .map_err(|e| self.step_err(e, self.next(), self.prev()))
         })
     }
 
@@ -548,9 +486,26 @@ impl Comm {
     where
         A: Fn(&mut [T], &[T]),
     {
+        let elems = chunk.min(buf.len()).max(1);
+        self.with_scratch(lane, elems, |scratch: &mut [T]| {
+            self.pipeline_with(lane, buf, chunk, forward, apply, scratch)
+        })
+    }
+
+    fn pipeline_with<T: Elem, A>(
+        &self,
+        lane: &Lane,
+        buf: &mut [T],
+        chunk: usize,
+        forward: bool,
+        apply: A,
+        scratch: &mut [T],
+    ) -> Result<(), ClusterError>
+    where
+        A: Fn(&mut [T], &[T]),
+    {
         let prev_label = self.label(self.prev());
         let next_label = self.label(self.next());
-        let mut scratch: Vec<T> = vec![T::zeroed(); chunk.min(buf.len())];
         if !forward {
             for dst in buf.chunks_mut(chunk) {
                 let tmp = &mut scratch[..dst.len()];
@@ -587,29 +542,6 @@ impl Comm {
             got.and(sent)
         })
     }
-}
-
-/// Sends `out` on one connection while filling `inb` from another.
-fn exchange(
-    to: &dyn Link,
-    out: &[u8],
-    to_label: &str,
-    from: &dyn Link,
-    inb: &mut [u8],
-    from_label: &str,
-) -> Result<(), ClusterError> {
-    if out.len() <= to.send_buffer_bytes() {
-        write_all(to, out, to_label)?;
-        return read_all(from, inb, from_label);
-    }
-    thread::scope(|s| {
-        let h = s.spawn(|| write_all(to, out, to_label));
-        let got = read_all(from, inb, from_label);
-        let sent = h
-            .join()
-            .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
-        got.and(sent)
-    })
 }
 
 fn write_all(link: &dyn Link, buf: &[u8], peer: &str) -> Result<(), ClusterError> {
@@ -705,15 +637,4 @@ fn block_major<T>(buf: &mut [T], n: usize, lanes: usize) -> Vec<Vec<&mut [T]>> {
         }
     }
     per_lane
-}
-
-/// A shared view of segment `a` and a mutable one of segment `b` (`a != b`).
-fn two<'a, T>(segs: &'a mut [&mut [T]], a: usize, b: usize) -> (&'a [T], &'a mut [T]) {
-    if a < b {
-        let (l, r) = segs.split_at_mut(b);
-        (&*l[a], &mut *r[0])
-    } else {
-        let (l, r) = segs.split_at_mut(a);
-        (&*r[0], &mut *l[b])
-    }
 }

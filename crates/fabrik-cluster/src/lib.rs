@@ -21,7 +21,9 @@ pub mod ranks;
 pub mod rdma_link;
 pub mod rendezvous;
 pub mod report;
+mod ring;
 pub mod sweep;
+mod tcp_link;
 
 pub use error::ClusterError;
 pub use link::{mem_pair, Link, MemLink, TcpLink};

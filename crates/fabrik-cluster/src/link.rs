@@ -4,11 +4,11 @@
 //! plugs in by implementing them.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
 use std::time::{Duration, Instant};
 
+pub use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
 /// An ordered, reliable byte pipe to (or from) one peer.
@@ -28,50 +28,88 @@ pub trait Link: Send + Sync + std::fmt::Debug {
     fn send_buffer_bytes(&self) -> usize {
         0
     }
+
+    /// The TCP link behind this one, if it is one: a ring step between two TCP links drives
+    /// both sockets from one thread with `poll(2)`. Other transports keep the default.
+    fn tcp(&self) -> Option<&TcpLink> {
+        None
+    }
 }
 
-/// What a TCP connection holds without a reader on Linux's smallest default buffers (16 KiB
-/// to send, 128 KiB to receive), with room to spare.
-const TCP_INLINE_BYTES: usize = 32 << 10;
+/// Where a ring step puts what it receives: pieces handed out in order until the message is
+/// complete, each processed (reduced, say) once full.
+pub(crate) trait RecvSink {
+    /// The next piece to fill; empty once the whole message has arrived.
+    fn piece(&mut self) -> &mut [u8];
+    /// The piece `piece` last returned is full.
+    fn filled(&mut self);
+}
 
-/// A [`Link`] over one TCP connection (used in both directions for the alltoall mesh).
+/// A sink that receives straight into one buffer.
+pub(crate) struct Direct<'a> {
+    pub buf: &'a mut [u8],
+}
+
+impl RecvSink for Direct<'_> {
+    fn piece(&mut self) -> &mut [u8] {
+        self.buf
+    }
+
+    fn filled(&mut self) {
+        self.buf = &mut [];
+    }
+}
+
+/// Which side of a step failed, so the error can name the right peer.
 #[derive(Debug)]
-pub struct TcpLink {
-    stream: TcpStream,
+pub(crate) enum StepError {
+    Send(ClusterError),
+    Recv(ClusterError),
 }
 
-impl TcpLink {
-    pub fn new(stream: TcpStream) -> TcpLink {
-        TcpLink { stream }
+/// One step between two links: `out` goes through `next` while `prev` fills `sink`.
+pub(crate) fn step(
+    next: &dyn Link,
+    out: &[u8],
+    prev: &dyn Link,
+    sink: &mut dyn RecvSink,
+) -> Result<(), StepError> {
+    if let (Some(n), Some(p)) = (next.tcp(), prev.tcp()) {
+        return crate::tcp_link::tcp_step(n, out, p, sink);
     }
-
-    pub fn stream(&self) -> &TcpStream {
-        &self.stream
+    let recv = |sink: &mut dyn RecvSink| -> Result<(), StepError> {
+        loop {
+            let piece = sink.piece();
+            if piece.is_empty() {
+                return Ok(());
+            }
+            prev.recv_exact(piece).map_err(StepError::Recv)?;
+            sink.filled();
+        }
+    };
+    let send = || {
+        if out.is_empty() {
+            Ok(())
+        } else {
+            next.send_all(out).map_err(StepError::Send)
+        }
+    };
+    // A message the link buffers is written first: a second thread's start-up would dominate
+    // the latency of small messages.
+    if out.len() <= next.send_buffer_bytes() {
+        send()?;
+        return recv(sink);
     }
-}
-
-impl Link for TcpLink {
-    fn send_all(&self, buf: &[u8]) -> Result<(), ClusterError> {
-        (&self.stream)
-            .write_all(buf)
-            .map_err(|source| ClusterError::Io {
-                what: "sending".into(),
-                source,
-            })
-    }
-
-    fn recv_exact(&self, buf: &mut [u8]) -> Result<(), ClusterError> {
-        (&self.stream)
-            .read_exact(buf)
-            .map_err(|source| ClusterError::Io {
-                what: "receiving".into(),
-                source,
-            })
-    }
-
-    fn send_buffer_bytes(&self) -> usize {
-        TCP_INLINE_BYTES
-    }
+    thread::scope(|s| {
+        let h = s.spawn(send);
+        let got = recv(sink);
+        let sent = h.join().unwrap_or_else(|_| {
+            Err(StepError::Send(ClusterError::Invalid(
+                "a send thread panicked".into(),
+            )))
+        });
+        got.and(sent)
+    })
 }
 
 /// One direction of an in-memory pipe: a bounded byte queue, so a sender blocks when the reader

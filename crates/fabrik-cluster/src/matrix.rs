@@ -35,7 +35,7 @@ pub fn run_matrix(
     on_round: &mut dyn FnMut(u32, u32),
 ) -> Result<Option<PairMatrix>, ClusterError> {
     let mut tcp = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, ClusterError> {
-        Ok(Box::new(TcpLink::new(g.pair_stream(peer, tag)?)))
+        Ok(Box::new(TcpLink::new(g.pair_stream(peer, tag)?)?))
     };
     run_matrix_over(group, cfg, "tcp", &mut tcp, on_round)
 }

@@ -176,7 +176,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             Ok(match &transport {
                 Transport::Tcp => Box::new(fabrik_cluster::link::TcpLink::new(
                     g.pair_stream(peer, tag)?,
-                )),
+                )?),
                 Transport::Rdma(dev) => Box::new(pair_link(g, dev, peer, tag, &pipe)?),
             })
         };

@@ -1,0 +1,265 @@
+//! [`Link`] over TCP, and the ring step that drives both of a lane's sockets from one thread.
+//!
+//! The sockets are non-blocking: one thread writes to the next rank and reads from the previous
+//! one, whichever is ready, and sleeps in `poll(2)` only when neither can move (as gloo's pairs
+//! do). A step therefore needs no second thread, and a full send buffer never stops the receive
+//! side (nor the other way round), which matters most when ranks outnumber cores.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::link::{Link, RecvSink, StepError};
+use crate::ClusterError;
+
+/// What a TCP connection holds without a reader on Linux's smallest default buffers (16 KiB
+/// to send, 128 KiB to receive), with room to spare.
+const TCP_INLINE_BYTES: usize = 32 << 10;
+
+/// A [`Link`] over one TCP connection (used in both directions for the alltoall mesh). The
+/// socket is switched to non-blocking mode; a wait that makes no progress for the stream's
+/// read timeout (as set when it was opened) fails as timed out.
+#[derive(Debug)]
+pub struct TcpLink {
+    stream: TcpStream,
+    timeout: Option<Duration>,
+}
+
+impl TcpLink {
+    pub fn new(stream: TcpStream) -> Result<TcpLink, ClusterError> {
+        let timeout = stream.read_timeout().ok().flatten();
+        stream
+            .set_nonblocking(true)
+            .map_err(|source| ClusterError::Io {
+                what: "making a data connection non-blocking".into(),
+                source,
+            })?;
+        Ok(TcpLink { stream, timeout })
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+fn io(what: &str, source: std::io::Error) -> ClusterError {
+    ClusterError::Io {
+        what: what.into(),
+        source,
+    }
+}
+
+impl Link for TcpLink {
+    fn send_all(&self, buf: &[u8]) -> Result<(), ClusterError> {
+        let mut sent = 0;
+        while sent < buf.len() {
+            match (&self.stream).write(&buf[sent..]) {
+                Ok(0) => return Err(io("sending", ErrorKind::WriteZero.into())),
+                Ok(k) => sent += k,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    wait(Some(&self.stream), None, self.timeout).map_err(|e| io("sending", e))?;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(io("sending", e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn recv_exact(&self, buf: &mut [u8]) -> Result<(), ClusterError> {
+        let mut got = 0;
+        while got < buf.len() {
+            match (&self.stream).read(&mut buf[got..]) {
+                Ok(0) => return Err(io("receiving", ErrorKind::UnexpectedEof.into())),
+                Ok(k) => got += k,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    wait(None, Some(&self.stream), self.timeout).map_err(|e| io("receiving", e))?;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(io("receiving", e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn send_buffer_bytes(&self) -> usize {
+        TCP_INLINE_BYTES
+    }
+
+    fn tcp(&self) -> Option<&TcpLink> {
+        Some(self)
+    }
+}
+
+/// Sleeps until `out` can be written or `inp` read (either may be absent); a timeout is an
+/// error of kind `TimedOut`.
+pub(crate) fn wait(
+    out: Option<&TcpStream>,
+    inp: Option<&TcpStream>,
+    timeout: Option<Duration>,
+) -> std::io::Result<()> {
+    let mut fds = Vec::with_capacity(2);
+    if let Some(s) = out {
+        fds.push(PollFd::new(s.as_fd(), PollFlags::POLLOUT));
+    }
+    if let Some(s) = inp {
+        fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    let t = match timeout {
+        // Longer than poll can count (24 days) is as good as none.
+        Some(d) => PollTimeout::try_from(d).unwrap_or(PollTimeout::MAX),
+        None => PollTimeout::NONE,
+    };
+    loop {
+        match poll(&mut fds, t) {
+            Ok(0) => return Err(ErrorKind::TimedOut.into()),
+            // Readiness includes errors and hang-ups; the next read or write reports them.
+            Ok(_) => return Ok(()),
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One ring step on TCP: writes `out` to `next` while filling `sink`'s pieces from `prev`, from
+/// this thread alone.
+pub(crate) fn tcp_step(
+    next: &TcpLink,
+    out: &[u8],
+    prev: &TcpLink,
+    sink: &mut dyn RecvSink,
+) -> Result<(), StepError> {
+    let (ns, ps) = (&next.stream, &prev.stream);
+    let mut sent = 0;
+    // Bytes already in the current piece.
+    let mut got = 0;
+    loop {
+        let mut moved = false;
+        if sent < out.len() {
+            match (&*ns).write(&out[sent..]) {
+                Ok(0) => return Err(StepError::Send(io("sending", ErrorKind::WriteZero.into()))),
+                Ok(k) => {
+                    sent += k;
+                    moved = true;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => moved = true,
+                Err(e) => return Err(StepError::Send(io("sending", e))),
+            }
+        }
+        let piece = sink.piece();
+        let want = piece.len();
+        if want > 0 {
+            match (&*ps).read(&mut piece[got..]) {
+                Ok(0) => {
+                    return Err(StepError::Recv(io(
+                        "receiving",
+                        ErrorKind::UnexpectedEof.into(),
+                    )))
+                }
+                Ok(k) => {
+                    got += k;
+                    moved = true;
+                    if got == want {
+                        got = 0;
+                        sink.filled();
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => moved = true,
+                Err(e) => return Err(StepError::Recv(io("receiving", e))),
+            }
+        } else if sent == out.len() {
+            return Ok(());
+        }
+        if !moved {
+            let sending = sent < out.len();
+            let o = sending.then_some(ns);
+            let i = (want > 0).then_some(ps);
+            // A stall is blamed on the side we wait to receive from when there is one: a
+            // dead or stuck previous rank stops our receive first.
+            let timeout = if want > 0 { prev.timeout } else { next.timeout };
+            wait(o, i, timeout).map_err(|e| {
+                if want > 0 {
+                    StepError::Recv(io("receiving", e))
+                } else {
+                    StepError::Send(io("sending", e))
+                }
+            })?;
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::link::{step, Direct};
+    use std::net::TcpListener;
+    use std::thread;
+
+    /// Both ends of a loopback connection, as links with `timeout`.
+    fn pair(timeout: Duration) -> (TcpLink, TcpLink) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        for s in [&a, &b] {
+            s.set_read_timeout(Some(timeout)).unwrap();
+        }
+        (TcpLink::new(a).unwrap(), TcpLink::new(b).unwrap())
+    }
+
+    fn pattern(seed: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn two_ranks_swap_messages_far_larger_than_socket_buffers_from_one_thread_each() {
+        // Rank 0 and rank 1 each send on one connection and receive on the other, at once:
+        // with blocking writes and no second thread this would deadlock.
+        let (a01, b01) = pair(Duration::from_secs(20));
+        let (a10, b10) = pair(Duration::from_secs(20));
+        let len = 24 << 20;
+        let h = thread::spawn(move || {
+            let out = pattern(3, len);
+            let mut inb = vec![0u8; len];
+            step(&b10, &out[..], &b01, &mut Direct { buf: &mut inb }).unwrap();
+            inb
+        });
+        let out = pattern(7, len);
+        let mut inb = vec![0u8; len];
+        step(&a01, &out[..], &a10, &mut Direct { buf: &mut inb }).unwrap();
+        assert!(inb == pattern(3, len));
+        assert!(h.join().unwrap() == pattern(7, len));
+    }
+
+    #[test]
+    fn a_silent_peer_times_out_on_the_receive_side_and_a_closed_one_is_eof() {
+        let (a, b) = pair(Duration::from_millis(100));
+        let mut inb = [0u8; 16];
+        match step(&a, &[], &a, &mut Direct { buf: &mut inb }) {
+            Err(StepError::Recv(ClusterError::Io { source, .. })) => {
+                assert_eq!(source.kind(), ErrorKind::TimedOut)
+            }
+            other => panic!("{other:?}"),
+        }
+        b.send_all(&[1, 2, 3]).unwrap();
+        drop(b);
+        match a.recv_exact(&mut inb) {
+            Err(ClusterError::Io { source, .. }) => {
+                assert_eq!(source.kind(), ErrorKind::UnexpectedEof)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
