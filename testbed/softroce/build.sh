@@ -2,7 +2,7 @@
 # Builds the Soft-RoCE VM: Debian's plain amd64 kernel (it ships rdma_rxe; the cloud flavour does
 # not) and a busybox initramfs with iproute2, rdma-core (libibverbs + the rxe provider),
 # ibv_devinfo, perftest and the fabrik binary with their shared libraries, plus a MOCK
-# libcuda.so.1 (mock-libcuda.c: host memory behind the CUDA driver API, no GPU) in
+# libcuda.so.1 (testbed/mocks/mock-libcuda.c: host memory behind the CUDA driver API, no GPU) in
 # /fabrik/mock-cuda, used only by the tests that say "mock-cuda" to run `--mem cuda` over rxe.
 #
 #   testbed/softroce/build.sh [FABRIK_BIN]     -> testbed/cache/{kern/,initrd.gz,kernel-version}
@@ -70,7 +70,7 @@ for l in $( (ldd "$bin"; ldd "$busybox_bin") 2>/dev/null | grep -o '/[^ ]*'); do
 printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > ird/etc/passwd
 printf 'root:x:0:\nnogroup:x:65534:\n' > ird/etc/group
 mkdir -p ird/fabrik/mock-cuda
-cc -shared -fPIC -O2 -Wall -o ird/fabrik/mock-cuda/libcuda.so.1 "$here/mock-libcuda.c"
+cc -shared -fPIC -O2 -Wall -o ird/fabrik/mock-cuda/libcuda.so.1 "$here/../mocks/mock-libcuda.c"
 cp "$here/init" ird/init
 cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
 cp "$here/vm-tests-collective.sh" ird/fabrik/vm-tests-collective.sh

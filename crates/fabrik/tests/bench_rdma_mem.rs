@@ -81,7 +81,7 @@ fn without_a_cuda_driver_the_error_names_the_library() {
 
 /// Builds the MOCK driver with the system C compiler, when there is one.
 fn mock_driver(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/softroce/mock-libcuda.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/mocks/mock-libcuda.c");
     let out = dir.join("libcuda.so.1");
     let ok = Command::new("cc")
         .args(["-shared", "-fPIC", "-O2", "-o"])

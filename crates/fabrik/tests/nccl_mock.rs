@@ -45,7 +45,8 @@ fn mocks() -> Option<&'static (PathBuf, PathBuf)> {
                 }
             }
         };
-        let ok = build("mock_cuda.c", &both.join("libcuda.so.1"), &[])
+        // The one mock driver, shared with the Soft-RoCE VM and bench_rdma_mem.rs.
+        let ok = build("../../../../testbed/mocks/mock-libcuda.c", &both.join("libcuda.so.1"), &[])
             && build(
                 "mock_nccl.c",
                 &both.join("libnccl.so.2"),

@@ -1,5 +1,5 @@
 /* MOCK libnccl.so.2 for fabrik's tests on machines without a GPU (no NVIDIA code here).
- * Buffers are host memory (see mock_cuda.c). Ranks of one communicator meet in a POSIX shared
+ * Buffers are host memory (see testbed/mocks/mock-libcuda.c). Ranks of one communicator meet in a POSIX shared
  * memory segment named after the unique id, so the id really must travel from rank 0 to every
  * rank; each collective copies this rank's input into its slot, waits for all ranks, and
  * computes its own output from every slot (integers in 64-bit integer arithmetic, floating

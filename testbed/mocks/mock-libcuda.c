@@ -1,5 +1,7 @@
 /*
- * MOCK libcuda.so.1 for the Soft-RoCE VM: NOT NVIDIA's driver, and no GPU behind it.
+ * MOCK libcuda.so.1: NOT NVIDIA's driver, and no GPU behind it. The one mock driver of fabrik's
+ * tests: the Soft-RoCE VM's `--mem cuda|managed` checks, crates/fabrik/tests/bench_rdma_mem.rs, and
+ * (with the mock libnccl.so.2 in crates/fabrik/tests/nccl_mock/) the nccl backend's tests.
  *
  * It lets CI run fabrik's `--mem cuda|managed` plumbing on real verbs without a GPU: the
  * driver is dlopened, initialised, a context made current, "device" memory allocated, filled
@@ -11,13 +13,16 @@
  *
  * Knobs (environment): MOCK_CUDA_DEVICES=N devices (default 1; cuDeviceGet beyond them fails
  * with CUDA_ERROR_INVALID_DEVICE); MOCK_CUDA_INIT_FAIL=1 makes cuInit fail with
- * CUDA_ERROR_NO_DEVICE (a node with the driver but no usable GPU).
+ * CUDA_ERROR_NO_DEVICE (a node with the driver but no usable GPU); MOCK_CUDA_STREAM_HANG=1 makes
+ * streams never finish (cuStreamQuery answers CUDA_ERROR_NOT_READY), for the nccl backend's
+ * bounded waits.
  *
  * Only the driver API entry points fabrik loads are here, with the CUDA driver API's C
  * prototypes (cuda.h); every "device pointer" is a host address.
- * Built by testbed/softroce/build.sh: cc -shared -fPIC -O2 -o libcuda.so.1 mock-libcuda.c
+ * Built by testbed/softroce/build.sh and by the tests: cc -shared -fPIC -O2 -o libcuda.so.1 mock-libcuda.c
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +39,8 @@ enum {
   CUDA_ERROR_NOT_INITIALIZED = 3,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 
@@ -53,6 +60,8 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
   case CUDA_ERROR_NOT_INITIALIZED: *s = "initialization error"; break;
   case CUDA_ERROR_NO_DEVICE: *s = "no CUDA-capable device is detected (mock)"; break;
   case CUDA_ERROR_INVALID_DEVICE: *s = "invalid device ordinal"; break;
+  case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+  case CUDA_ERROR_NOT_READY: *s = "device not ready"; break;
   case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
   default: *s = 0; return CUDA_ERROR_INVALID_VALUE;
   }
@@ -83,18 +92,14 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
-  (void)d;
   if (len < 1) return CUDA_ERROR_INVALID_VALUE;
-  strncpy(name, "fabrik mock GPU (host memory)", (size_t)len - 1);
-  name[len - 1] = 0;
+  snprintf(name, (size_t)len, "Mock GPU %d (host memory)", d);
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice d) {
   if (len < 13) return CUDA_ERROR_INVALID_VALUE;
-  bus[0] = 0;
-  strncpy(bus, d == 0 ? "0000:00:1f.0" : "0000:00:1e.0", (size_t)len - 1);
-  bus[len - 1] = 0;
+  snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x18 + d);
   return CUDA_SUCCESS;
 }
 
@@ -112,6 +117,7 @@ static CUresult alloc(CUdeviceptr *p, size_t n) {
   if (!initialised) return CUDA_ERROR_NOT_INITIALIZED;
   if (n == 0) return CUDA_ERROR_INVALID_VALUE;
   if (posix_memalign(&m, 4096, n) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(m, 0, n);
   *p = (CUdeviceptr)(uintptr_t)m;
   return CUDA_SUCCESS;
 }
@@ -133,8 +139,12 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) 
 
 CUresult cuStreamCreate(CUstream *s, unsigned flags) { (void)flags; *s = &mock_context; return CUDA_SUCCESS; }
 CUresult cuStreamDestroy_v2(CUstream s) { (void)s; return CUDA_SUCCESS; }
-CUresult cuStreamQuery(CUstream s) { (void)s; return CUDA_SUCCESS; }
-CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+CUresult cuStreamQuery(CUstream s) {
+  const char *h = getenv("MOCK_CUDA_STREAM_HANG");
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  return (h && *h == '1') ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
 
 /* No dma-buf export: the caller falls back to ibv_reg_mr. */
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t n, int type, unsigned long long flags) {
