@@ -46,12 +46,15 @@ fn mocks() -> Option<&'static (PathBuf, PathBuf)> {
             }
         };
         // The one mock driver, shared with the Soft-RoCE VM and bench_rdma_mem.rs.
-        let ok = build("../../../../testbed/mocks/mock-libcuda.c", &both.join("libcuda.so.1"), &[])
-            && build(
-                "mock_nccl.c",
-                &both.join("libnccl.so.2"),
-                &["-lm", "-lpthread", "-lrt"],
-            );
+        let ok = build(
+            "../../../../testbed/mocks/mock-libcuda.c",
+            &both.join("libcuda.so.1"),
+            &[],
+        ) && build(
+            "mock_nccl.c",
+            &both.join("libnccl.so.2"),
+            &["-lm", "-lpthread", "-lrt"],
+        );
         if !ok {
             return None;
         }
