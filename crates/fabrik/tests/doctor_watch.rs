@@ -23,13 +23,20 @@ fn pair() -> PathBuf {
 fn keep_flapping(root: &Path) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
     let stop = Arc::new(AtomicBool::new(false));
     let counters = root.join("sys/class/infiniband/mlx5_1/ports/1/counters");
+    let staging = root.join("staging");
     let flag = stop.clone();
+    // A sysfs counter reads whole; a plain rewrite could be read between its truncate and its
+    // write (an empty counter, no growth seen), so each value is written aside and renamed in.
+    let set = move |name: &str, value: u64| {
+        std::fs::write(&staging, format!("{value}\n")).unwrap();
+        std::fs::rename(&staging, counters.join(name)).unwrap();
+    };
     let handle = std::thread::spawn(move || {
         let mut n = 0u64;
         while !flag.load(Ordering::Relaxed) {
             n += 1;
-            std::fs::write(counters.join("link_downed"), format!("{}\n", 2 + n)).unwrap();
-            std::fs::write(counters.join("symbol_error"), format!("{}\n", 1200 + n)).unwrap();
+            set("link_downed", 2 + n);
+            set("symbol_error", 1200 + n);
             std::thread::sleep(Duration::from_millis(50));
         }
     });
