@@ -17,7 +17,7 @@ use half::{bf16, f16};
 use crate::collective::CollOp;
 use crate::dtype::{DType, Elem, RedOp};
 use crate::rendezvous::{Group, PeerInfo};
-use crate::sweep::{build_row, counts, init_send, verify, RankResult, SweepConfig, WrongElement};
+use crate::sweep::{counts, init_send, sweep_sizes, verify, RankResult, SweepConfig, WrongElement};
 use crate::ClusterError;
 
 /// NCCL's element type for a fabrik data type.
@@ -194,36 +194,18 @@ impl GpuRank {
         cfg: &SweepConfig,
         on_row: &mut dyn FnMut(&CollectiveRow, Option<&WrongElement>),
     ) -> Result<(), ClusterError> {
-        if cfg.op.rooted() && cfg.root >= group.size() {
-            return Err(ClusterError::Invalid(format!(
-                "root {} is not a rank (world size {})",
-                cfg.root,
-                group.size()
-            )));
-        }
-        for &size in &cfg.sizes {
-            let mine = match cfg.dtype {
-                DType::Int8 => self.run_size::<i8>(group, cfg, size),
-                DType::Uint8 => self.run_size::<u8>(group, cfg, size),
-                DType::Int32 => self.run_size::<i32>(group, cfg, size),
-                DType::Uint32 => self.run_size::<u32>(group, cfg, size),
-                DType::Int64 => self.run_size::<i64>(group, cfg, size),
-                DType::Uint64 => self.run_size::<u64>(group, cfg, size),
-                DType::Half => self.run_size::<f16>(group, cfg, size),
-                DType::Float => self.run_size::<f32>(group, cfg, size),
-                DType::Double => self.run_size::<f64>(group, cfg, size),
-                DType::Bfloat16 => self.run_size::<bf16>(group, cfg, size),
-            };
-            let mine = match mine {
-                Ok(m) => m,
-                Err(e) => return Err(group.fail(&e)),
-            };
-            if let Some(all) = group.gather(mine)? {
-                let (row, first) = build_row(cfg, size, group.size(), &all);
-                on_row(&row, first.as_ref());
-            }
-        }
-        Ok(())
+        sweep_sizes(group, cfg, on_row, |group, size| match cfg.dtype {
+            DType::Int8 => self.run_size::<i8>(group, cfg, size),
+            DType::Uint8 => self.run_size::<u8>(group, cfg, size),
+            DType::Int32 => self.run_size::<i32>(group, cfg, size),
+            DType::Uint32 => self.run_size::<u32>(group, cfg, size),
+            DType::Int64 => self.run_size::<i64>(group, cfg, size),
+            DType::Uint64 => self.run_size::<u64>(group, cfg, size),
+            DType::Half => self.run_size::<f16>(group, cfg, size),
+            DType::Float => self.run_size::<f32>(group, cfg, size),
+            DType::Double => self.run_size::<f64>(group, cfg, size),
+            DType::Bfloat16 => self.run_size::<bf16>(group, cfg, size),
+        })
     }
 
     fn run_size<T: Elem>(

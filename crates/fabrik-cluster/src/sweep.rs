@@ -116,6 +116,29 @@ pub fn run_sweep(
     cfg: &SweepConfig,
     on_row: &mut dyn FnMut(&CollectiveRow, Option<&WrongElement>),
 ) -> Result<(), ClusterError> {
+    sweep_sizes(group, cfg, on_row, |group, size| match cfg.dtype {
+        DType::Int8 => run_size::<i8>(group, comm, cfg, size),
+        DType::Uint8 => run_size::<u8>(group, comm, cfg, size),
+        DType::Int32 => run_size::<i32>(group, comm, cfg, size),
+        DType::Uint32 => run_size::<u32>(group, comm, cfg, size),
+        DType::Int64 => run_size::<i64>(group, comm, cfg, size),
+        DType::Uint64 => run_size::<u64>(group, comm, cfg, size),
+        DType::Half => run_size::<f16>(group, comm, cfg, size),
+        DType::Float => run_size::<f32>(group, comm, cfg, size),
+        DType::Double => run_size::<f64>(group, comm, cfg, size),
+        DType::Bfloat16 => run_size::<bf16>(group, comm, cfg, size),
+    })
+}
+
+/// The size loop every backend shares: checks the root, runs `run_size` for each size on this
+/// rank, and has rank 0 gather every rank's result into a row for `on_row`. A rank whose size
+/// fails tells the others (`Group::fail`) so that nobody waits for it.
+pub(crate) fn sweep_sizes(
+    group: &mut Group,
+    cfg: &SweepConfig,
+    on_row: &mut dyn FnMut(&CollectiveRow, Option<&WrongElement>),
+    mut run_size: impl FnMut(&mut Group, u64) -> Result<RankResult, ClusterError>,
+) -> Result<(), ClusterError> {
     if cfg.op.rooted() && cfg.root >= group.size() {
         return Err(ClusterError::Invalid(format!(
             "root {} is not a rank (world size {})",
@@ -124,19 +147,7 @@ pub fn run_sweep(
         )));
     }
     for &size in &cfg.sizes {
-        let mine = match cfg.dtype {
-            DType::Int8 => run_size::<i8>(group, comm, cfg, size),
-            DType::Uint8 => run_size::<u8>(group, comm, cfg, size),
-            DType::Int32 => run_size::<i32>(group, comm, cfg, size),
-            DType::Uint32 => run_size::<u32>(group, comm, cfg, size),
-            DType::Int64 => run_size::<i64>(group, comm, cfg, size),
-            DType::Uint64 => run_size::<u64>(group, comm, cfg, size),
-            DType::Half => run_size::<f16>(group, comm, cfg, size),
-            DType::Float => run_size::<f32>(group, comm, cfg, size),
-            DType::Double => run_size::<f64>(group, comm, cfg, size),
-            DType::Bfloat16 => run_size::<bf16>(group, comm, cfg, size),
-        };
-        let mine = match mine {
+        let mine = match run_size(group, size) {
             Ok(m) => m,
             Err(e) => return Err(group.fail(&e)),
         };

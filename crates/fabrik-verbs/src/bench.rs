@@ -148,6 +148,91 @@ pub(crate) fn open_device(
     Context::open(verbs.clone(), names.first().map(String::as_str))
 }
 
+/// The device, port, GID and MTU a test or pipe runs on, checked to be usable.
+pub(crate) struct PortChoice {
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) port_info: PortInfo,
+    pub(crate) gid_index: u32,
+    pub(crate) gid: [u8; 16],
+    pub(crate) mtu: u32,
+}
+
+/// Opens `opts`' device and port and picks the GID index (the RoCE v2 GID carrying `local_ip`
+/// unless `--gid-index` names one) and the MTU (the active one, or `--mtu` capped by it): the
+/// defaults every RDMA user of fabrik shares, each refusal a typed error naming the device.
+pub(crate) fn open_port(
+    verbs: &Arc<Verbs>,
+    opts: &LocalOptions,
+    local_ip: Option<IpAddr>,
+) -> Result<PortChoice, VerbsError> {
+    let ctx = open_device(verbs, opts.device.as_deref(), opts.port)?;
+    let count = ctx.phys_port_cnt()?;
+    if opts.port == 0 || opts.port > count {
+        return Err(VerbsError::PortNotFound {
+            device: ctx.name.clone(),
+            port: opts.port,
+            count,
+        });
+    }
+    let port_info = ctx.query_port(opts.port)?;
+    if port_info.state != IBV_PORT_ACTIVE {
+        return Err(VerbsError::PortNotActive {
+            device: ctx.name.clone(),
+            port: opts.port,
+            state: port_state_name(port_info.state).to_string(),
+        });
+    }
+    let gid_index = match opts.gid_index {
+        Some(i) => i,
+        None if !port_info.is_ethernet() => 0,
+        None => {
+            let table = read_gid_table(&opts.root, &ctx.name, u32::from(opts.port));
+            let ips: Vec<String> = local_ip
+                .filter(IpAddr::is_ipv4)
+                .map(|a| a.to_string())
+                .into_iter()
+                .collect();
+            select_gid(&table, &ips).unwrap_or(0)
+        }
+    };
+    let tbl = u32::try_from(port_info.gid_tbl_len).unwrap_or(0);
+    if gid_index >= tbl {
+        return Err(VerbsError::GidIndexOutOfRange {
+            device: ctx.name.clone(),
+            port: opts.port,
+            index: gid_index,
+            len: tbl,
+        });
+    }
+    let gid = ctx.query_gid(opts.port, gid_index)?;
+    if port_info.is_ethernet() && gid.iter().all(|b| *b == 0) {
+        return Err(VerbsError::GidEmpty {
+            device: ctx.name.clone(),
+            port: opts.port,
+            index: gid_index,
+        });
+    }
+    let active = port_info.active_mtu_bytes();
+    let mtu = match opts.mtu {
+        Some(m) => {
+            if mtu_bytes_to_enum(m).is_none() {
+                return Err(VerbsError::Unsupported(format!(
+                    "MTU {m}: RDMA MTUs are 256, 512, 1024, 2048 or 4096"
+                )));
+            }
+            m.min(active)
+        }
+        None => active,
+    };
+    Ok(PortChoice {
+        ctx,
+        port_info,
+        gid_index,
+        gid,
+        mtu,
+    })
+}
+
 fn psn_seed(i: usize) -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -168,65 +253,13 @@ impl Resources {
             MemKind::Host => None,
             MemKind::Cuda | MemKind::Managed => Some(Cuda::open(opts.cuda_device)?),
         };
-        let ctx = open_device(verbs, opts.device.as_deref(), opts.port)?;
-        let count = ctx.phys_port_cnt()?;
-        if opts.port == 0 || opts.port > count {
-            return Err(VerbsError::PortNotFound {
-                device: ctx.name.clone(),
-                port: opts.port,
-                count,
-            });
-        }
-        let port_info = ctx.query_port(opts.port)?;
-        if port_info.state != IBV_PORT_ACTIVE {
-            return Err(VerbsError::PortNotActive {
-                device: ctx.name.clone(),
-                port: opts.port,
-                state: port_state_name(port_info.state).to_string(),
-            });
-        }
-        let gid_index = match opts.gid_index {
-            Some(i) => i,
-            None if !port_info.is_ethernet() => 0,
-            None => {
-                let table = read_gid_table(&opts.root, &ctx.name, u32::from(opts.port));
-                let ips: Vec<String> = local_ip
-                    .filter(IpAddr::is_ipv4)
-                    .map(|a| a.to_string())
-                    .into_iter()
-                    .collect();
-                select_gid(&table, &ips).unwrap_or(0)
-            }
-        };
-        let tbl = u32::try_from(port_info.gid_tbl_len).unwrap_or(0);
-        if gid_index >= tbl {
-            return Err(VerbsError::GidIndexOutOfRange {
-                device: ctx.name.clone(),
-                port: opts.port,
-                index: gid_index,
-                len: tbl,
-            });
-        }
-        let gid = ctx.query_gid(opts.port, gid_index)?;
-        if port_info.is_ethernet() && gid.iter().all(|b| *b == 0) {
-            return Err(VerbsError::GidEmpty {
-                device: ctx.name.clone(),
-                port: opts.port,
-                index: gid_index,
-            });
-        }
-        let active = port_info.active_mtu_bytes();
-        let mtu = match opts.mtu {
-            Some(m) => {
-                if mtu_bytes_to_enum(m).is_none() {
-                    return Err(VerbsError::Unsupported(format!(
-                        "MTU {m}: RDMA MTUs are 256, 512, 1024, 2048 or 4096"
-                    )));
-                }
-                m.min(active)
-            }
-            None => active,
-        };
+        let PortChoice {
+            ctx,
+            port_info,
+            gid_index,
+            gid,
+            mtu,
+        } = open_port(verbs, opts, local_ip)?;
 
         let pd = Pd::new(ctx.clone())?;
         let max_size = params.max_size();

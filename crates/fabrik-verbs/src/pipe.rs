@@ -17,13 +17,11 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::bench::{open_device, LocalOptions};
-use crate::device::{
-    mtu_bytes_to_enum, port_state_name, Context, Cq, Mr, PathParams, Pd, PortInfo, Qp, RemoteQp,
-};
+use crate::bench::{open_port, LocalOptions, PortChoice};
+use crate::device::{mtu_bytes_to_enum, Context, Cq, Mr, PathParams, Pd, PortInfo, Qp, RemoteQp};
 use crate::error::VerbsError;
 use crate::ffi::*;
-use crate::gid::{format_gid, read_gid_table, select_gid};
+use crate::gid::format_gid;
 use crate::loader::Verbs;
 use crate::mem::{Buffer, MemKind};
 
@@ -267,63 +265,13 @@ impl PipeDevice {
                 "the RDMA pipe of the collectives uses host memory only".into(),
             ));
         }
-        let ctx = open_device(verbs, opts.device.as_deref(), opts.port)?;
-        let count = ctx.phys_port_cnt()?;
-        if opts.port == 0 || opts.port > count {
-            return Err(VerbsError::PortNotFound {
-                device: ctx.name.clone(),
-                port: opts.port,
-                count,
-            });
-        }
-        let port_info = ctx.query_port(opts.port)?;
-        if port_info.state != IBV_PORT_ACTIVE {
-            return Err(VerbsError::PortNotActive {
-                device: ctx.name.clone(),
-                port: opts.port,
-                state: port_state_name(port_info.state).to_string(),
-            });
-        }
-        let gid_index = match opts.gid_index {
-            Some(i) => i,
-            None if !port_info.is_ethernet() => 0,
-            None => {
-                let table = read_gid_table(&opts.root, &ctx.name, u32::from(opts.port));
-                let ips: Vec<String> = local_ip
-                    .filter(IpAddr::is_ipv4)
-                    .map(|a| a.to_string())
-                    .into_iter()
-                    .collect();
-                select_gid(&table, &ips).unwrap_or(0)
-            }
-        };
-        let tbl = u32::try_from(port_info.gid_tbl_len).unwrap_or(0);
-        if gid_index >= tbl {
-            return Err(VerbsError::GidIndexOutOfRange {
-                device: ctx.name.clone(),
-                port: opts.port,
-                index: gid_index,
-                len: tbl,
-            });
-        }
-        let gid = ctx.query_gid(opts.port, gid_index)?;
-        if port_info.is_ethernet() && gid.iter().all(|b| *b == 0) {
-            return Err(VerbsError::GidEmpty {
-                device: ctx.name.clone(),
-                port: opts.port,
-                index: gid_index,
-            });
-        }
-        let active = port_info.active_mtu_bytes();
-        let mtu = match opts.mtu {
-            Some(m) if mtu_bytes_to_enum(m).is_none() => {
-                return Err(VerbsError::Unsupported(format!(
-                    "MTU {m}: RDMA MTUs are 256, 512, 1024, 2048 or 4096"
-                )))
-            }
-            Some(m) => m.min(active),
-            None => active,
-        };
+        let PortChoice {
+            ctx,
+            port_info,
+            gid_index,
+            gid,
+            mtu,
+        } = open_port(verbs, opts, local_ip)?;
         let pd = Pd::new(ctx.clone())?;
         Ok(Arc::new(PipeDevice {
             pd,
