@@ -29,8 +29,10 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     match &shape.master_addr {
         Some(a) => out.push_str(&format!("export MASTER_ADDR={}\n", quote(a)?)),
         // Assigned before the export so that a failing scontrol stops the script under set -e.
+        // `sed -n 1p` reads to the end: `head -n 1` exits after the first line, and under
+        // pipefail the SIGPIPE scontrol may then take on its next write kills the job.
         None => out.push_str(
-            "MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\nexport MASTER_ADDR\n",
+            "MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed -n 1p)\"\nexport MASTER_ADDR\n",
         ),
     }
     out.push_str(&format!("export MASTER_PORT={}\n\n", shape.master_port));
