@@ -74,7 +74,10 @@ for p in "$WORK"/png/*.png; do
   [ "$c" -ge 20 ] || fail "$(basename "$p") looks blank ($c distinct colours)"
 done
 echo "cluster.sh: report PNGs decode and are drawn ($(ls "$WORK/png" | tr '\n' ' '))"
-if grep -Eo '(src|href)=|<script|https?://[^"]*' "$WORK/report.html" | grep -v 'http://www.w3.org/2000/svg' | grep -q .; then
+# grep -c reads to the end: with -q an early exit would SIGPIPE the pipeline under pipefail and
+# hide the very references this looks for.
+outside=$(grep -Eo '(src|href)=|<script|https?://[^"]*' "$WORK/report.html" | grep -v 'http://www.w3.org/2000/svg' | grep -c . || true)
+if [ "$outside" -gt 0 ]; then
   fail "report.html refers to something outside itself"
 fi
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)

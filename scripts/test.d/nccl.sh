@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 have_lib() {
-  ldconfig -p 2>/dev/null | grep -q "$1" && return 0
+  # grep reads to the end (no -q): under pipefail an early exit would SIGPIPE ldconfig.
+  ldconfig -p 2>/dev/null | grep -F "$1" >/dev/null && return 0
   local d
   IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
   for d in "${dirs[@]}"; do [ -n "$d" ] && [ -e "$d/$1" ] && return 0; done
