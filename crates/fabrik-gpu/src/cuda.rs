@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use libloading::Library;
 
+use crate::dl;
 use crate::GpuError;
 
 pub const LIBCUDA: &str = "libcuda.so.1";
@@ -88,22 +89,20 @@ impl Cuda {
 
     /// Loads and initialises the driver without choosing a device (to count them first).
     pub fn load_from(name: &str) -> Result<Self, GpuError> {
-        // SAFETY: loading the CUDA driver library runs its constructors only.
-        let lib = unsafe { Library::new(name) }.map_err(|e| GpuError::Missing {
-            lib: name.to_string(),
-            why: e.to_string(),
-            hint: HINT,
-        })?;
+        let lib = dl::open(name, HINT)?;
         macro_rules! sym {
-            ($s:literal) => {{
+            ($s:literal) => {
                 // SAFETY: the type is the CUDA driver API prototype of this symbol; the pointer
                 // does not outlive `lib`, which moves into the returned struct.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|_| GpuError::Symbol {
-                    lib: name.to_string(),
-                    symbol: $s,
-                    hint: "the NVIDIA driver is too old or this is not libcuda",
-                })?
-            }};
+                unsafe {
+                    dl::symbol(
+                        &lib,
+                        name,
+                        $s,
+                        "the NVIDIA driver is too old or this is not libcuda",
+                    )
+                }?
+            };
         }
         let init: CuInit = sym!("cuInit");
         let cuda = Cuda {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use libloading::Library;
 
+use crate::dl;
 use crate::{GpuError, Stream};
 
 pub const LIBNCCL: &str = "libnccl.so.2";
@@ -212,22 +213,20 @@ impl Nccl {
     }
 
     pub fn load_from(name: &str) -> Result<Arc<Self>, GpuError> {
-        // SAFETY: loading NCCL runs its constructors only (it dlopens CUDA lazily).
-        let lib = unsafe { Library::new(name) }.map_err(|e| GpuError::Missing {
-            lib: name.to_string(),
-            why: e.to_string(),
-            hint: HINT,
-        })?;
+        let lib = dl::open(name, HINT)?;
         macro_rules! sym {
-            ($s:literal) => {{
+            ($s:literal) => {
                 // SAFETY: the type is nccl.h's prototype of this symbol; the pointer does not
                 // outlive `lib`, which moves into the returned struct.
-                *unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|_| GpuError::Symbol {
-                    lib: name.to_string(),
-                    symbol: $s,
-                    hint: "fabrik needs NCCL 2.7 or later (ncclSend/ncclRecv)",
-                })?
-            }};
+                unsafe {
+                    dl::symbol(
+                        &lib,
+                        name,
+                        $s,
+                        "fabrik needs NCCL 2.7 or later (ncclSend/ncclRecv)",
+                    )
+                }?
+            };
         }
         Ok(Arc::new(Nccl {
             get_version: sym!("ncclGetVersion"),
