@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 mod rate;
+pub mod slurm;
 
 pub use rate::parse_rate;
 

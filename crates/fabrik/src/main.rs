@@ -26,6 +26,8 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// The doctor as a node health check: one line per problem, exit 1 to drain, a time budget.
+    Check(cmd::check::Args),
     /// List the doctor's rules: id, severity, title.
     Rules(cmd::rules::Args),
     /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
+        Command::Check(args) => cmd::check::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Rules(args) => cmd::rules::run(args),
         Command::Explain(args) => cmd::explain::run(args),
