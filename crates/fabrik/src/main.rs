@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod cmd;
@@ -52,6 +53,11 @@ enum Command {
     Cluster(cmd::cluster::Args),
     /// One self-contained HTML page from result files: busbw curves, pair heatmap, findings, nodes.
     Report(cmd::report::Args),
+    /// Shell completions for bash, zsh, fish, elvish or powershell, on stdout.
+    Completions { shell: clap_complete::Shell },
+    /// The manual page (roff), on stdout: `fabrik manpage | man -l -`.
+    #[command(hide = true)]
+    Manpage,
 }
 
 fn main() -> ExitCode {
@@ -74,6 +80,8 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Cluster(args) => cmd::cluster::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Manpage => manpage(),
     };
     match result {
         Ok(code) => code,
@@ -82,6 +90,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "fabrik",
+        &mut bytes,
+    );
+    output::print_text(&String::from_utf8_lossy(&bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn manpage() -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut bytes)
+        .context("rendering the manual page")?;
+    output::print_text(&String::from_utf8_lossy(&bytes))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init_tracing(verbose: u8) {
