@@ -182,7 +182,7 @@ fn named_classes(r: &LogReport) -> BTreeSet<&'static str> {
     }
     of(Severity::Warning)
         .into_iter()
-        .filter(|c| *c != "other" && !(*c == "gdr"))
+        .filter(|c| *c != "other" && *c != "gdr")
         .collect()
 }
 
