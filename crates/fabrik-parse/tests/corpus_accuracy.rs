@@ -374,3 +374,57 @@ fn rule_classes_cover_the_vocabulary_used_in_truth() {
     assert_eq!(class_of_rule("FAB-NCCL-TIMEOUT"), "timeout");
     assert_eq!(class_of_rule("FAB-NCCL-WARN"), "other");
 }
+
+/// Every fixture file of the public corpora has its row (source and ground truth) in the README
+/// beside it, and every row names a file that exists.
+#[test]
+fn every_corpus_file_is_documented_in_its_readme() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut dirs = vec![
+        fixtures.join("nccl-logs"),
+        fixtures.join("nccl-tests"),
+        fixtures.join("perftest"),
+    ];
+    let commands = fixtures.join("commands");
+    for entry in std::fs::read_dir(&commands).expect("fixtures/commands") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            dirs.push(path);
+        }
+    }
+    let mut problems = Vec::new();
+    for dir in dirs {
+        let readme_path = if dir.starts_with(&commands) {
+            commands.join("README.md")
+        } else {
+            dir.join("README.md")
+        };
+        let readme = std::fs::read_to_string(&readme_path).expect("README.md");
+        let listed: BTreeSet<String> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter_map(|l| l.split(" |").next())
+            .filter(|f| f.ends_with(".log") || f.ends_with(".txt"))
+            .map(str::to_string)
+            .collect();
+        let on_disk: BTreeSet<String> = std::fs::read_dir(&dir)
+            .expect("fixture dir")
+            .map(|e| {
+                e.expect("dir entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .to_string()
+            })
+            .filter(|n| n.ends_with(".log") || n.ends_with(".txt"))
+            .collect();
+        for f in on_disk.difference(&listed) {
+            problems.push(format!("{}: {f} has no README row", dir.display()));
+        }
+        if !dir.starts_with(&commands) {
+            for f in listed.difference(&on_disk) {
+                problems.push(format!("{}: README row for missing {f}", dir.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
