@@ -87,8 +87,12 @@ struct Hints {
     ofi: bool,
     tcpx: bool,
     fastrak: bool,
-    /// An IB-specific warning: NCCL tried to use IB.
+    /// An IB-specific warning about a device: NCCL had an RDMA device and tried to use it.
     ib_attempt: bool,
+    /// `Initialized NET plugin X` of an external plugin (NCCL >= 2.27): it reported devices.
+    plugin_devices: bool,
+    /// `Failed to open libibverbs`.
+    no_verbs: bool,
 }
 
 impl Default for LogAnalyzer {

@@ -142,6 +142,9 @@ pub struct ProcessReport {
     pub env: BTreeMap<String, String>,
     /// Sockets carried this process's traffic although it saw RDMA NICs, a plugin, or tried IB.
     pub socket_fallback: bool,
+    /// Why TCP sockets carried this process's traffic, when they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_reason: Option<String>,
     pub issues: Vec<LogIssue>,
     pub lines: u64,
 }

@@ -83,6 +83,25 @@ pub(super) fn build(
         &versions,
         &mut findings,
     );
+    socket_findings(
+        &processes,
+        &host_names,
+        transport,
+        socket_fallback,
+        &mut findings,
+    );
+    if nccl_lines == 0 {
+        findings.push(Finding {
+            rule: "FAB-NCCL-NO-LINES".into(),
+            severity: Severity::Info,
+            subject: "input".into(),
+            message: format!(
+                "No NCCL lines in {lines_read} line(s) read: the program ran without NCCL_DEBUG=INFO (or these are not NCCL logs), so nothing can be said about the transport"
+            ),
+            evidence: Vec::new(),
+            fix: "Rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET to keep the log short); NCCL_DEBUG_FILE=/path/nccl.%h.%p writes one file per process".into(),
+        });
+    }
     for p in &processes {
         let subject = process_name(p);
         for i in &p.issues {
@@ -214,7 +233,7 @@ fn job_findings(
             rule: "FAB-NCCL-SOCKET-FALLBACK".into(),
             severity: Severity::Error,
             subject: "job".into(),
-            message: "NCCL carried traffic over TCP sockets although the log shows RDMA NICs, a network plugin, or an IB attempt".into(),
+            message: "NCCL carried traffic over TCP sockets although RDMA or a network plugin was usable or asked for (RDMA NICs listed, an IB device error, IPoIB interfaces, a loaded or installed plugin, NCCL_IB_*/NCCL_NET settings)".into(),
             evidence,
             fix: "Find why the RDMA transport was not usable: `fabrik doctor` on each host (devices, ports ACTIVE, /dev/infiniband in the container, memlock), the plugin's own warnings, NCCL_IB_HCA and NCCL_NET settings".into(),
         });
@@ -273,6 +292,115 @@ fn job_findings(
             ),
             evidence: Vec::new(),
             fix: "Use one container image (one NCCL) on every node".into(),
+        });
+    }
+}
+
+/// Sockets by design across hosts: said plainly (warning), and loopback across hosts (error:
+/// `lo` cannot reach another host, so the job hangs or fails to connect).
+fn socket_findings(
+    processes: &[ProcessReport],
+    host_names: &[String],
+    transport: Transport,
+    socket_fallback: bool,
+    out: &mut Vec<Finding>,
+) {
+    let sockets: Vec<&ProcessReport> = processes
+        .iter()
+        .filter(|p| p.transport == Some(Transport::Socket))
+        .collect();
+    if sockets.is_empty() {
+        return;
+    }
+    // Hosts from prefixes, or from the distinct addresses the processes bound to when the
+    // prefixes were stripped.
+    let mut addrs: Vec<&str> = processes
+        .iter()
+        .flat_map(|p| p.socket_interfaces.iter().chain(p.bootstrap.iter()))
+        .filter_map(|e| e.address.as_deref())
+        .filter(|a| !a.starts_with("127.") && *a != "::1")
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    let nranks = processes
+        .iter()
+        .flat_map(|p| p.ranks.iter().filter_map(|r| r.nranks))
+        .max();
+    let multi_host = host_names.len() > 1 || (host_names.is_empty() && addrs.len() > 1);
+    let loopback: Vec<&ProcessReport> = sockets
+        .iter()
+        .copied()
+        .filter(|p| {
+            !p.socket_interfaces.is_empty()
+                && p.socket_interfaces.iter().all(|e| e.interface == "lo")
+        })
+        .collect();
+    if multi_host && !loopback.is_empty() {
+        out.push(Finding {
+            rule: "FAB-NCCL-SOCKET-LOOPBACK".into(),
+            severity: Severity::Error,
+            subject: "job".into(),
+            message: format!(
+                "NCCL's socket transport uses the loopback interface `lo` on a job that spans {} hosts: lo cannot reach another host, so connections hang or fail",
+                host_names.len().max(addrs.len())
+            ),
+            evidence: loopback
+                .iter()
+                .take(8)
+                .map(|p| {
+                    Evidence::new(
+                        process_name(p),
+                        p.socket_interfaces
+                            .iter()
+                            .map(|e| format!("{}:{}", e.interface, e.address.as_deref().unwrap_or("?")))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    )
+                })
+                .collect(),
+            fix: "Set NCCL_SOCKET_IFNAME to the interface that routes between the hosts (`ip -br addr`; e.g. `eth0`, or `^lo,docker` to exclude), the same on every host".into(),
+        });
+    }
+    let all_socket = transport == Transport::Socket;
+    if all_socket && multi_host && !socket_fallback && nranks != Some(1) {
+        let mut reasons: Vec<&str> = sockets
+            .iter()
+            .filter_map(|p| p.socket_reason.as_deref())
+            .collect();
+        reasons.sort_unstable();
+        reasons.dedup();
+        let why = if reasons.is_empty() {
+            "the log does not say why".to_string()
+        } else {
+            reasons.join("; ")
+        };
+        out.push(Finding {
+            rule: "FAB-NCCL-SOCKET-ONLY".into(),
+            severity: Severity::Warning,
+            subject: "job".into(),
+            message: format!(
+                "All inter-node traffic of this {}-host job ran over TCP sockets (no RDMA, no network plugin): {why}. Expect a fraction of the bandwidth an RDMA fabric gives",
+                host_names.len().max(addrs.len())
+            ),
+            evidence: sockets
+                .iter()
+                .take(8)
+                .map(|p| {
+                    Evidence::new(
+                        process_name(p),
+                        format!(
+                            "network {}, interfaces {}",
+                            p.network.as_deref().unwrap_or("Socket"),
+                            p.socket_interfaces
+                                .iter()
+                                .map(|e| e.interface.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                    )
+                })
+                .collect(),
+            fix: "If the hosts have RDMA NICs, make them visible to NCCL (`fabrik doctor`: devices, /dev/infiniband in the container, rdma-core installed) or install the cloud's network plugin; if they have none, this is expected and NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD tune socket throughput".into(),
         });
     }
 }
