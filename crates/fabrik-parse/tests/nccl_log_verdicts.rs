@@ -153,3 +153,136 @@ fn a_file_without_nccl_lines_says_how_to_get_them() {
     let r = analyze_str("nccl.log", "h:1:1 [0] NCCL INFO Using network IB\n");
     assert!(!has_rule(&r, "FAB-NCCL-NO-LINES"));
 }
+
+fn rules_of<'a>(r: &'a LogReport, host: &str) -> Vec<&'a str> {
+    r.processes
+        .iter()
+        .filter(|p| p.host.as_deref() == Some(host))
+        .flat_map(|p| p.issues.iter().map(|i| i.rule.as_str()))
+        .collect()
+}
+
+/// NCCL 2.28: ibvwrap.cc `Call to ibv_modify_qp failed with %d %s, %s` (qpMsg `on dev %s:%d,
+/// curr state %s, next state %s, local GID index %d, local GID %s, remote GID %s`), the
+/// NCCLCHECK trace `%s:%d -> %d`, and proxy.cc `[Proxy Service %d] Failed to execute operation
+/// %s from rank %d, retcode %d`. Rank 1 (node-b) fails first, but node-a's lines come first.
+const QP_FAILURE: &str = "\
+node-a:100:100 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init START
+node-b:200:200 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init START
+node-a:100:130 [0] NCCL INFO transport/net.cc:1120 -> 6
+node-a:100:130 [0] NCCL INFO proxy.cc:1500 -> 6
+node-b:200:230 [0] misc/ibvwrap.cc:307 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.2, remote GID ::ffff:10.0.9.1
+node-b:200:230 [0] NCCL INFO transport/net_ib.cc:1105 -> 2
+node-b:200:230 [0] NCCL INFO transport/net_ib.cc:1290 -> 2
+node-b:200:230 [0] NCCL INFO transport/net.cc:708 -> 3
+node-b:200:230 [0] NCCL INFO proxy.cc:1545 -> 3
+node-b:200:230 [0] proxy.cc:1734 NCCL WARN [Proxy Service 1] Failed to execute operation Connect from rank 1, retcode 3
+node-a:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Abort COMPLETE
+[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.28.9
+";
+
+#[test]
+fn rdma_setup_failure_is_the_root_cause_not_a_timeout_or_tcp_break() {
+    let r = analyze_str("qp.log", QP_FAILURE);
+    let b = rules_of(&r, "node-b");
+    assert_eq!(b, vec!["FAB-NCCL-IB-SETUP", "FAB-NCCL-PROXY-OP"]);
+    assert!(!b.contains(&"FAB-NCCL-TIMEOUT") && !b.contains(&"FAB-NCCL-SOCKET"));
+    let pb = r
+        .processes
+        .iter()
+        .find(|p| p.host.as_deref() == Some("node-b"))
+        .unwrap();
+    // The modify_qp WARN returned ncclSystemError; the proxy op reports ncclInternalError.
+    assert_eq!(pb.issues[0].result.as_deref(), Some("ncclSystemError (2)"));
+    assert_eq!(
+        pb.issues[1].result.as_deref(),
+        Some("ncclInternalError (3)")
+    );
+    // node-a only saw consequences: a remote error through its proxy, then the watchdog.
+    assert_eq!(rules_of(&r, "node-a"), vec!["FAB-NCCL-REMOTE-ERROR"]);
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert_eq!(first.subject, "node-b:200");
+    assert!(
+        first.message.contains("rank 1 (node-b, pid 200)"),
+        "{}",
+        first.message
+    );
+    assert!(first.message.contains("ibv_modify_qp"), "{}", first.message);
+    assert!(
+        first.message.contains("FAB-NCCL-REMOTE-ERROR"),
+        "{}",
+        first.message
+    );
+    // IB was the network, though no `Using network` line was printed.
+    assert_eq!(r.summary.transport, Transport::Ib);
+}
+
+#[test]
+fn result_codes_are_named_wherever_they_appear() {
+    use fabrik_parse::nccl_log::{result_code, result_name};
+    assert_eq!(
+        result_code(
+            b"[Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 3"
+        ),
+        Some(3)
+    );
+    assert_eq!(result_code(b"[Service thread] Error encountered progressing operation=Connect, res=3, closing connection"), Some(3));
+    assert_eq!(result_code(b"group.cc:75 -> 2 [Async thread]"), Some(2));
+    assert_eq!(result_name(3), Some("ncclInternalError"));
+    assert_eq!(result_name(6), Some("ncclRemoteError"));
+    assert_eq!(result_name(8), None);
+    // init.cc ncclGetErrorString text in a program's error line.
+    let r = analyze_str(
+        "torch.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n\
+         RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-SYSTEM-ERROR");
+    assert_eq!(i.result.as_deref(), Some("ncclSystemError (2)"));
+    let r = analyze_str(
+        "usage.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n\
+         torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-INVALID-USAGE");
+    assert_eq!(
+        r.processes[0].issues[0].result.as_deref(),
+        Some("ncclInvalidUsage (5)")
+    );
+}
+
+#[test]
+fn a_trace_that_stays_inside_plugin_loading_is_no_failure() {
+    // Fixture 13's `net.cc:79 -> 3`: NCCL tried a disabled plugin and moved on.
+    let r = analyze_str(
+        "x.log",
+        "axa:1:2 [0] NCCL INFO NCCL_IBEXT_DISABLE set by environment to 1.\n\
+         axa:1:2 [0] NCCL INFO net.cc:79 -> 3\n\
+         axa:1:2 [0] NCCL INFO Using network Socket\n",
+    );
+    assert!(r.processes[0].issues.is_empty());
+    // A trace without a WARN that reaches init.cc is a failure of its own, named by its code.
+    let r = analyze_str(
+        "y.log",
+        "h:1:2 [0] NCCL INFO graph/topo.cc:700 -> 3\n\
+         h:1:2 [0] NCCL INFO init.cc:1100 -> 3\n\
+         h:1:2 [0] NCCL INFO group.cc:75 -> 3 [Async thread]\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-RESULT");
+    assert_eq!(i.message, "graph/topo.cc:700 -> 3");
+    assert_eq!(i.result.as_deref(), Some("ncclInternalError (3)"));
+}
+
+#[test]
+fn completion_status_of_2_28_is_read_by_its_code() {
+    // net_ib.cc 2.28: `NET/IB: Got completion from peer %s with status=%s(%d) opcode=%s(%d) ...`
+    let r = analyze_str(
+        "c.log",
+        "h:1:2 [3] transport/net_ib.cc:2543 NCCL WARN NET/IB: Got completion from peer 10.0.0.7<41234> with status=transport retry counter exceeded(12) opcode=RDMA_WRITE(1) reqSize=524288 vendor_err=129 req_type=Send localGid ::ffff:10.0.0.6 remoteGids ::ffff:10.0.0.7 hca mlx5_3\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-IB-TIMEOUT");
+    assert_eq!(r.summary.transport, Transport::Ib);
+}

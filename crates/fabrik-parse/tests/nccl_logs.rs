@@ -412,16 +412,45 @@ fn f26_collnet_sharp() {
 fn f27_socket_errors() {
     let r = load("27-nccl-2.14.3-socket-broken-pipe.log");
     let p = proc(&r, "a100-st-p4d24xlarge-22", 183006);
-    assert_eq!(p.issues.len(), 1);
-    assert_eq!(p.issues[0].rule, "FAB-NCCL-SOCKET");
-    assert_eq!(p.issues[0].count, 3);
-    assert_eq!(r.summary.errors, 1);
+    // The broken pipe and the connection closed by the peer are one socket issue; the proxy's
+    // `Failed to execute operation Connect ..., retcode 6` is its own report of the failed
+    // operation, not a third TCP break (the ground truth counted it as one before: corrected).
+    let got: Vec<&str> = p.issues.iter().map(|i| i.rule.as_str()).collect();
+    assert_eq!(got, vec!["FAB-NCCL-SOCKET", "FAB-NCCL-PROXY-OP"]);
+    assert_eq!(p.issues[0].count, 2);
+    // The `-> 6` chain after the broken pipe names its result.
+    assert_eq!(p.issues[0].result.as_deref(), Some("ncclRemoteError (6)"));
+    assert_eq!(p.issues[1].result.as_deref(), Some("ncclRemoteError (6)"));
+    assert_eq!(r.summary.errors, 2);
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert!(first.message.contains("Broken pipe"), "{}", first.message);
 }
 
 #[test]
 fn f28_local_protection_error() {
     let r = load("28-nccl-ib-completion-error-4-service-thread.log");
-    assert_eq!(rules(&r), vec!["FAB-NCCL-IB-PROTECTION"]);
+    // kolyoz1's progress thread got ncclRemoteError (`proxy.cc:878 -> 6 [Progress Thread]`):
+    // a consequence of kolyoz2's local protection error, which is the first failure.
+    assert_eq!(
+        rules(&r),
+        vec!["FAB-NCCL-REMOTE-ERROR", "FAB-NCCL-IB-PROTECTION"]
+    );
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert_eq!(first.subject, "kolyoz2:25146");
+    assert!(
+        first.message.contains("rank unknown (kolyoz2, pid 25146)"),
+        "{}",
+        first.message
+    );
+    assert!(
+        first
+            .message
+            .contains("1 other process(es) failed after it (FAB-NCCL-REMOTE-ERROR)"),
+        "{}",
+        first.message
+    );
     assert_eq!(r.summary.hosts, 2);
     assert_eq!(proc(&r, "kolyoz2", 25146).issues[0].count, 1);
 }

@@ -111,6 +111,10 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         st.hints.no_verbs = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, " : Using ") {
         ib_using(r, msg);
+    } else if msg.starts_with(b"NET/IB") && has(msg, " IbDev ") && has(msg, " qpn ") {
+        // net_ib.cc `NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d ...`: a queue pair to a peer
+        // was set up, so IB carried this connection.
+        st.hints.ib_attempt = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, "No device found") {
         r.ib_no_device = true;
     } else if msg.starts_with(b"NET/Socket : Using ") {
@@ -198,6 +202,9 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
         && !before_devices
     {
         st.hints.ib_attempt = true;
+    }
+    if msg.starts_with(b"NET/Socket") || has(src, "net_socket") {
+        st.hints.socket_net = true;
     }
     if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
         st.report.collnet = Some(false);
@@ -691,6 +698,19 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         None if hints.fastrak => Transport::FasTrak,
         None if hints.tcpx => Transport::GpuDirectTcpx,
         None if hints.ofi || r.ofi_provider.is_some() => Transport::Ofi,
+        // An IB warning about a device, a completion or a queue pair, or a `-> N` trace
+        // through net_ib.cc / the IBext plugin's ib_plugin.c: IB was the network.
+        None if hints.ib_attempt
+            && !r
+                .env
+                .get("NCCL_IB_DISABLE")
+                .is_some_and(|v| v.trim() == "1") =>
+        {
+            Transport::Ib
+        }
+        // A trace through net_socket.cc or a `NET/Socket` warning: the socket network ran
+        // (misc/socket.cc alone is also the bootstrap's, so it proves nothing).
+        None if hints.socket_net => Transport::Socket,
         // NCCL < 2.6 prints `NET/Socket : Using` for its bootstrap in every process, so the
         // socket list alone proves nothing; after `NET/IB : No device found` it is the network.
         None if sockets_are_the_net => Transport::Socket,

@@ -12,9 +12,11 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-pub use diagnose::{diagnose_program_line, diagnose_warn, Diagnosis};
+pub use diagnose::{diagnose_program_line, diagnose_warn, result_code, result_name, Diagnosis};
 pub use prefix::{Level, NcclLine, Splitter};
 pub use report::*;
+
+use fabrik_model::Severity;
 
 use crate::error::ParseError;
 use crate::input::{for_each_line, open_input};
@@ -79,6 +81,14 @@ struct ProcState {
     channels: Vec<(String, u64)>,
     issues: Vec<LogIssue>,
     hints: Hints,
+    /// The previous NCCL line of this process was a `-> N` trace line.
+    in_chain: bool,
+    /// The issue of the WARN this process printed last, while no other INFO line followed it:
+    /// the `-> N` chain after it carries that WARN's result code.
+    warn_issue: Option<usize>,
+    /// A chain not explained by a WARN: (first site line, code, location, order), waiting to
+    /// reach a caller that shows the error propagated (init, group, enqueue, proxy).
+    pending_chain: Option<(String, u32, String, u64)>,
 }
 
 /// Facts that decide the transport when NCCL did not print `Using network`.
@@ -93,6 +103,8 @@ struct Hints {
     plugin_devices: bool,
     /// `Failed to open libibverbs`.
     no_verbs: bool,
+    /// A `NET/Socket` warning or a trace through net_socket.cc.
+    socket_net: bool,
 }
 
 impl Default for LogAnalyzer {
@@ -182,6 +194,7 @@ impl LogAnalyzer {
             input: &self.input_name,
             line: self.line_no,
         };
+        let seq = self.lines_read;
         let st = &mut self.processes[idx];
         st.report.lines += 1;
         if let Some(dev) = nl.cuda_dev {
@@ -191,15 +204,22 @@ impl LogAnalyzer {
         }
         match nl.level {
             Level::Info => {
+                if let Some((site, code)) = diagnose::chain_site(nl.message) {
+                    chain_line(st, site, code, nl.message, &location, seq);
+                    return;
+                }
+                st.in_chain = false;
+                st.warn_issue = None;
                 messages::info(st, nl.message, nl.cuda_dev);
                 if let Some(d) = diagnose::diagnose_info(nl.message) {
-                    add_issue(&mut st.issues, d, nl.message, &location);
+                    add_issue(&mut st.issues, d, nl.message, &location, seq);
                 }
             }
             Level::Warn => {
+                st.in_chain = false;
                 messages::warn_facts(st, nl.message, nl.source);
                 let d = diagnose::diagnose_warn(nl.message, nl.source);
-                add_issue(&mut st.issues, d, nl.message, &location);
+                st.warn_issue = add_issue(&mut st.issues, d, nl.message, &location, seq);
             }
         }
     }
@@ -260,11 +280,13 @@ impl LogAnalyzer {
                 Some(i) => i,
                 None => self.unknown_process(),
             };
+            let seq = self.lines_read;
             add_issue(
                 &mut self.processes[idx].issues,
                 d,
                 strip_launcher_prefix(line),
                 &location,
+                seq,
             );
         }
     }
@@ -320,22 +342,114 @@ fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
     crate::text::strip_launcher_prefix(line).trim_ascii()
 }
 
+/// Top-level callers: a trace that reaches one of them was returned to the program (a trace
+/// inside net.cc alone is NCCL trying a plugin and moving on, as fixture 13 shows).
+fn is_top_site(site: &[u8], message: &[u8]) -> bool {
+    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    [
+        &b"init.cc:"[..],
+        b"group.cc:",
+        b"enqueue.cc:",
+        b"proxy.cc:",
+        b"collectives.cc:",
+        b"bootstrap.cc:",
+        b"comm.cc:",
+    ]
+    .iter()
+    .any(|p| file.starts_with(p))
+        || memchr::memmem::find(message, b" [").is_some_and(|p| message.ends_with(b"]") && p > 0)
+}
+
+/// A `file.cc:N -> code` line: the result code goes to the WARN it follows, or, when no WARN
+/// explains it, the first site becomes an issue of its own once the error reached a caller.
+fn chain_line(
+    st: &mut ProcState,
+    site: &[u8],
+    code: u32,
+    message: &[u8],
+    location: &dyn std::fmt::Display,
+    seq: u64,
+) {
+    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    if file.starts_with(b"net_ib.cc")
+        || file.starts_with(b"ib_plugin.c")
+        || file.starts_with(b"ibvwrap")
+    {
+        st.hints.ib_attempt = true;
+    } else if file.starts_with(b"net_socket.cc") {
+        st.hints.socket_net = true;
+    }
+    if !st.in_chain {
+        st.in_chain = true;
+        match st.warn_issue.and_then(|i| st.issues.get_mut(i)) {
+            Some(issue) => {
+                if issue.result.is_none() {
+                    issue.result = result_label(code);
+                }
+            }
+            None if !matches!(code, 0 | 7) => {
+                let text: String = String::from_utf8_lossy(message).chars().take(300).collect();
+                st.pending_chain = Some((text, code, location.to_string(), seq));
+            }
+            None => {}
+        }
+    }
+    if is_top_site(site, message) {
+        if let Some((text, code, loc, at)) = st.pending_chain.take() {
+            // Another thread of this process already reported the same failure with its WARN.
+            let label = result_label(code);
+            if let Some(known) = st
+                .issues
+                .iter_mut()
+                .find(|i| i.severity == Severity::Error && i.result == label)
+            {
+                known.count += 1;
+                return;
+            }
+            let i = add_issue(
+                &mut st.issues,
+                diagnose::result_chain(code),
+                text.as_bytes(),
+                &loc,
+                at,
+            );
+            if let Some(issue) = i.and_then(|i| st.issues.get_mut(i)) {
+                if issue.result.is_none() {
+                    issue.result = result_label(code);
+                }
+            }
+        }
+    }
+}
+
+fn result_label(code: u32) -> Option<String> {
+    Some(match diagnose::result_name(code) {
+        Some(n) => format!("{n} ({code})"),
+        None => format!("result {code}"),
+    })
+}
+
 fn add_issue(
     issues: &mut Vec<LogIssue>,
     d: Diagnosis,
     message: &[u8],
     location: &dyn std::fmt::Display,
-) {
-    if let Some(i) = issues.iter_mut().find(|i| i.rule == d.rule) {
-        i.count += 1;
-        return;
+    seq: u64,
+) -> Option<usize> {
+    if let Some(i) = issues.iter().position(|i| i.rule == d.rule) {
+        issues[i].count += 1;
+        return Some(i);
     }
     if issues.len() >= MAX_ISSUES {
         if let Some(last) = issues.last_mut() {
             last.count += 1;
         }
-        return;
+        return None;
     }
+    let result = diagnose::result_code(message)
+        .filter(|_| d.rule != "FAB-NCCL-RESULT")
+        .and_then(result_label)
+        .or_else(|| named_result(message));
     let text = String::from_utf8_lossy(message);
     let message: String = text.chars().take(300).collect();
     issues.push(LogIssue {
@@ -346,7 +460,39 @@ fn add_issue(
         fix: d.fix.to_string(),
         count: 1,
         first_seen: location.to_string(),
+        result,
+        order: seq,
     });
+    Some(issues.len() - 1)
+}
+
+/// `ncclSystemError`, `unhandled system error (run with NCCL_DEBUG=INFO for details)`: the
+/// result a program printed by name or by ncclGetErrorString's text.
+fn named_result(message: &[u8]) -> Option<String> {
+    const TEXTS: [(&str, u32); 7] = [
+        ("unhandled cuda error", 1),
+        ("unhandled system error", 2),
+        ("internal error", 3),
+        ("invalid argument", 4),
+        ("invalid usage", 5),
+        ("remote process exited or there was a network error", 6),
+        ("NCCL operation in progress", 7),
+    ];
+    for code in 1..=7 {
+        let name = diagnose::result_name(code)?;
+        if memchr::memmem::find(message, name.as_bytes()).is_some() {
+            return result_label(code);
+        }
+    }
+    let is_nccl_error = memchr::memmem::find(message, b"NCCL").is_some()
+        || memchr::memmem::find(message, b"nccl").is_some();
+    if !is_nccl_error {
+        return None;
+    }
+    TEXTS
+        .iter()
+        .find(|(t, _)| memchr::memmem::find(message, t.as_bytes()).is_some())
+        .and_then(|(_, c)| result_label(*c))
 }
 
 /// Analyses the given inputs (`-` is stdin) into one report.

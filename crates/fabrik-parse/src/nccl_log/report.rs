@@ -102,6 +102,12 @@ pub struct LogIssue {
     pub count: u64,
     /// `FILE:LINE` of the first occurrence.
     pub first_seen: String,
+    /// The ncclResult the line or its `-> N` trace carries: `ncclInternalError (3)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Position of the first occurrence among all lines read (orders failures across processes).
+    #[serde(default)]
+    pub order: u64,
 }
 
 /// What one process (`host:pid`) printed.

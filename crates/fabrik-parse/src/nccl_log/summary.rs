@@ -102,15 +102,35 @@ pub(super) fn build(
             fix: "Rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET to keep the log short); NCCL_DEBUG_FILE=/path/nccl.%h.%p writes one file per process".into(),
         });
     }
-    for p in &processes {
+    let root = first_failure(&processes);
+    for (pi, p) in processes.iter().enumerate() {
         let subject = process_name(p);
-        for i in &p.issues {
+        for (ii, i) in p.issues.iter().enumerate() {
+            let result = i
+                .result
+                .as_deref()
+                .map(|r| format!("result {r}; "))
+                .unwrap_or_default();
+            let role = match root {
+                Some((rp, ri)) if (rp, ri) == (pi, ii) => {
+                    "; the first failure of the job".to_string()
+                }
+                Some((rp, _))
+                    if i.severity == Severity::Error && i.order > root_order(&processes, root) =>
+                {
+                    format!(
+                        "; after the first failure, on {}",
+                        process_name(&processes[rp])
+                    )
+                }
+                _ => String::new(),
+            };
             findings.push(Finding {
                 rule: i.rule.clone(),
                 severity: i.severity,
                 subject: subject.clone(),
                 message: format!(
-                    "{} (cause: {}; seen {} time(s))",
+                    "{} ({result}cause: {}; seen {} time(s){role})",
                     i.message, i.cause, i.count
                 ),
                 evidence: vec![Evidence::new(i.first_seen.clone(), i.message.clone())],
@@ -119,6 +139,10 @@ pub(super) fn build(
         }
     }
     sort_findings(&mut findings);
+    if let Some(f) = root.and_then(|r| root_finding(&processes, r)) {
+        // The root cause leads; what followed it is ranked below.
+        findings.insert(0, f);
+    }
 
     let hosts = u32::try_from(host_names.len()).unwrap_or(u32::MAX);
     let nproc = u32::try_from(processes.len()).unwrap_or(u32::MAX);
@@ -314,10 +338,16 @@ fn socket_findings(
     }
     // Hosts from prefixes, or from the distinct addresses the processes bound to when the
     // prefixes were stripped.
+    // One address per process (its bootstrap, else its first socket interface): a process
+    // lists every interface of its host, which says nothing about other hosts.
     let mut addrs: Vec<&str> = processes
         .iter()
-        .flat_map(|p| p.socket_interfaces.iter().chain(p.bootstrap.iter()))
-        .filter_map(|e| e.address.as_deref())
+        .filter_map(|p| {
+            p.bootstrap
+                .iter()
+                .chain(p.socket_interfaces.iter())
+                .find_map(|e| e.address.as_deref())
+        })
         .filter(|a| !a.starts_with("127.") && *a != "::1")
         .collect();
     addrs.sort_unstable();
@@ -403,4 +433,113 @@ fn socket_findings(
             fix: "If the hosts have RDMA NICs, make them visible to NCCL (`fabrik doctor`: devices, /dev/infiniband in the container, rdma-core installed) or install the cloud's network plugin; if they have none, this is expected and NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD tune socket throughput".into(),
         });
     }
+}
+
+/// The job's first failure: per process, the earliest error that names a cause (an RDMA set-up
+/// failure, a registration, a bootstrap interface...) before the generic reports (a result
+/// code, `unhandled system error`) and before the consequences (a peer's remote error, an
+/// abort, a watchdog timeout, a failed proxy operation); across processes, the earliest in log
+/// order of the best class. Returns (process index, issue index).
+fn first_failure(processes: &[ProcessReport]) -> Option<(usize, usize)> {
+    let class = |rule: &str| {
+        if super::diagnose::is_consequence(rule) {
+            2
+        } else if super::diagnose::is_generic(rule) {
+            1
+        } else {
+            0
+        }
+    };
+    processes
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            p.issues
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.severity == Severity::Error)
+                .map(move |(ii, i)| ((class(&i.rule), i.order), (pi, ii)))
+        })
+        .min_by_key(|(k, _)| *k)
+        .map(|(_, at)| at)
+}
+
+fn root_order(processes: &[ProcessReport], root: Option<(usize, usize)>) -> u64 {
+    root.and_then(|(p, i)| processes.get(p)?.issues.get(i))
+        .map_or(u64::MAX, |i| i.order)
+}
+
+fn ranks_of(p: &ProcessReport) -> String {
+    let mut ranks: Vec<u32> = p.ranks.iter().map(|r| r.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    match ranks.as_slice() {
+        [] => "rank unknown".to_string(),
+        [one] => format!("rank {one}"),
+        many => format!(
+            "ranks {}",
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }
+}
+
+fn root_finding(processes: &[ProcessReport], (pi, ii): (usize, usize)) -> Option<Finding> {
+    let p = processes.get(pi)?;
+    let i = p.issues.get(ii)?;
+    let after: Vec<(&ProcessReport, &super::report::LogIssue)> = processes
+        .iter()
+        .enumerate()
+        .filter(|(qi, _)| *qi != pi)
+        .filter_map(|(_, q)| {
+            q.issues
+                .iter()
+                .filter(|j| j.severity == Severity::Error)
+                .min_by_key(|j| j.order)
+                .map(|j| (q, j))
+        })
+        .collect();
+    let host = p.host.as_deref().unwrap_or("host unknown");
+    let pid = p
+        .pid
+        .map_or_else(|| "pid unknown".to_string(), |v| format!("pid {v}"));
+    let result = i
+        .result
+        .as_deref()
+        .map(|r| format!(" [{r}]"))
+        .unwrap_or_default();
+    let mut message = format!(
+        "The failure started on {} ({host}, {pid}) at {}: {}{result}. Cause: {}",
+        ranks_of(p),
+        i.first_seen,
+        i.message,
+        i.cause
+    );
+    if !after.is_empty() {
+        let mut kinds: Vec<&str> = after.iter().map(|(_, j)| j.rule.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        message.push_str(&format!(
+            ". {} other process(es) failed after it ({}): consequences, not causes",
+            after.len(),
+            kinds.join(", ")
+        ));
+    }
+    let mut evidence = vec![Evidence::new(i.first_seen.clone(), i.message.clone())];
+    evidence.extend(after.iter().take(7).map(|(q, j)| {
+        Evidence::new(
+            format!("{} {}", process_name(q), j.first_seen),
+            j.message.clone(),
+        )
+    }));
+    Some(Finding {
+        rule: "FAB-NCCL-FIRST-FAILURE".into(),
+        severity: Severity::Error,
+        subject: process_name(p),
+        message,
+        evidence,
+        fix: i.fix.clone(),
+    })
 }
