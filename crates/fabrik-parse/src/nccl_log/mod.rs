@@ -48,6 +48,10 @@ pub struct LogAnalyzer {
     /// The previous non-NCCL line said `Last error:`; the next one is the detail.
     last_error_pending: bool,
     gate: ProgramGate,
+    ras: crate::ras::RasTextParser,
+    /// A RAS JSON document being collected (from a line `{` to a line `}`).
+    ras_json: Option<String>,
+    ras_json_report: Option<crate::ras::RasReport>,
 }
 
 /// Substrings without which a program line cannot report an NCCL failure; searched with
@@ -128,6 +132,9 @@ impl LogAnalyzer {
             bare_versions: Vec::new(),
             last_error_pending: false,
             gate: ProgramGate::new(),
+            ras: crate::ras::RasTextParser::new(),
+            ras_json: None,
+            ras_json_report: None,
         }
     }
 
@@ -224,7 +231,33 @@ impl LogAnalyzer {
         }
     }
 
+    /// RAS reports are program output: text (`ncclras`) or a JSON document (`ncclras -f json`).
+    fn ras_line(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        self.ras.line(&text);
+        let t = text.trim_end();
+        if let Some(buf) = self.ras_json.as_mut() {
+            if buf.len() + t.len() < (64 << 20) {
+                buf.push_str(t);
+                buf.push('\n');
+            } else {
+                self.ras_json = None;
+                return;
+            }
+            if t == "}" {
+                if let Some(doc) = self.ras_json.take() {
+                    if let Some(r) = crate::ras::parse_json(&doc) {
+                        self.ras_json_report = Some(r);
+                    }
+                }
+            }
+        } else if t == "{" && self.ras_json_report.is_none() {
+            self.ras_json = Some(String::from("{\n"));
+        }
+    }
+
     fn other_line(&mut self, line: &[u8]) {
+        self.ras_line(line);
         let has_upper = self.gate.upper.find(line).is_some();
         let interesting = has_upper
             || self.gate.lower.find(line).is_some()
@@ -317,13 +350,40 @@ impl LogAnalyzer {
                 st.report
             })
             .collect();
-        summary::build(
+        let ras = self.ras.finish().or(self.ras_json_report);
+        let mut report = summary::build(
             self.inputs,
             processes,
             self.bare_versions,
             self.lines_read,
             self.nccl_lines,
-        )
+            ras.is_some(),
+        );
+        if let Some(r) = &ras {
+            let mut extra = crate::ras::findings(r);
+            report.summary.errors += extra
+                .iter()
+                .filter(|f| f.severity == fabrik_model::Severity::Error)
+                .count() as u32;
+            report.summary.warnings += extra
+                .iter()
+                .filter(|f| f.severity == fabrik_model::Severity::Warning)
+                .count() as u32;
+            if report.processes.is_empty() {
+                report.summary.hosts = r.nodes.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+                report.summary.processes = r
+                    .processes
+                    .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            if report.summary.nccl_version.is_none() {
+                report.summary.nccl_version = r.nccl_version.clone();
+            }
+            extra.append(&mut report.findings);
+            report.findings = extra;
+            fabrik_model::sort_findings(&mut report.findings);
+        }
+        report.ras = ras;
+        report
     }
 }
 

@@ -191,4 +191,7 @@ pub struct LogReport {
     pub findings: Vec<Finding>,
     pub lines_read: u64,
     pub nccl_lines: u64,
+    /// An NCCL RAS report (`ncclras` text or JSON) found among the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ras: Option<crate::ras::RasReport>,
 }

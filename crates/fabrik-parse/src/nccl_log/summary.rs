@@ -12,6 +12,7 @@ pub(super) fn build(
     bare_versions: Vec<String>,
     lines_read: u64,
     nccl_lines: u64,
+    has_ras: bool,
 ) -> LogReport {
     let mut host_names: Vec<String> = processes.iter().filter_map(|p| p.host.clone()).collect();
     host_names.sort();
@@ -90,7 +91,7 @@ pub(super) fn build(
         socket_fallback,
         &mut findings,
     );
-    if nccl_lines == 0 {
+    if nccl_lines == 0 && !has_ras {
         findings.push(Finding {
             rule: "FAB-NCCL-NO-LINES".into(),
             severity: Severity::Info,
@@ -181,6 +182,7 @@ pub(super) fn build(
         findings,
         lines_read,
         nccl_lines,
+        ras: None,
     }
 }
 
