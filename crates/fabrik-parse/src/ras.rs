@@ -274,7 +274,7 @@ impl RasTextParser {
             }
             // A per-node row (`1 8 1`): the header above has no `(total)`; keep the line as
             // `prev` only if it is a header, so that consecutive rows still see the header.
-            _ => return,
+            _ => {}
         }
     }
 
@@ -633,7 +633,7 @@ pub fn parse_json(text: &str) -> Option<RasReport> {
                     "Communicator ranks have different {op} operation counts"
                 ));
                 m.op = Some(op.clone());
-                by_value.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+                by_value.sort_by_key(|b| std::cmp::Reverse(b.1.len()));
                 for (v, rs) in by_value {
                     m.counts.push(RasCount {
                         count: rs.len() as u64,
@@ -976,7 +976,10 @@ mod tests {
     #[test]
     fn clean_strips_quotes_and_backticks() {
         assert_eq!(clean("> `Job summary`"), "Job summary");
-        assert_eq!(clean(">>   #0-0 (ab) MISMATCH").trim(), "#0-0 (ab) MISMATCH");
+        assert_eq!(
+            clean(">>   #0-0 (ab) MISMATCH").trim(),
+            "#0-0 (ab) MISMATCH"
+        );
     }
 
     #[test]

@@ -286,3 +286,75 @@ fn completion_status_of_2_28_is_read_by_its_code() {
     assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-IB-TIMEOUT");
     assert_eq!(r.summary.transport, Transport::Ib);
 }
+
+#[test]
+fn plugin_names_and_lines_name_the_transport() {
+    // nccl-rdma-sharp-plugins v8: `P2P plugin v8 IBext_v8`; older: `Loaded net plugin NCCL RDMA
+    // Plugin (v4)`. Both are the IB transport.
+    let r = analyze_str(
+        "p.log",
+        "w0:5663:5712 [0] NCCL INFO P2P plugin v8 IBext_v8\n\
+         w0:5663:5712 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n",
+    );
+    assert_eq!(r.processes[0].plugin.name.as_deref(), Some("IBext_v8"));
+    assert_eq!(r.summary.transport, Transport::Ib);
+    let r = analyze_str(
+        "q.log",
+        "q:1:1 [1] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v4)\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    // Google's FastSocket plugin without a `Using network` line is sockets by design.
+    let r = analyze_str(
+        "fs.log",
+        "n:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin FastSocket (v6)\n\
+         n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/FastSocket/0\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    // aws-ofi-nccl turning GDR off says so at INFO level.
+    let r = analyze_str(
+        "ofi.log",
+        "g:1:1 [0] NCCL INFO NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR\n\
+         g:1:1 [0] NCCL INFO NET/OFI Need to force simple protocol: GDR not supported\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert_eq!(r.summary.gdr, Some(false));
+}
+
+#[test]
+fn an_unclassified_warn_followed_by_a_propagated_chain_is_an_error() {
+    // bootstrap.cc `Message truncated : received %d bytes instead of %d` then `-> 3`.
+    let r = analyze_str(
+        "b.log",
+        "0: n1:7:7 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n\
+         0: n1:7:7 [0] NCCL INFO bootstrap.cc:502 -> 3\n\
+         0: n1:7:7 [0] NCCL INFO init.cc:1100 -> 3\n",
+    );
+    let p = &r.processes[0];
+    assert!(p.issues.iter().any(|i| i.severity == Severity::Error
+        && i.rule == "FAB-NCCL-RESULT"
+        && i.message.contains("Message truncated")
+        && i.result.as_deref() == Some("ncclInternalError (3)")));
+    assert!(errors(&r).contains(&"FAB-NCCL-FIRST-FAILURE"));
+}
+
+#[test]
+fn unreachable_connect_retries_and_nccl_tests_cuda_failures() {
+    let r = analyze_str(
+        "c.log",
+        "h:1:1 [0] NCCL INFO socketPollConnect: connect to 172.17.194.153<43893> returned No route to host, retrying (1/34) after sleep for 100 msec\n\
+         h:1:1 [0] NCCL INFO Call to connect returned Connection refused, retrying\n",
+    );
+    let got: Vec<&str> = r.processes[0]
+        .issues
+        .iter()
+        .map(|i| i.rule.as_str())
+        .collect();
+    assert_eq!(got, vec!["FAB-NCCL-CONNECT-RETRY"]);
+    let r = analyze_str(
+        "t.log",
+        "node:1:1 [0] NCCL INFO Using network Socket\n\
+         node: Test CUDA failure common.cu:297 'an illegal memory access was encountered'\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CUDA");
+}

@@ -408,7 +408,11 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
     {
         return Some(INVALID_USAGE);
     }
-    if has(line, "ncclUnhandledCudaError") || has(line, "unhandled cuda error") {
+    // nccl-tests: `node: Test CUDA failure common.cu:297 'an illegal memory access ...'`.
+    if has(line, "ncclUnhandledCudaError")
+        || has(line, "unhandled cuda error")
+        || has(line, "Test CUDA failure")
+    {
         return Some(CUDA);
     }
     if has(line, "Watchdog caught collective operation timeout")
@@ -422,8 +426,26 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
     None
 }
 
+const CONNECT_RETRY: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-CONNECT-RETRY",
+    severity: Severity::Warning,
+    cause: "NCCL could not connect to a peer's address and is retrying (misc/socket.cc `connect to ... returned ..., retrying`): the address it advertised is not reachable from here (NAT, a container or WSL address, a firewall, an interface that does not route between the hosts); when the retries run out the job fails or hangs",
+    fix: "Make NCCL_SOCKET_IFNAME pick an interface whose address every host can reach (`ip -br addr`, ping it from the peer), open the ports between hosts, and avoid NATed container or WSL addresses",
+};
+
 /// Diagnoses INFO lines that are really problems NCCL chose to print at INFO level.
 pub fn diagnose_info(message: &[u8]) -> Option<Diagnosis> {
+    // `socketPollConnect: connect to 172.17.194.153<43893> returned No route to host, retrying
+    // (1/34) after sleep for 100 msec` (2.2x); refused connections during start-up are normal
+    // while the peer is not listening yet, so only unreachable routes and time-outs count.
+    if has(message, "connect to ")
+        && has(message, "retrying")
+        && (has(message, "No route to host")
+            || has(message, "Network is unreachable")
+            || has(message, "timed out"))
+    {
+        return Some(CONNECT_RETRY);
+    }
     if message.starts_with(b"Failed to open libibverbs") {
         return Some(IB_NO_VERBS);
     }

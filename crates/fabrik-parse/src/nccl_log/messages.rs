@@ -100,8 +100,19 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.path = Some(lossy(rest.trim_ascii()));
     } else if let Some(rest) = msg.strip_prefix(b"P2P plugin ") {
+        // `P2P plugin IBext` and, from the v8 plugin on, `P2P plugin v8 IBext_v8`.
+        let rest = rest.trim_ascii();
+        let name = match rest.split_first() {
+            Some((b'v', tail)) if tail.first().is_some_and(u8::is_ascii_digit) => {
+                match memchr::memchr(b' ', rest) {
+                    Some(sp) => rest[sp + 1..].trim_ascii(),
+                    None => rest,
+                }
+            }
+            _ => rest,
+        };
         r.plugin.status = PluginStatus::Loaded;
-        r.plugin.name = Some(lossy(rest.trim_ascii()));
+        r.plugin.name = Some(lossy(name));
     } else if let Some(rest) = msg.strip_prefix(b"Using network ") {
         r.network = Some(lossy(rest.trim_ascii()));
     } else if let Some(rest) = msg.strip_prefix(b"Initializing network ") {
@@ -121,6 +132,11 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
+        // aws-ofi-nccl: `Could not disable CUDA API usage for HMEM, disabling GDR`, `Need to
+        // force simple protocol: GDR not supported`.
+        if has(msg, "disabling GDR") || has(msg, "GDR not supported") {
+            st.hints.gdr_off = true;
+        }
         // Only the aws-ofi-nccl plugin prints `NET/OFI` lines: it was loaded.
         if st.report.plugin.status != PluginStatus::Unusable {
             st.report.plugin.status = PluginStatus::Loaded;
@@ -701,10 +717,7 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         // An IB warning about a device, a completion or a queue pair, or a `-> N` trace
         // through net_ib.cc / the IBext plugin's ib_plugin.c: IB was the network.
         None if hints.ib_attempt
-            && !r
-                .env
-                .get("NCCL_IB_DISABLE")
-                .is_some_and(|v| v.trim() == "1") =>
+            && r.env.get("NCCL_IB_DISABLE").is_none_or(|v| v.trim() != "1") =>
         {
             Transport::Ib
         }
@@ -738,15 +751,21 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         Some(false)
     } else if r.gdr_hcas.iter().any(|h| h.enabled) {
         Some(true)
-    } else if !r.gdr_hcas.is_empty() {
+    } else if !r.gdr_hcas.is_empty() || hints.gdr_off {
         Some(false)
     } else {
         None
     };
     let uses_socket = r.transport == Some(Transport::Socket)
         || r.channels.keys().any(|k| k.starts_with("NET/Socket"));
+    // Google's FastSocket plugin is a socket transport by design.
     let deliberate_socket_plugin = net
         .as_deref()
+        .or(r
+            .plugin
+            .name
+            .as_deref()
+            .filter(|_| r.plugin.status == PluginStatus::Loaded))
         .is_some_and(|n| n.to_ascii_lowercase().starts_with("fastsocket"));
     let env_is = |k: &str, v: &str| {
         r.env
@@ -837,7 +856,8 @@ fn version_at_least(v: Option<&str>, major: u64, minor: u64) -> bool {
 
 pub fn transport_of(name: &str) -> Transport {
     let l = name.to_ascii_lowercase();
-    if l.starts_with("ib") {
+    // `IB`, `IBext_v8`, and the nccl-rdma-sharp-plugins' `NCCL RDMA Plugin`.
+    if l.starts_with("ib") || l.contains("ibext") || l.contains("rdma plugin") {
         Transport::Ib
     } else if l == "socket" || l.starts_with("fastsocket") {
         Transport::Socket

@@ -59,7 +59,7 @@ pub struct LogAnalyzer {
 struct ProgramGate {
     upper: memchr::memmem::Finder<'static>,
     lower: memchr::memmem::Finder<'static>,
-    others: [memchr::memmem::Finder<'static>; 4],
+    others: [memchr::memmem::Finder<'static>; 5],
 }
 
 impl ProgramGate {
@@ -73,6 +73,8 @@ impl ProgramGate {
                 memchr::memmem::Finder::new(b"Last error"),
                 // RCCL (ROCm) prints its version as `RCCL version 2.18.3+hip6.0 <git hash>`.
                 memchr::memmem::Finder::new(b"RCCL version "),
+                // nccl-tests' own CUDA check: `Test CUDA failure common.cu:297 '...'`.
+                memchr::memmem::Finder::new(b"Test CUDA failure"),
             ],
         }
     }
@@ -109,6 +111,8 @@ struct Hints {
     no_verbs: bool,
     /// A `NET/Socket` warning or a trace through net_socket.cc.
     socket_net: bool,
+    /// A plugin said it turned GPUDirect RDMA off.
+    gdr_off: bool,
 }
 
 impl Default for LogAnalyzer {
@@ -441,17 +445,29 @@ fn chain_line(
     }
     if !st.in_chain {
         st.in_chain = true;
-        match st.warn_issue.and_then(|i| st.issues.get_mut(i)) {
+        // A WARN that named an error explains the chain; one that only warned (a message
+        // nothing classified) does not, so the chain still makes the failure an error.
+        let mut warned: Option<String> = None;
+        let explained = match st.warn_issue.and_then(|i| st.issues.get_mut(i)) {
             Some(issue) => {
                 if issue.result.is_none() {
                     issue.result = result_label(code);
                 }
+                warned = Some(issue.message.clone());
+                issue.severity == Severity::Error
             }
-            None if !matches!(code, 0 | 7) => {
-                let text: String = String::from_utf8_lossy(message).chars().take(300).collect();
-                st.pending_chain = Some((text, code, location.to_string(), seq));
+            None => false,
+        };
+        if !explained && !matches!(code, 0 | 7) {
+            let site = String::from_utf8_lossy(message);
+            let text: String = match warned {
+                Some(w) => format!("{w} (then {site})"),
+                None => site.into_owned(),
             }
-            None => {}
+            .chars()
+            .take(300)
+            .collect();
+            st.pending_chain = Some((text, code, location.to_string(), seq));
         }
     }
     if is_top_site(site, message) {
