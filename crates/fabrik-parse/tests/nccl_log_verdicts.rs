@@ -350,11 +350,42 @@ fn unreachable_connect_retries_and_nccl_tests_cuda_failures() {
         .iter()
         .map(|i| i.rule.as_str())
         .collect();
-    assert_eq!(got, vec!["FAB-NCCL-CONNECT-RETRY"]);
+    assert_eq!(got, vec!["FAB-NCCL-IFNAME-UNREACHABLE"]);
     let r = analyze_str(
         "t.log",
         "node:1:1 [0] NCCL INFO Using network Socket\n\
          node: Test CUDA failure common.cu:297 'an illegal memory access was encountered'\n",
     );
     assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CUDA");
+}
+
+/// NCCL 2.2 printed no `NCCL` word and named its network `Using internal Network %s`; 2.3 listed
+/// one IB NIC per line (`NET/IB: [%d] %s:%d/%s`).
+#[test]
+fn nccl_2_2_and_2_3_formats() {
+    let r = analyze_str(
+        "old.log",
+        "gpu-1:18553:18553 [0] INFO NET : Using interface enp3s0:192.168.144.103<0>\n\
+         gpu-1:18553:18553 [0] INFO Using internal Network Socket\n\
+         NCCL version 2.2.13+cuda9.0\n\
+         gpu-1:18553:18612 [0] INFO comm 0x7fa42c00a3b0 rank 0 nranks 2\n\
+         \n\
+         gpu-1:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n\
+         gpu-1:18553:18611 [0] INFO transport/net_socket.cu:118 -> 2\n\
+         gpu-1:18553:18611 [0] INFO bootstrap.cu:119 -> 2 [bthread]\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert_eq!(r.summary.hosts, 1);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.2.13"));
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.severity, Severity::Error);
+    assert_eq!(i.result.as_deref(), Some("ncclSystemError (2)"));
+    let r = analyze_str(
+        "dgx1.log",
+        "dgx1-1:13617:13617 [0] NCCL INFO NET/IB: [0] mlx5_0:1/IB \n\
+         dgx1-1:13617:13617 [0] NCCL INFO NET/IB: [1] mlx5_2:1/IB \n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.processes[0].ib_nics.len(), 2);
+    assert_eq!(r.processes[0].ib_nics[1].device, "mlx5_2");
 }

@@ -335,10 +335,9 @@ pub fn chain_site(message: &[u8]) -> Option<(&[u8], u32)> {
     let file = &site[..colon];
     if file.is_empty()
         || file.contains(&b' ')
-        || !(file.ends_with(b".cc")
-            || file.ends_with(b".c")
-            || file.ends_with(b".h")
-            || file.ends_with(b".cpp"))
+        || ![&b".cc"[..], b".c", b".h", b".cpp", b".cu"]
+            .iter()
+            .any(|e| file.ends_with(e))
         || !site[colon + 1..].iter().all(u8::is_ascii_digit)
         || site.len() == colon + 1
     {
@@ -427,7 +426,7 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
 }
 
 const CONNECT_RETRY: Diagnosis = Diagnosis {
-    rule: "FAB-NCCL-CONNECT-RETRY",
+    rule: "FAB-NCCL-IFNAME-UNREACHABLE",
     severity: Severity::Warning,
     cause: "NCCL could not connect to a peer's address and is retrying (misc/socket.cc `connect to ... returned ..., retrying`): the address it advertised is not reachable from here (NAT, a container or WSL address, a firewall, an interface that does not route between the hosts); when the retries run out the job fails or hangs",
     fix: "Make NCCL_SOCKET_IFNAME pick an interface whose address every host can reach (`ip -br addr`, ping it from the peer), open the ports between hosts, and avoid NATed container or WSL addresses",

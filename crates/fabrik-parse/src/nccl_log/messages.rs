@@ -115,6 +115,21 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         r.plugin.name = Some(lossy(name));
     } else if let Some(rest) = msg.strip_prefix(b"Using network ") {
         r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Using internal Network ") {
+        // NCCL 2.2: `Using internal Network Socket` / `Using internal Network IB`.
+        r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"NET/IB: [") {
+        // NCCL 2.3: one line per NIC, `NET/IB: [9] mlx5_28:1/IB`.
+        let tok: Vec<u8> = [&b"["[..], rest.trim_ascii()]
+            .concat()
+            .into_iter()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
+        if let Some(nic) = ib_nic(&tok) {
+            if !r.ib_nics.iter().any(|n| n.index == nic.index) && r.ib_nics.len() < MAX_KEYS {
+                r.ib_nics.push(nic);
+            }
+        }
     } else if let Some(rest) = msg.strip_prefix(b"Initializing network ") {
         let name = rest.split(|&b| b == b',').next().unwrap_or(rest);
         r.network = Some(lossy(name.trim_ascii()));

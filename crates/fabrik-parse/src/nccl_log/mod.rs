@@ -373,7 +373,7 @@ impl LogAnalyzer {
                 .iter()
                 .filter(|f| f.severity == fabrik_model::Severity::Warning)
                 .count() as u32;
-            if report.processes.is_empty() {
+            if report.nccl_lines == 0 || report.processes.is_empty() {
                 report.summary.hosts = r.nodes.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
                 report.summary.processes = r
                     .processes
@@ -411,13 +411,13 @@ fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
 fn is_top_site(site: &[u8], message: &[u8]) -> bool {
     let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
     [
-        &b"init.cc:"[..],
-        b"group.cc:",
-        b"enqueue.cc:",
-        b"proxy.cc:",
-        b"collectives.cc:",
-        b"bootstrap.cc:",
-        b"comm.cc:",
+        // `.cc` since 2.3, `.cu` before.
+        &b"init.c"[..],
+        b"group.c",
+        b"enqueue.c",
+        b"proxy.c",
+        b"collectives.c",
+        b"bootstrap.c",
     ]
     .iter()
     .any(|p| file.starts_with(p))
@@ -437,10 +437,12 @@ fn chain_line(
     let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
     if file.starts_with(b"net_ib.cc")
         || file.starts_with(b"ib_plugin.c")
+        || file.starts_with(b"ucx_plugin.c")
+        || file.starts_with(b"ucx_rma_plugin.c")
         || file.starts_with(b"ibvwrap")
     {
         st.hints.ib_attempt = true;
-    } else if file.starts_with(b"net_socket.cc") {
+    } else if file.starts_with(b"net_socket.c") {
         st.hints.socket_net = true;
     }
     if !st.in_chain {
