@@ -107,6 +107,7 @@ fn loopback_across_hosts_is_an_error_but_not_on_one_host() {
         .unwrap();
     assert_eq!(f.severity, Severity::Error);
     assert!(f.evidence[0].value.contains("lo:127.0.0.1"));
+    assert_eq!(r.summary.errors, 1);
     let r = analyze_str("lo1.log", &(lo("n1", 10) + &lo("n1", 11)));
     assert!(!has_rule(&r, "FAB-NCCL-SOCKET-LOOPBACK"));
     assert!(errors(&r).is_empty());
@@ -388,4 +389,46 @@ fn nccl_2_2_and_2_3_formats() {
     assert_eq!(r.summary.transport, Transport::Ib);
     assert_eq!(r.processes[0].ib_nics.len(), 2);
     assert_eq!(r.processes[0].ib_nics[1].device, "mlx5_2");
+}
+
+/// Decorations seen in real pastes and collectors, each in front of one NCCL line of the same
+/// process: the line must land on host `gpu-node-7`, pid 4242.
+#[test]
+fn decorations_in_front_of_nccl_lines() {
+    let base = "gpu-node-7:4242:4300 [3] NCCL INFO Using network IB";
+    let decorated = [
+        format!("> {base}"),
+        format!("> > {base}"),
+        format!("`{base}`"),
+        format!("```{base}"),
+        format!("2025-06-01T10:00:00.123456789Z {base}"),
+        format!("2025-06-01 10:00:00,123 {base}"),
+        format!("[2025-06-01 10:00:00] {base}"),
+        format!("Jun  1 10:00:00 gpu-node-7 python[4242]: {base}"),
+        format!("0: {base}"),
+        format!("[1,0]<stdout>:{base}"),
+        format!("[default0]:{base}"),
+        format!("[rank3]: {base}"),
+        format!("(RayWorkerWrapper pid=4242, ip=10.0.0.7) {base}"),
+        format!("\u{1b}[36m(RayWorkerWrapper pid=4242)\u{1b}[0m {base}"),
+        format!("worker-3 | {base}"),
+    ];
+    for line in &decorated {
+        let r = analyze_str("d.log", line);
+        assert_eq!(r.processes.len(), 1, "{line}");
+        let p = &r.processes[0];
+        assert_eq!(
+            (p.host.as_deref(), p.pid),
+            (Some("gpu-node-7"), Some(4242)),
+            "{line}"
+        );
+        assert_eq!(p.network.as_deref(), Some("IB"), "{line}");
+    }
+    // Host names stripped by the paster: one process without a host, transport still read.
+    let r = analyze_str(
+        "nohost.log",
+        " [3] NCCL INFO Channel 00/0 : 0[3] -> 8[3] [send] via NET/IB/0/GDRDMA",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(true));
 }

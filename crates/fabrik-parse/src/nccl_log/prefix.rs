@@ -53,7 +53,10 @@ fn cut_decorations(message: &[u8]) -> &[u8] {
     if let Some(p) = memmem::find(m, b" [repeated ") {
         m = &m[..p];
     }
-    trim(m)
+    // A paste's closing Markdown backticks.
+    let m = trim(m);
+    let end = m.len() - m.iter().rev().take_while(|b| **b == b'`').count();
+    trim(&m[..end])
 }
 
 impl Splitter {
@@ -166,6 +169,10 @@ fn parse_host_pid_tid<'a>(tok: &'a [u8], out: &mut NcclLine<'a>) {
         Some(c0) => &host_part[c0 + 1..],
         None => host_part,
     };
+    // Markdown and quoting left in pastes: `` `host ``, `"host`, `>host`, `|host`.
+    let junk = |b: &u8| matches!(b, b'`' | b'"' | b'\'' | b'>' | b'|' | b'*' | b'(');
+    let skip = host.iter().take_while(|b| junk(b)).count();
+    let host = &host[skip..];
     let key_start = c1 - host.len();
     out.pid = Some(pid);
     if !host.is_empty() {

@@ -91,6 +91,11 @@ pub(super) fn build(
         socket_fallback,
         &mut findings,
     );
+    // Loopback across hosts is an error of the job, not of one process's lines.
+    errors += findings
+        .iter()
+        .filter(|f| f.rule == "FAB-NCCL-SOCKET-LOOPBACK")
+        .count() as u32;
     if nccl_lines == 0 && !has_ras {
         findings.push(Finding {
             rule: "FAB-NCCL-NO-LINES".into(),
