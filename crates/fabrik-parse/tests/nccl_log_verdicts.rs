@@ -432,3 +432,39 @@ fn decorations_in_front_of_nccl_lines() {
     assert_eq!(r.summary.transport, Transport::Ib);
     assert_eq!(r.summary.gdr, Some(true));
 }
+
+/// The shape of fixture 82 of the corpus: NCCL lines whose prefix a collector stripped, then
+/// WARN lines of the same (only) process with `[ts] host:pid:tid`; and program lines before the
+/// first NCCL line (fixture 101). One process, not two.
+#[test]
+fn stripped_and_prefixed_lines_of_one_process_are_one_process() {
+    let r = analyze_str(
+        "82.log",
+        "NCCL INFO NCCL version 2.28.3+cuda12.9\n\
+         NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v11)\n\
+         [2026-09-17 04:02:30] x3002c0s31b0n0:3333526:3333526 [0] plugin/net.cc:306 NCCL WARN Failed to initialize any NET plugin\n",
+    );
+    assert_eq!(r.summary.processes, 1);
+    let p = &r.processes[0];
+    assert_eq!(p.host.as_deref(), Some("x3002c0s31b0n0"));
+    assert_eq!(p.nccl_version.as_deref(), Some("2.28.3"));
+    let r = analyze_str(
+        "101.log",
+        "w1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\n\
+         w1: w1:2921:4504 [7] NCCL INFO Setting affinity for GPU 7 to ffff\n",
+    );
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CUDA");
+    // Two named processes and stripped lines: the stripped ones stay apart.
+    let r = analyze_str(
+        "two.log",
+        "a:1:1 [0] NCCL INFO Using network IB\nb:2:2 [0] NCCL INFO Using network IB\nNCCL INFO Using network IB\n",
+    );
+    assert_eq!(r.summary.processes, 3);
+}
+
+#[test]
+fn a_program_json_document_is_not_buffered_as_ras() {
+    let r = analyze_str("j.log", "{\n  \"loss\": 0.5,\n  \"step\": 10\n}\n");
+    assert!(r.ras.is_none());
+}

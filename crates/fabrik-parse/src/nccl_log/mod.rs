@@ -241,6 +241,12 @@ impl LogAnalyzer {
         self.ras.line(&text);
         let t = text.trim_end();
         if let Some(buf) = self.ras_json.as_mut() {
+            // jsonWriteHeader's first key follows the `{` line: any other document is not
+            // RAS's, and is not kept.
+            if buf.len() == 2 && !t.trim_start().starts_with("\"nccl_version\"") {
+                self.ras_json = None;
+                return;
+            }
             if buf.len() + t.len() < (64 << 20) {
                 buf.push_str(t);
                 buf.push('\n');
@@ -339,7 +345,8 @@ impl LogAnalyzer {
     }
 
     /// Builds the report.
-    pub fn finish(self) -> LogReport {
+    pub fn finish(mut self) -> LogReport {
+        merge_unknown_process(&mut self.processes);
         let processes: Vec<ProcessReport> = self
             .processes
             .into_iter()
@@ -389,6 +396,98 @@ impl LogAnalyzer {
         report.ras = ras;
         report
     }
+}
+
+/// Lines whose `host:pid` prefix was stripped (a paste, a collector) or program lines before
+/// the first NCCL line go to an unnamed process. When the input names exactly one process, they
+/// are that process's lines: merge them rather than count a second process.
+fn merge_unknown_process(processes: &mut Vec<ProcState>) {
+    let unnamed = |p: &ProcState| p.report.host.is_none() && p.report.pid.is_none();
+    let Some(u) = processes.iter().position(unnamed) else {
+        return;
+    };
+    if processes.len() != 2 {
+        return;
+    }
+    let from = processes.remove(u);
+    let to = &mut processes[0];
+    let (f, t) = (from.report, &mut to.report);
+    t.lines += f.lines;
+    for d in f.cuda_devices {
+        if !t.cuda_devices.contains(&d) {
+            t.cuda_devices.push(d);
+        }
+    }
+    for r in f.ranks {
+        if !t.ranks.contains(&r) {
+            t.ranks.push(r);
+        }
+    }
+    macro_rules! fill {
+        ($($field:ident),*) => {$(
+            if t.$field.is_none() {
+                t.$field = f.$field;
+            }
+        )*};
+    }
+    fill!(
+        nccl_version,
+        cuda_runtime,
+        cuda_driver,
+        bootstrap,
+        network,
+        ib_oob,
+        ofi_provider,
+        nvls,
+        collnet,
+        sharp
+    );
+    if t.plugin.status == PluginStatus::Unknown {
+        t.plugin = f.plugin;
+    }
+    if t.ib_nics.is_empty() {
+        t.ib_nics = f.ib_nics;
+    }
+    if t.socket_interfaces.is_empty() {
+        t.socket_interfaces = f.socket_interfaces;
+    }
+    if t.gdr_hcas.is_empty() {
+        t.gdr_hcas = f.gdr_hcas;
+    }
+    t.relaxed_ordering |= f.relaxed_ordering;
+    t.ib_no_device |= f.ib_no_device;
+    for (k, v) in f.env {
+        t.env.entry(k).or_insert(v);
+    }
+    for (k, n) in from.channels {
+        match to.channels.iter_mut().find(|(k2, _)| *k2 == k) {
+            Some(e) => e.1 += n,
+            None => to.channels.push((k, n)),
+        }
+    }
+    for i in from.issues {
+        match to.issues.iter_mut().find(|j| j.rule == i.rule) {
+            Some(j) => {
+                j.count += i.count;
+                if i.order < j.order {
+                    let count = j.count;
+                    *j = i;
+                    j.count = count;
+                }
+            }
+            None => to.issues.push(i),
+        }
+    }
+    let h = &mut to.hints;
+    let g = from.hints;
+    h.ofi |= g.ofi;
+    h.tcpx |= g.tcpx;
+    h.fastrak |= g.fastrak;
+    h.ib_attempt |= g.ib_attempt;
+    h.plugin_devices |= g.plugin_devices;
+    h.no_verbs |= g.no_verbs;
+    h.socket_net |= g.socket_net;
+    h.gdr_off |= g.gdr_off;
 }
 
 struct Location<'a> {
