@@ -468,3 +468,18 @@ fn a_program_json_document_is_not_buffered_as_ras() {
     let r = analyze_str("j.log", "{\n  \"loss\": 0.5,\n  \"step\": 10\n}\n");
     assert!(r.ras.is_none());
 }
+
+/// misc/socket.cc `ncclSocketInit: connecting to address %s with family %d is neither AF_INET(%d)
+/// nor AF_INET6(%d)`: a missing interface only when NCCL_SOCKET_IFNAME names one (fixture 12);
+/// otherwise garbage connection info, as in the corpus's fixture 80 (ungrouped send/recv).
+#[test]
+fn address_family_warning_depends_on_the_interface_setting() {
+    let w = "h:1:2 [0] misc/socket.cc:537 NCCL WARN ncclSocketInit: connecting to address  with family 1 is neither AF_INET(2) nor AF_INET6(10)\n";
+    let r = analyze_str("a.log", w);
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-ADDRESS-FAMILY");
+    let r = analyze_str(
+        "b.log",
+        &format!("h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n{w}"),
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-BOOTSTRAP-NOIF");
+}

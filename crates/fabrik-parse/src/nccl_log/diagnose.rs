@@ -18,6 +18,24 @@ const BOOTSTRAP_NO_IF: Diagnosis = Diagnosis {
     cause: "NCCL found no usable IP interface for bootstrap: NCCL_SOCKET_IFNAME names an interface that does not exist or has no address on this host",
     fix: "Set NCCL_SOCKET_IFNAME to an interface that exists on every host (`ip -br addr`), or use an exclusion list such as `^lo,docker`; run `fabrik doctor` to list the interfaces",
 };
+const ADDRESS_FAMILY: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-ADDRESS-FAMILY",
+    severity: Severity::Error,
+    cause: "NCCL was handed a peer address that is neither IPv4 nor IPv6 (misc/socket.cc `connecting to address with family N is neither AF_INET nor AF_INET6`): the connection information the ranks exchanged was garbage, which happens when ranks disagree on what they are doing (ncclSend/ncclRecv not paired inside one group, mismatched collectives, different NCCL builds across ranks) rather than from the network",
+    fix: "Check that every rank calls the same NCCL operations in the same order (pair sends and receives inside ncclGroupStart/End), and that every rank runs the same NCCL; if NCCL_SOCKET_IFNAME is set, check the interface exists on every host",
+};
+
+/// `neither AF_INET nor AF_INET6` names a missing bootstrap interface only when
+/// NCCL_SOCKET_IFNAME points somewhere (fixture 12: `eth2` on a host without it); otherwise the
+/// exchanged address itself was garbage.
+pub(super) fn refine(d: Diagnosis, message: &[u8], ifname_set: bool) -> Diagnosis {
+    if d.rule == BOOTSTRAP_NO_IF.rule && has(message, "neither AF_INET") && !ifname_set {
+        ADDRESS_FAMILY
+    } else {
+        d
+    }
+}
+
 const REG_MR: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-REGMR",
     severity: Severity::Error,
@@ -28,7 +46,7 @@ const IB_RETRY_EXCEEDED: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-TIMEOUT",
     severity: Severity::Error,
     cause: "RDMA transport retries exceeded (IBV_WC_RETRY_EXC_ERR, status 12 / vendor err 129): the peer NIC is unreachable over RDMA (wrong GID index or RoCE routing, link down, ACL) or the fabric drops packets under congestion",
-    fix: "Check that both NICs can talk with `ib_write_bw` (`fabrik bench`), set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed interface, check PFC/ECN; raising NCCL_IB_TIMEOUT only helps a congested but working fabric",
+    fix: "Check that both NICs can talk with `ib_write_bw` (`fabrik bench`); on RoCE set NCCL_IB_GID_INDEX to the RoCE v2 GID that carries the routed IPv4 address, the same kind on both hosts (`show_gids`; often 3, the confirmed fix of NVIDIA/nccl#426); check PFC/ECN; raising NCCL_IB_TIMEOUT only helps a congested but working fabric",
 };
 const IB_LOCAL_PROT: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-PROTECTION",

@@ -230,6 +230,8 @@ impl LogAnalyzer {
                 st.in_chain = false;
                 messages::warn_facts(st, nl.message, nl.source);
                 let d = diagnose::diagnose_warn(nl.message, nl.source);
+                let ifname = st.report.env.contains_key("NCCL_SOCKET_IFNAME");
+                let d = diagnose::refine(d, nl.message, ifname);
                 st.warn_issue = add_issue(&mut st.issues, d, nl.message, &location, seq);
             }
         }
@@ -311,7 +313,11 @@ impl LogAnalyzer {
             if pending {
                 // The detail line after `Last error:` is an NCCL WARN text without its prefix.
                 let text = strip_launcher_prefix(line);
-                let d = diagnose::diagnose_warn(text, None);
+                let ifname = self
+                    .current
+                    .and_then(|i| self.processes.get(i))
+                    .is_some_and(|p| p.report.env.contains_key("NCCL_SOCKET_IFNAME"));
+                let d = diagnose::refine(diagnose::diagnose_warn(text, None), text, ifname);
                 (d.rule != "FAB-NCCL-WARN").then_some(d)
             } else {
                 None
