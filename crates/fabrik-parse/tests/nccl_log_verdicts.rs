@@ -483,3 +483,29 @@ fn address_family_warning_depends_on_the_interface_setting() {
     );
     assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-BOOTSTRAP-NOIF");
 }
+
+/// A process killed by a signal: UCX (`[host:pid:tid:thread] Caught signal 11 (Segmentation fault:
+/// ...)`, as in the corpus's fixture 120) and Open MPI (`[host:pid] *** Process received signal
+/// ***`).
+#[test]
+fn crashes_on_a_signal_are_errors() {
+    let r = analyze_str(
+        "ucx.log",
+        "h:288505:288505 [0] NCCL INFO Using network IB\n\
+         [h:288505:0:296459] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x48)\n\
+         ==== backtrace (tid: 296459) ====\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CRASH");
+    assert_eq!(r.processes[0].issues[0].severity, Severity::Error);
+    let r = analyze_str(
+        "ompi.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n[rtptest1621:405884] *** Process received signal ***\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CRASH");
+    // The word alone in program output is nothing.
+    let r = analyze_str(
+        "ok.log",
+        "h:1:1 [0] NCCL INFO Using network IB\ninstalled a signal handler for SIGTERM\n",
+    );
+    assert!(r.processes[0].issues.is_empty());
+}

@@ -163,6 +163,12 @@ const INVALID_USAGE: Diagnosis = Diagnosis {
     cause: "NCCL reported invalid usage or an invalid argument (ncclInvalidUsage 5, ncclInvalidArgument 4): the program called NCCL wrongly (two ranks on one GPU, mismatched collectives, a bad communicator), not a network fault",
     fix: "Run with NCCL_DEBUG=WARN to see the message; check the rank-to-GPU mapping (LOCAL_RANK) and that every rank calls the same collectives in the same order",
 };
+const CRASH: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-CRASH",
+    severity: Severity::Error,
+    cause: "A process died on a fatal signal (segmentation fault, abort, bus error): UCX's `Caught signal 11 (Segmentation fault ...)`, Open MPI's `*** Process received signal ***`; the backtrace after it says where (libnccl.so frames: inside NCCL or a plugin it loaded), and every peer of this process fails after it",
+    fix: "Read the backtrace: frames in libnccl.so or libnccl-net.so point at NCCL or its plugin (upgrade, or try without the plugin: NCCL_NET_PLUGIN=none), frames in libucs/libucp at UCX (UCX_* settings, its version); get a core dump (`ulimit -c unlimited`) for a bug report",
+};
 const RESULT_CHAIN: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-RESULT",
     severity: Severity::Error,
@@ -439,6 +445,9 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
     }
     if has(line, "NCCL communicator was aborted") {
         return Some(ABORT);
+    }
+    if has(line, "Caught signal ") || has(line, "*** Process received signal ***") {
+        return Some(CRASH);
     }
     None
 }

@@ -59,7 +59,7 @@ pub struct LogAnalyzer {
 struct ProgramGate {
     upper: memchr::memmem::Finder<'static>,
     lower: memchr::memmem::Finder<'static>,
-    others: [memchr::memmem::Finder<'static>; 5],
+    others: [memchr::memmem::Finder<'static>; 6],
 }
 
 impl ProgramGate {
@@ -75,6 +75,8 @@ impl ProgramGate {
                 memchr::memmem::Finder::new(b"RCCL version "),
                 // nccl-tests' own CUDA check: `Test CUDA failure common.cu:297 '...'`.
                 memchr::memmem::Finder::new(b"Test CUDA failure"),
+                // UCX's `Caught signal 11 (...)`, Open MPI's `*** Process received signal ***`.
+                memchr::memmem::Finder::new(b" signal "),
             ],
         }
     }
