@@ -679,6 +679,31 @@ fn mode_of(sorted: &[u64]) -> Option<u64> {
     best.map(|(v, _)| v)
 }
 
+/// One sentence for the summary of an input that is only a RAS report.
+pub fn summary_text(r: &RasReport, errors: u32) -> String {
+    let n = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |x| x.to_string());
+    let mut s = format!(
+        "NCCL RAS report{}: {} node(s), {} process(es), {} GPU(s)",
+        r.nccl_version
+            .as_deref()
+            .map(|v| format!(" (NCCL {v})"))
+            .unwrap_or_default(),
+        n(r.nodes),
+        n(r.processes),
+        n(r.gpus)
+    );
+    if !r.groups.is_empty() {
+        let groups: Vec<String> = r
+            .groups
+            .iter()
+            .map(|g| format!("group {} {} {}", g.group, g.status, g.errors.join(",")))
+            .collect();
+        s.push_str(&format!("; {}", groups.join("; ")));
+    }
+    s.push_str(&format!("; {errors} error(s)"));
+    s
+}
+
 fn describe(r: &RasRank) -> String {
     let mut s = match r.rank {
         Some(n) => format!("rank {n}"),

@@ -50,6 +50,10 @@ fn f50_mismatch_names_the_counts_and_the_listed_ranks() {
     assert_eq!(i.counts[1].ranks[0].pid, Some(323032));
     assert_eq!(i.counts[1].ranks[0].node.as_deref(), Some("10.137.190.124"));
     assert_eq!((r.summary.hosts, r.summary.processes), (4, 32));
+    assert_eq!(
+        r.summary.text,
+        "NCCL RAS report (NCCL 2.26.2): 4 node(s), 32 process(es), 32 GPU(s); group 0 RUNNING MISMATCH; 0 error(s)"
+    );
     let f = finding(&r, "FAB-NCCL-RAS-MISMATCH");
     assert_eq!(f.severity, Severity::Warning);
     assert!(

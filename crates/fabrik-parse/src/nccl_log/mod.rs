@@ -397,6 +397,10 @@ impl LogAnalyzer {
             if report.summary.nccl_version.is_none() {
                 report.summary.nccl_version = r.nccl_version.clone();
             }
+            if report.nccl_lines == 0 {
+                // The transport sentence would say nothing: say what RAS saw instead.
+                report.summary.text = crate::ras::summary_text(r, report.summary.errors);
+            }
             extra.append(&mut report.findings);
             report.findings = extra;
             fabrik_model::sort_findings(&mut report.findings);
