@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 
 /// Most entries kept per list (hostile input cannot grow memory without bound).
 const MAX_ITEMS: usize = 4096;
-/// Largest JSON document buffered.
-const MAX_JSON: usize = 64 << 20;
+/// Largest JSON document buffered (about 60 000 ranks of `ncclras -f json`).
+pub const MAX_JSON: usize = 32 << 20;
+/// Most report lines read after the `Job summary` title: every stored item comes from one line,
+/// so this bounds the report's memory whatever the input.
+const MAX_REPORT_LINES: u64 = 1 << 17;
 
 /// A rank (or a process) as RAS names it: `Rank 12 -- GPU 4 managed by process 323032 on node
 /// 10.137.190.124`.
@@ -121,6 +124,7 @@ pub struct RasTextParser {
     section: Section,
     block: Block,
     prev: String,
+    report_lines: u64,
 }
 
 impl Default for RasTextParser {
@@ -180,11 +184,18 @@ impl RasTextParser {
             section: Section::Top,
             block: Block::None,
             prev: String::new(),
+            report_lines: 0,
         }
     }
 
     /// Feeds one line.
     pub fn line(&mut self, raw: &str) {
+        if self.seen {
+            self.report_lines += 1;
+            if self.report_lines > MAX_REPORT_LINES {
+                return;
+            }
+        }
         let line = clean(raw);
         let t = line.trim();
         if t.is_empty() {

@@ -251,7 +251,7 @@ impl LogAnalyzer {
                 self.ras_json = None;
                 return;
             }
-            if buf.len() + t.len() < (64 << 20) {
+            if buf.len() + t.len() < crate::ras::MAX_JSON {
                 buf.push_str(t);
                 buf.push('\n');
             } else {
