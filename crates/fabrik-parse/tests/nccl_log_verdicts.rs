@@ -205,7 +205,7 @@ fn rdma_setup_failure_is_the_root_cause_not_a_timeout_or_tcp_break() {
     assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
     assert_eq!(first.subject, "node-b:200");
     assert!(
-        first.message.contains("rank 1 (node-b, pid 200)"),
+        first.message.contains("rank 1 (GPU 0) (node-b, pid 200)"),
         "{}",
         first.message
     );
@@ -508,4 +508,22 @@ fn crashes_on_a_signal_are_errors() {
         "h:1:1 [0] NCCL INFO Using network IB\ninstalled a signal handler for SIGTERM\n",
     );
     assert!(r.processes[0].issues.is_empty());
+}
+
+/// One process driving two GPUs (ranks 4 and 5): the failing line's `[1]` names rank 5.
+#[test]
+fn the_failing_gpu_picks_the_rank_of_a_multi_gpu_process() {
+    let r = analyze_str(
+        "mg.log",
+        "h:9:9 [0] NCCL INFO comm 0xa rank 4 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE\n\
+         h:9:9 [1] NCCL INFO comm 0xb rank 5 nranks 8 cudaDev 1 busId 1c000 - Init COMPLETE\n\
+         h:9:30 [1] misc/ibvwrap.cc:140 NCCL WARN Call to ibv_create_qp failed\n",
+    );
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert!(
+        first.message.contains("rank 5 (GPU 1) (h, pid 9)"),
+        "{}",
+        first.message
+    );
 }

@@ -440,7 +440,9 @@ fn f28_local_protection_error() {
     assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
     assert_eq!(first.subject, "kolyoz2:25146");
     assert!(
-        first.message.contains("rank unknown (kolyoz2, pid 25146)"),
+        first
+            .message
+            .contains("rank unknown, GPU 0 (kolyoz2, pid 25146)"),
         "{}",
         first.message
     );

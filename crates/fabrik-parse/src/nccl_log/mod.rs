@@ -225,7 +225,8 @@ impl LogAnalyzer {
                 st.warn_issue = None;
                 messages::info(st, nl.message, nl.cuda_dev);
                 if let Some(d) = diagnose::diagnose_info(nl.message) {
-                    add_issue(&mut st.issues, d, nl.message, &location, seq);
+                    let i = add_issue(&mut st.issues, d, nl.message, &location, seq);
+                    set_dev(&mut st.issues, i, nl.cuda_dev);
                 }
             }
             Level::Warn => {
@@ -235,6 +236,7 @@ impl LogAnalyzer {
                 let ifname = st.report.env.contains_key("NCCL_SOCKET_IFNAME");
                 let d = diagnose::refine(d, nl.message, ifname);
                 st.warn_issue = add_issue(&mut st.issues, d, nl.message, &location, seq);
+                set_dev(&mut st.issues, st.warn_issue, nl.cuda_dev);
             }
         }
     }
@@ -618,6 +620,16 @@ fn result_label(code: u32) -> Option<String> {
     })
 }
 
+/// The GPU of the line an issue was first seen on (`[3]` of the prefix): it tells which rank
+/// of a multi-GPU process failed.
+fn set_dev(issues: &mut [LogIssue], i: Option<usize>, dev: Option<u32>) {
+    if let Some(issue) = i.and_then(|i| issues.get_mut(i)) {
+        if issue.count == 1 {
+            issue.cuda_dev = dev;
+        }
+    }
+}
+
 fn add_issue(
     issues: &mut Vec<LogIssue>,
     d: Diagnosis,
@@ -651,6 +663,7 @@ fn add_issue(
         first_seen: location.to_string(),
         result,
         order: seq,
+        cuda_dev: None,
     });
     Some(issues.len() - 1)
 }

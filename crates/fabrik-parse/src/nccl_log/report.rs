@@ -108,6 +108,9 @@ pub struct LogIssue {
     /// Position of the first occurrence among all lines read (orders failures across processes).
     #[serde(default)]
     pub order: u64,
+    /// The CUDA device of the line it was first seen on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_dev: Option<u32>,
 }
 
 /// What one process (`host:pid`) printed.

@@ -517,12 +517,17 @@ fn root_finding(processes: &[ProcessReport], (pi, ii): (usize, usize)) -> Option
         .as_deref()
         .map(|r| format!(" [{r}]"))
         .unwrap_or_default();
+    // The line's GPU picks the rank among those of a multi-GPU process.
+    let who = match i.cuda_dev {
+        Some(d) => match p.ranks.iter().find(|r| r.cuda_dev == Some(d)) {
+            Some(r) => format!("rank {} (GPU {d})", r.rank),
+            None => format!("{}, GPU {d}", ranks_of(p)),
+        },
+        None => ranks_of(p),
+    };
     let mut message = format!(
-        "The failure started on {} ({host}, {pid}) at {}: {}{result}. Cause: {}",
-        ranks_of(p),
-        i.first_seen,
-        i.message,
-        i.cause
+        "The failure started on {who} ({host}, {pid}) at {}: {}{result}. Cause: {}",
+        i.first_seen, i.message, i.cause
     );
     if !after.is_empty() {
         let mut kinds: Vec<&str> = after.iter().map(|(_, j)| j.rule.as_str()).collect();
