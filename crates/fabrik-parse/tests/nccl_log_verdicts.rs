@@ -231,6 +231,14 @@ fn result_codes_are_named_wherever_they_appear() {
     assert_eq!(result_code(b"[Service thread] Error encountered progressing operation=Connect, res=3, closing connection"), Some(3));
     assert_eq!(result_code(b"group.cc:75 -> 2 [Async thread]"), Some(2));
     assert_eq!(result_name(3), Some("ncclInternalError"));
+    // proxy.cc's service-thread form is a proxy operation failure with its code, not a TCP break.
+    let r = analyze_str(
+        "svc.log",
+        "h:1:2 [4] proxy.cc:1448 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-PROXY-OP");
+    assert_eq!(i.result.as_deref(), Some("ncclInternalError (3)"));
     assert_eq!(result_name(6), Some("ncclRemoteError"));
     assert_eq!(result_name(8), None);
     // init.cc ncclGetErrorString text in a program's error line.
