@@ -1,6 +1,7 @@
 //! NCCL knowledge: the environment NCCL needs on a given fabric or platform.
 
 pub mod env;
+pub mod gid;
 
 pub use env::{
     generate, Env, EnvError, EnvVar, Note, NoteLevel, Profile, Request, Runtime, Transport,

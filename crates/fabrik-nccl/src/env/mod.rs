@@ -342,7 +342,7 @@ fn roce(b: &mut Builder, node: Option<&Node>) -> Transport {
         GidChoice::Same(i) => b.set(
             "NCCL_IB_GID_INDEX",
             i.to_string(),
-            format!("GID {i} of every RoCE port is RoCE v2 with the netdev's IPv4 address (::ffff:a.b.c.d), the entry that routes over IPv4"),
+            format!("GID {i} is the one NCCL 2.21+ selects by itself on every RoCE port (the first RoCE v2 IPv4-mapped entry); set so that NCCL before 2.21, whose default is 0, uses it too"),
             sources::NCCL_ENV,
         ),
         GidChoice::Differs(list) => b.note(
