@@ -2,6 +2,7 @@
 
 pub mod env;
 pub mod gid;
+pub mod yaml;
 
 pub use env::{
     generate, Env, EnvError, EnvVar, Note, NoteLevel, Profile, Request, Runtime, Transport,

@@ -33,7 +33,8 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn yaml<T: Serialize>(v: &T) -> Result<String, LaunchError> {
-    serde_yaml_ng::to_string(v).map_err(|e| LaunchError::Yaml(e.to_string()))
+    // YAML 1.1 readers (kubectl, PyYAML) must read what YAML 1.2 readers read: `on` quoted.
+    fabrik_nccl::yaml::to_string(v).map_err(|e| LaunchError::Yaml(e.to_string()))
 }
 
 fn indexed_rendezvous(shape: &JobShape, master: &str) -> Result<Rendezvous, LaunchError> {
