@@ -53,6 +53,7 @@ fn shape(k8s_kind: K8sKind, rdma_resource: Option<&str>) -> JobShape {
         hosts: vec!["node-0".into(), "node-1".into()],
         k8s_kind,
         rdma_resource: rdma_resource.map(Into::into),
+        instance_type: Some("p5.48xlarge".into()),
     }
 }
 

@@ -90,6 +90,8 @@ fn header(env: &Env, shape: &JobShape) -> String {
 
 /// The manifests for `shape.k8s_kind`, as multi-document YAML.
 pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    // Refuse before writing anything: an EFA job without its EFA request runs on sockets.
+    pod::rdma_requests(env, shape)?;
     let mut out = header(env, shape);
     let name = shape.name.as_str();
     match shape.k8s_kind {

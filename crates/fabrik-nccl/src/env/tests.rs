@@ -192,7 +192,10 @@ fn val<'a>(env: &'a Env, name: &str) -> Option<&'a str> {
 
 #[test]
 fn auto_on_infiniband_lists_active_ports_in_natural_order() {
-    let env = gen(Profile::Auto, Some(&ib_node()));
+    // A GPU node (a node without GPUs is warned about, see below).
+    let mut node = ib_node();
+    node.gpus.push(a_gpu());
+    let env = gen(Profile::Auto, Some(&node));
     assert_eq!(env.profile, "generic-ib");
     assert_eq!(env.transport, Transport::Infiniband);
     assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
@@ -819,4 +822,33 @@ fn hcas_far_from_every_gpu_are_left_out_when_others_are_near() {
     node.gpu_nic_paths.retain(|p| p.nic != "mlx5_0");
     let env = gen(Profile::Auto, Some(&node));
     assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+}
+
+#[test]
+fn auto_on_a_machine_without_gpus_says_it_bakes_its_interfaces_in() {
+    let node = socket_node();
+    assert!(node.gpus.is_empty());
+    let env = gen(Profile::Auto, Some(&node));
+    let w: Vec<_> = env.warnings().map(|n| n.message.clone()).collect();
+    assert!(
+        w.iter()
+            .any(|m| m.contains("no GPU") && m.contains("NCCL_SOCKET_IFNAME==eth0")),
+        "{w:?}"
+    );
+    // A named profile is the user's choice; a GPU node is what auto is for.
+    let env = gen(Profile::Socket, Some(&node));
+    assert!(!env.warnings().any(|n| n.message.contains("no GPU")));
+    let mut gpu_node = socket_node();
+    gpu_node.gpus.push(a_gpu());
+    let env = gen(Profile::Auto, Some(&gpu_node));
+    assert!(!env.warnings().any(|n| n.message.contains("no GPU")));
+}
+
+fn a_gpu() -> Gpu {
+    Gpu {
+        pci: PciFunction::default(),
+        model: Some("NVIDIA H100 80GB HBM3".into()),
+        uuid: None,
+        minor: Some(0),
+    }
 }
