@@ -19,16 +19,11 @@ use fabrik_nccl::env::render as env_render;
 use fabrik_nccl::{generate, Env, Profile, Request};
 
 fn validator() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("FABRIK_K8S_VALIDATE") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = PathBuf::from("/opt/fabrik-test/venv/bin/kubernetes-validate");
-    if venv.is_file() {
-        return Some(venv);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join("kubernetes-validate"))
-        .find(|p| p.is_file())
+    std::env::var_os("FABRIK_K8S_VALIDATE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            fabrik_testbed::tools::require("kubernetes-validate", "scripts/setup.sh --tests")
+        })
 }
 
 /// The Python beside the validator (its venv holds jsonschema and PyYAML), else python3.
@@ -113,9 +108,6 @@ fn env_in_pod(fragment: &str) -> String {
 #[test]
 fn every_k8s_output_passes_strict_schema_validation() {
     let Some(validator) = validator() else {
-        let msg = "kubernetes-validate not found ($FABRIK_K8S_VALIDATE, /opt/fabrik-test/venv/bin, PATH): install scripts/pip/test.txt";
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("SKIPPED: {msg}");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -186,11 +178,6 @@ fn the_validators_catch_a_yaml11_boolean() {
     // The check itself can fail: `value: on` is what fabrik wrote for
     // UCX_IB_PCI_RELAXED_ORDERING before its YAML writer quoted YAML 1.1 words.
     let Some(validator) = validator() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "kubernetes-validate not found"
-        );
-        eprintln!("SKIPPED: kubernetes-validate not found");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -13,21 +13,6 @@ fn deploy() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/prometheus")
 }
 
-/// promtool, or `None` (the test then skips, except under CI, which must have it).
-fn promtool() -> Option<PathBuf> {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("promtool"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the alert rules through promtool (Debian package prometheus)"
-        );
-        eprintln!("skipped: promtool not installed (Debian package prometheus)");
-    }
-    found
-}
-
 fn run(promtool: &Path, args: &[&str]) -> String {
     let out = Command::new(promtool)
         .args(args)
@@ -45,7 +30,10 @@ fn run(promtool: &Path, args: &[&str]) -> String {
 
 #[test]
 fn alert_rules_load_and_their_unit_tests_pass() {
-    let Some(promtool) = promtool() else { return };
+    let Some(promtool) = fabrik_testbed::tools::require("promtool", "Debian package prometheus")
+    else {
+        return;
+    };
     let checked = run(&promtool, &["check", "rules", "fabrik-alerts.yml"]);
     assert!(checked.contains("SUCCESS"), "{checked}");
     let tested = run(&promtool, &["test", "rules", "fabrik-alerts.test.yml"]);

@@ -34,6 +34,7 @@ use std::sync::OnceLock;
 
 mod rate;
 pub mod slurm;
+pub mod tools;
 
 pub use rate::parse_rate;
 

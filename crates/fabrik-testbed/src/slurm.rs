@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::tools::find;
 use crate::TestbedError;
 
 /// The programs a cluster needs, all from Debian's `slurmctld`, `slurmd`, `slurm-client` and
@@ -45,7 +46,7 @@ pub fn skip_reason() -> Option<String> {
     let missing: Vec<&str> = PROGRAMS
         .iter()
         .copied()
-        .filter(|p| find_program(p).is_none())
+        .filter(|p| find(p).is_none())
         .collect();
     if missing.is_empty() {
         None
@@ -55,14 +56,6 @@ pub fn skip_reason() -> Option<String> {
             missing.join(", ")
         ))
     }
-}
-
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
 }
 
 #[derive(Debug, Clone, Default)]
@@ -140,7 +133,7 @@ impl Slurm {
 
     /// Runs `scontrol ARGS` against this cluster; its stdout, or an error with its stderr.
     pub fn scontrol(&self, args: &[&str]) -> Result<String, TestbedError> {
-        let out = Command::new(find_program("scontrol").unwrap_or_else(|| "scontrol".into()))
+        let out = Command::new(find("scontrol").unwrap_or_else(|| "scontrol".into()))
             .args(args)
             .env("SLURM_CONF", self.conf())
             .stdin(Stdio::null())
@@ -264,7 +257,7 @@ impl Slurm {
     }
 
     fn daemon(&self, program: &str, args: &[&str]) -> Result<Child, TestbedError> {
-        let exe = find_program(program).ok_or_else(|| TestbedError::Command {
+        let exe = find(program).ok_or_else(|| TestbedError::Command {
             command: program.to_string(),
             detail: "not installed".to_string(),
         })?;

@@ -24,33 +24,16 @@ fn manifests() -> Vec<PathBuf> {
     v
 }
 
-/// kubernetes-validate from $FABRIK_K8S_VALIDATE, the test venv of `scripts/setup.sh --tests`,
-/// or PATH; `None` skips the test, except under CI, which must have it.
-fn validator() -> Option<PathBuf> {
-    let venv = std::env::var_os("FABRIK_TEST_VENV")
-        .map_or_else(|| PathBuf::from("/opt/fabrik-test/venv"), PathBuf::from);
-    let found = std::env::var_os("FABRIK_K8S_VALIDATE")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([venv.join("bin/kubernetes-validate")])
-        .chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                .map(|d| d.join("kubernetes-validate")),
-        )
-        .find(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must validate the manifests: run scripts/setup.sh --tests"
-        );
-        eprintln!("skipped: kubernetes-validate not installed (scripts/setup.sh --tests)");
-    }
-    found
-}
-
 #[test]
 fn manifests_pass_strict_kubernetes_validation() {
-    let Some(validate) = validator() else { return };
+    let Some(validate) = std::env::var_os("FABRIK_K8S_VALIDATE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            fabrik_testbed::tools::require("kubernetes-validate", "scripts/setup.sh --tests")
+        })
+    else {
+        return;
+    };
     let files = manifests();
     assert!(files.len() >= 2, "{files:?}");
     let out = Command::new(validate)

@@ -15,12 +15,6 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
