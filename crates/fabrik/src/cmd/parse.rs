@@ -212,15 +212,31 @@ fn findings_text(all: &[Finding]) -> String {
     out
 }
 
+/// A perftest run that printed failure messages: what it printed and the findings about it.
+#[derive(Serialize)]
+struct FailedRun<'a> {
+    schema_version: u32,
+    source: &'static str,
+    failed: bool,
+    failures: &'a [fabrik_parse::perftest_failures::PerftestFailure],
+    findings: Vec<Finding>,
+}
+
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
-    let reports = fabrik_parse::perftest::parse_path(&a.file)
+    let out = fabrik_parse::perftest::parse_path_full(&a.file)
         .with_context(|| format!("parsing perftest output {}", a.file.display()))?;
-    if reports.is_empty() {
-        anyhow::bail!("{}: no perftest report found", a.file.display());
+    let reports = &out.reports;
+    if reports.is_empty() && out.failures.is_empty() {
+        anyhow::bail!(
+            "{}: no perftest report and no perftest failure message found",
+            a.file.display()
+        );
     }
     let findings: Vec<Vec<Finding>> = reports.iter().map(|r| check_p2p(r, link)).collect();
-    let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
+    let failed = fabrik_parse::perftest_failures::findings(&out.failures);
+    let mut all: Vec<Finding> = failed.clone();
+    all.extend(findings.iter().flatten().cloned());
     match a.format {
         Format::Json => {
             let docs: Vec<_> = reports
@@ -231,15 +247,57 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     findings: f,
                 })
                 .collect();
-            print_docs(&docs)?;
+            if out.failures.is_empty() {
+                print_docs(&docs)?;
+            } else {
+                // The failure comes first: it is why the reports (if any) are short or absent.
+                #[derive(Serialize)]
+                #[serde(untagged)]
+                enum Doc<'a> {
+                    Failed(FailedRun<'a>),
+                    Report(WithFindings<'a, P2pReport>),
+                }
+                let mut all_docs = vec![Doc::Failed(FailedRun {
+                    schema_version: fabrik_model::SCHEMA_VERSION,
+                    source: "perftest",
+                    failed: true,
+                    failures: &out.failures,
+                    findings: failed,
+                })];
+                all_docs.extend(docs.into_iter().map(Doc::Report));
+                match all_docs.as_slice() {
+                    [one] => crate::output::print_json(one)?,
+                    many => crate::output::print_json(&many)?,
+                }
+            }
         }
         Format::Table => {
-            let mut out = String::new();
-            for r in &reports {
-                out.push_str(&p2p_table(r));
+            let mut text = String::new();
+            for r in reports {
+                text.push_str(&p2p_table(r));
             }
-            out.push_str(&findings_text(&all));
-            print!("{out}");
+            for f in &out.failures {
+                let _ = writeln!(
+                    text,
+                    "perftest failure [{}]{}: {}",
+                    f.class.rule(),
+                    if f.count > 1 {
+                        format!(" x{}", f.count)
+                    } else {
+                        String::new()
+                    },
+                    f.line
+                );
+            }
+            if out.rows_dropped + out.reports_dropped + out.failures_dropped > 0 {
+                let _ = writeln!(
+                    text,
+                    "note: not kept (caps): {} rows, {} reports, {} failure lines",
+                    out.rows_dropped, out.reports_dropped, out.failures_dropped
+                );
+            }
+            text.push_str(&findings_text(&all));
+            print!("{text}");
         }
     }
     Ok(exit_for(&all))
