@@ -3,6 +3,7 @@
 //! on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
 
 pub mod check;
+pub mod commands;
 pub mod error;
 pub mod input;
 pub mod nccl_log;

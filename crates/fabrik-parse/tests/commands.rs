@@ -1,0 +1,240 @@
+//! Pasted command outputs (fixtures/commands, real public pastes) against the ground truth in
+//! fixtures/commands/README.md.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use fabrik_model::Severity;
+use fabrik_parse::commands::{
+    findings, ibdev2netdev, ibstat, ibv_devinfo, mlnx_qos, show_gids, topo,
+};
+
+fn text(tool: &str, name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/commands")
+        .join(tool)
+        .join(name);
+    std::fs::read_to_string(p).expect("fixture readable")
+}
+
+fn nearest(name: &str) -> Vec<(usize, String, String)> {
+    let cells = topo::parse_nvidia_smi_topo(&text("topo", name));
+    topo::nearest_nics(&cells)
+        .into_iter()
+        .map(|g| (g.gpu, g.nics.join(","), g.path))
+        .collect()
+}
+
+#[test]
+fn topo_nearest_nic_through_the_legend() {
+    let n = nearest("01-a100-nv12-tabs-pxb-pairs-10nics.txt");
+    assert_eq!(n.len(), 8);
+    assert_eq!(n[0], (0, "mlx5_0,mlx5_1".into(), "PXB".into()));
+    assert_eq!(n[7], (7, "mlx5_6,mlx5_7".into(), "PXB".into()));
+    let n = nearest("02-h100-collect-env-prefix-8nic-pix.txt");
+    assert_eq!(n.len(), 8);
+    for (gpu, nic, path) in &n {
+        assert_eq!(
+            (nic.as_str(), path.as_str()),
+            (format!("mlx5_{gpu}").as_str(), "PIX")
+        );
+    }
+    // The legend is out of order: GPU1's PIX NIC is NIC1 = mlx5_3.
+    let n = nearest("03-h200-dash-rule-legend-out-of-order-bond.txt");
+    let want = [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9",
+    ];
+    for (gpu, nic, path) in &n {
+        assert_eq!(
+            (nic.as_str(), path.as_str()),
+            (want[*gpu], "PIX"),
+            "GPU{gpu}"
+        );
+    }
+    let cells = topo::parse_nvidia_smi_topo(&text(
+        "topo",
+        "03-h200-dash-rule-legend-out-of-order-bond.txt",
+    ));
+    let nics: BTreeSet<String> = cells.keys().map(|(_, n)| n.clone()).collect();
+    let near = topo::nearest_nics(&cells);
+    let (f, advice) = findings::topo(&near, &nics);
+    assert_eq!(advice.nccl_ib_hca, want);
+    assert!(f
+        .iter()
+        .any(|f| f.subject == "node" && f.message.contains("mlx5_bond_0")));
+    // Older drivers name NIC columns by device; GPU0 reaches mlx5_0 only at NODE.
+    let n = nearest("04-v100-old-driver-nic-names-as-columns-ragged-tabs.txt");
+    assert_eq!(n[0], (0, "mlx5_0".into(), "NODE".into()));
+    assert_eq!(n[2], (2, "mlx5_0".into(), "PIX".into()));
+    assert_eq!(n[6], (6, "mlx5_1".into(), "PIX".into()));
+    // `# `-commented -mp output: GPU0 and GPU3 have no near NIC, a warning each.
+    let n = nearest("05-a100-topo-mp-shell-comment-prefix-two-gpus-without-nic.txt");
+    assert_eq!(n.len(), 4);
+    assert_eq!(n[1], (1, "mlx5_0".into(), "PIX".into()));
+    assert_eq!(n[3].2, "SYS");
+}
+
+#[test]
+fn ibstat_states_rates_and_errors() {
+    let st = ibstat::parse_ibstat(&text(
+        "ibstat",
+        "03-cx7-down-polling-rate10-redacted-guids.txt",
+    ));
+    let p = &st.ports[0];
+    assert_eq!((p.device.as_str(), p.port), ("mlx5_10", 1));
+    assert_eq!(
+        (p.state.as_deref(), p.phys_state.as_deref()),
+        (Some("Down"), Some("Polling"))
+    );
+    assert_eq!(p.fw_ver.as_deref(), Some("28.39.1002"));
+    let f = findings::ibstat(&st);
+    let rules: Vec<_> = f.iter().map(|f| f.rule.as_str()).collect();
+    assert_eq!(rules, ["FAB-PORT-001", "FAB-PORT-002"]);
+    assert!(f.iter().all(|f| f.severity == Severity::Error));
+    // Shell comments after the values do not become the values.
+    let st = ibstat::parse_ibstat(&text(
+        "ibstat",
+        "05-mlx4-qdr-inline-shell-comments-dollar-prompt.txt",
+    ));
+    assert_eq!(st.ports[0].state.as_deref(), Some("Active"));
+    assert_eq!(st.ports[0].phys_state.as_deref(), Some("LinkUp"));
+    assert_eq!(st.ports[0].rate_gbps, Some(40.0));
+    assert!(findings::ibstat(&st).is_empty());
+    let st = ibstat::parse_ibstat(&text(
+        "ibstat",
+        "06-cut-head-hdr200-then-ibpanic-missing-device.txt",
+    ));
+    assert_eq!(st.ports.len(), 1);
+    assert_eq!(st.ports[0].rate_gbps, Some(200.0));
+    assert_eq!(st.errors.len(), 1);
+    assert!(st.errors[0].contains("mlx5_8"));
+    let st = ibstat::parse_ibstat(&text("ibstat", "04-cx6dx-down-disabled-cut.txt"));
+    assert_eq!(st.ports[0].phys_state.as_deref(), Some("Disabled"));
+    assert_eq!(st.ports[0].rate_gbps, None);
+}
+
+#[test]
+fn ibv_devinfo_ports() {
+    let p = ibv_devinfo::parse_ibv_devinfo(&text(
+        "ibv_devinfo",
+        "01-cx4lx-roce-mofed-exp-verbose-one-device.txt",
+    ));
+    assert_eq!(p.len(), 1);
+    assert_eq!((p[0].active_mtu, p[0].max_mtu), (Some(1024), Some(4096)));
+    assert_eq!(p[0].link_layer.as_deref(), Some("Ethernet"));
+    let p = ibv_devinfo::parse_ibv_devinfo(&text(
+        "ibv_devinfo",
+        "04-softroce-rxe0-no-link-layer-line.txt",
+    ));
+    assert_eq!(p[0].device, "rxe0");
+    assert_eq!(p[0].link_layer, None);
+    let p = ibv_devinfo::parse_ibv_devinfo(&text(
+        "ibv_devinfo",
+        "05-h100-cx7-ib-port-down-lid-65535-cut.txt",
+    ));
+    assert_eq!(p[0].state.as_deref(), Some("PORT_DOWN"));
+    assert_eq!(findings::ibv_devinfo(&p)[0].rule, "FAB-PORT-001");
+}
+
+#[test]
+fn show_gids_roce_v2_ipv4_index() {
+    let rows = show_gids::parse_show_gids(&text(
+        "show_gids",
+        "01-roce-8-nics-v1-v2-trailing-spaces.txt",
+    ));
+    let idx = show_gids::roce_v2_indices(&rows);
+    assert_eq!(idx.len(), 9);
+    assert!(idx.iter().all(|e| e.index == Some(3)));
+    assert_eq!(
+        idx[0].ipv4.map(|a| a.to_string()).as_deref(),
+        Some("10.0.60.3")
+    );
+    let rows =
+        show_gids::parse_show_gids(&text("show_gids", "03-bond-and-huawei-hrn3-two-hosts.txt"));
+    let idx = show_gids::roce_v2_indices(&rows);
+    let hrn = idx.iter().find(|e| e.device == "hrn3_bond_0").unwrap();
+    assert_eq!(hrn.index, Some(1));
+    let rows =
+        show_gids::parse_show_gids(&text("show_gids", "04-c-comment-star-prefix-3-nics.txt"));
+    assert_eq!(show_gids::roce_v2_indices(&rows).len(), 3);
+    let rows = show_gids::parse_show_gids(&text(
+        "show_gids",
+        "05-space-aligned-8-devices-ib-port-without-netdev-prompts.txt",
+    ));
+    let idx = show_gids::roce_v2_indices(&rows);
+    let with: Vec<_> = idx
+        .iter()
+        .filter(|e| e.index == Some(3))
+        .map(|e| e.device.as_str())
+        .collect();
+    assert_eq!(with, ["mlx5_2", "mlx5_3"]);
+    let f = findings::show_gids(&rows, &idx);
+    let flagged: Vec<_> = f
+        .iter()
+        .filter(|f| f.rule == "FAB-ROCE-001")
+        .map(|f| f.subject.as_str())
+        .collect();
+    // mlx5_5 is an InfiniBand port (no netdev): not a RoCE finding.
+    assert_eq!(
+        flagged,
+        ["mlx5_0:1", "mlx5_1:1", "mlx5_4:1", "mlx5_6:1", "mlx5_7:1"]
+    );
+}
+
+#[test]
+fn ibdev2netdev_maps_and_states() {
+    let m = ibdev2netdev::parse_ibdev2netdev(&text(
+        "ibdev2netdev",
+        "01-column-t-inline-comments-cx7-ib-cx6-eth.txt",
+    ));
+    assert_eq!(m.len(), 12);
+    let up: Vec<_> = m
+        .iter()
+        .filter(|x| x.netdev_up == Some(true))
+        .map(|x| x.device.as_str())
+        .collect();
+    assert_eq!(up, ["mlx5_1", "mlx5_7"]);
+    assert_eq!(m[0].netdev, "ibp26s0");
+    let m = ibdev2netdev::parse_ibdev2netdev(&text(
+        "ibdev2netdev",
+        "03-dgx2-nfs-client-prompt-two-down.txt",
+    ));
+    let down: Vec<_> = findings::ibdev2netdev(&m)
+        .into_iter()
+        .map(|f| f.subject)
+        .collect();
+    assert_eq!(down, ["mlx5_4:1", "mlx5_5:1"]);
+}
+
+#[test]
+fn mlnx_qos_pfc_and_trust() {
+    let p = mlnx_qos::parse_mlnx_qos(
+        &text("mlnx_qos", "01-cx-dscp-trust-pfc-prio5-buffers-prompt.txt"),
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (p.enabled_priorities.as_slice(), p.trust.as_deref()),
+        (&[5u8][..], Some("dscp"))
+    );
+    let p = mlnx_qos::parse_mlnx_qos(
+        &text("mlnx_qos", "04-pcp-trust-pfc3-after-trust-command.txt"),
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        (p.enabled_priorities.as_slice(), p.trust.as_deref()),
+        (&[3u8][..], Some("pcp"))
+    );
+    let p = mlnx_qos::parse_mlnx_qos(
+        &text(
+            "mlnx_qos",
+            "05-pcp-no-pfc-then-trust-dscp-two-runs-prompts.txt",
+        ),
+        "x",
+    )
+    .unwrap();
+    assert!(p.enabled_priorities.is_empty());
+    assert_eq!(findings::mlnx_qos(Some(&p))[0].rule, "FAB-QOS-001");
+}
