@@ -209,32 +209,41 @@ fn ibdev2netdev_maps_and_states() {
 
 #[test]
 fn mlnx_qos_pfc_and_trust() {
-    let p = mlnx_qos::parse_mlnx_qos(
-        &text("mlnx_qos", "01-cx-dscp-trust-pfc-prio5-buffers-prompt.txt"),
-        "x",
-    )
-    .unwrap();
+    let q = |name: &str| mlnx_qos::parse_mlnx_qos_full(&text("mlnx_qos", name)).unwrap();
+    let one = q("01-cx-dscp-trust-pfc-prio5-buffers-prompt.txt");
     assert_eq!(
-        (p.enabled_priorities.as_slice(), p.trust.as_deref()),
-        (&[5u8][..], Some("dscp"))
+        (one.trust.as_deref(), one.pfc_enabled.as_deref()),
+        (Some("dscp"), Some(&[5u8][..]))
     );
-    let p = mlnx_qos::parse_mlnx_qos(
-        &text("mlnx_qos", "04-pcp-trust-pfc3-after-trust-command.txt"),
-        "x",
-    )
-    .unwrap();
+    // Priority 5 holds DSCP 40-47 in this map: the DSCPs that are lossless.
+    assert_eq!(one.lossless_dscp(), (40..=47).collect::<Vec<u8>>());
+    // Cut before the PFC table: trust known, PFC unknown (not "off").
+    let cut = q("02-dscp-trust-dscp2prio-cut-with-comment.txt");
     assert_eq!(
-        (p.enabled_priorities.as_slice(), p.trust.as_deref()),
-        (&[3u8][..], Some("pcp"))
+        (cut.trust.as_deref(), cut.pfc_enabled.as_ref()),
+        (Some("dscp"), None)
     );
-    let p = mlnx_qos::parse_mlnx_qos(
-        &text(
-            "mlnx_qos",
-            "05-pcp-no-pfc-then-trust-dscp-two-runs-prompts.txt",
-        ),
-        "x",
+    assert!(mlnx_qos::parse_mlnx_qos(
+        &text("mlnx_qos", "02-dscp-trust-dscp2prio-cut-with-comment.txt"),
+        "x"
     )
-    .unwrap();
-    assert!(p.enabled_priorities.is_empty());
-    assert_eq!(findings::mlnx_qos(Some(&p))[0].rule, "FAB-QOS-001");
+    .is_none());
+    // DSCP 30 remapped to priority 6 (on two lines): it is not lossless under PFC 3.
+    let remap = q("03-dscp-remapped-dscp30-prio6-twice-pfc3-set-command.txt");
+    assert_eq!(remap.pfc_enabled.as_deref(), Some(&[3u8][..]));
+    assert_eq!(remap.dscp2prio.get(&30), Some(&6));
+    assert_eq!(remap.dscp2prio.get(&48), Some(&6));
+    assert!(!remap.lossless_dscp().contains(&30));
+    assert!(remap.lossless_dscp().contains(&26));
+    let pcp = q("04-pcp-trust-pfc3-after-trust-command.txt");
+    assert_eq!(
+        (pcp.trust.as_deref(), pcp.pfc_enabled.as_deref()),
+        (Some("pcp"), Some(&[3u8][..]))
+    );
+    // Two runs: the state the last one left (trust dscp), PFC still off.
+    let two = q("05-pcp-no-pfc-then-trust-dscp-two-runs-prompts.txt");
+    assert_eq!(two.runs, 2);
+    assert_eq!(two.trust.as_deref(), Some("dscp"));
+    assert_eq!(two.pfc_enabled.as_deref(), Some(&[][..]));
+    assert_eq!(findings::mlnx_qos(&two)[0].rule, "FAB-QOS-001");
 }

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use fabrik_model::{Evidence, Finding, Pfc, Severity};
+use fabrik_model::{Evidence, Finding, Severity};
 use serde::Serialize;
 
 use super::ibdev2netdev::NetdevMap;
 use super::ibstat::Ibstat;
 use super::ibv_devinfo::DevinfoPort;
+use super::mlnx_qos::MlnxQos;
 use super::show_gids::{GidRow, RoceV2Index};
 use super::topo::GpuNearestNic;
 
@@ -199,33 +200,48 @@ pub fn show_gids(rows: &[GidRow], idx: &[RoceV2Index]) -> Vec<Finding> {
     out
 }
 
-pub fn mlnx_qos(pfc: Option<&Pfc>) -> Vec<Finding> {
-    let Some(pfc) = pfc else {
-        return Vec::new();
-    };
+pub fn mlnx_qos(q: &MlnxQos) -> Vec<Finding> {
     let mut out = Vec::new();
-    if pfc.enabled_priorities.is_empty() {
-        out.push(finding(
+    let trust = q.trust.as_deref().unwrap_or("not shown");
+    match &q.pfc_enabled {
+        Some(on) if on.is_empty() => out.push(finding(
             "FAB-QOS-001",
             Severity::Warning,
             "mlnx_qos".to_string(),
-            "PFC is off on every priority: RoCE traffic is lossy unless the fabric is configured for it (or relies on ECN alone)".to_string(),
+            format!("PFC is off on every priority (trust {trust}): RoCE traffic is lossy unless the fabric relies on ECN alone"),
             vec![("mlnx_qos: PFC configuration enabled".to_string(), "0 0 0 0 0 0 0 0".to_string())],
-            "Enable PFC on the RoCE priority (commonly 3): `mlnx_qos -i IF --pfc 0,0,0,1,0,0,0,0`, matching the switches, and trust DSCP (`--trust dscp`).",
-        ));
-    } else {
-        out.push(finding(
+            "Enable PFC on the RoCE priority the switches use (commonly 3): `mlnx_qos -i IF --pfc 0,0,0,1,0,0,0,0`, and `--trust dscp`.",
+        )),
+        Some(on) => {
+            let lossless = q.lossless_dscp();
+            let tc = if trust == "dscp" && !lossless.is_empty() {
+                let list: Vec<String> = lossless
+                    .iter()
+                    .map(|d| format!("DSCP {d} -> NCCL_IB_TC={}", u32::from(*d) * 4))
+                    .collect();
+                format!("; lossless with trust dscp only for {}", list.join(", "))
+            } else if trust == "pcp" {
+                "; trust pcp: the priority comes from the VLAN PCP bits (NCCL_IB_SL), untagged traffic gets none".to_string()
+            } else {
+                String::new()
+            };
+            out.push(finding(
+                "FAB-QOS-PFC",
+                Severity::Info,
+                "mlnx_qos".to_string(),
+                format!("PFC on priorities {on:?}, trust {trust}{tc}"),
+                vec![("mlnx_qos: PFC configuration enabled".to_string(), format!("{on:?}"))],
+                "Nothing to fix if NCCL_IB_TC (or NCCL_IB_SL under pcp) lands on a PFC priority and the switches agree.",
+            ));
+        }
+        None => out.push(finding(
             "FAB-QOS-PFC",
             Severity::Info,
             "mlnx_qos".to_string(),
-            format!(
-                "PFC on priorities {:?}, trust {}: NCCL_IB_TC must map to one of them (TC = DSCP << 2; priority 3 is DSCP 26 under the default map, NCCL_IB_TC=106)",
-                pfc.enabled_priorities,
-                pfc.trust.as_deref().unwrap_or("not shown")
-            ),
-            vec![("mlnx_qos".to_string(), format!("{:?}", pfc.enabled_priorities))],
-            "Nothing to fix if the switches use the same priorities.",
-        ));
+            format!("trust {trust}; the PFC table is not in this text, so PFC is unknown"),
+            vec![("mlnx_qos".to_string(), format!("trust {trust}"))],
+            "Paste the whole `mlnx_qos -i IF` output to check PFC.",
+        )),
     }
     out
 }

@@ -306,18 +306,36 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             emit_command(&a, tool, maps, t, f)
         }
         _ => {
-            let source = a.file.display().to_string();
-            let Some(pfc) = c::mlnx_qos::parse_mlnx_qos(&text, &source) else {
-                return none("mlnx_qos (no PFC table)");
+            let Some(q) = c::mlnx_qos::parse_mlnx_qos_full(&text) else {
+                return none("mlnx_qos");
             };
             let _ = writeln!(
                 t,
-                "PFC enabled priorities: {:?}\ntrust: {}",
-                pfc.enabled_priorities,
-                opt(&pfc.trust)
+                "trust: {}\nPFC enabled priorities: {}\nruns in the text: {} (the last one is read)",
+                opt(&q.trust),
+                q.pfc_enabled
+                    .as_ref()
+                    .map_or_else(|| "not shown".to_string(), |p| format!("{p:?}")),
+                q.runs
             );
-            let f = c::findings::mlnx_qos(Some(&pfc));
-            emit_command(&a, tool, pfc, t, f)
+            let f = c::findings::mlnx_qos(&q);
+            #[derive(Serialize)]
+            struct Facts {
+                #[serde(flatten)]
+                qos: c::mlnx_qos::MlnxQos,
+                lossless_dscp: Vec<u8>,
+            }
+            let lossless_dscp = q.lossless_dscp();
+            emit_command(
+                &a,
+                tool,
+                Facts {
+                    qos: q,
+                    lossless_dscp,
+                },
+                t,
+                f,
+            )
         }
     }
 }
