@@ -247,3 +247,36 @@ fn mlnx_qos_pfc_and_trust() {
     assert_eq!(two.pfc_enabled.as_deref(), Some(&[][..]));
     assert_eq!(findings::mlnx_qos(&two)[0].rule, "FAB-QOS-001");
 }
+
+#[test]
+fn ibdev2netdev_verbose_form_with_padded_port_state() {
+    let m = ibdev2netdev::parse_ibdev2netdev(&text(
+        "ibdev2netdev",
+        "11-sriov-plain-then-v-padded-down-vfs.txt",
+    ));
+    assert_eq!(m.len(), 8);
+    let v = &m[2..];
+    assert_eq!(v[0].device, "mlx5_0");
+    assert_eq!(v[0].port_state.as_deref(), Some("ACTIVE"));
+    let down: Vec<_> = v
+        .iter()
+        .filter(|x| x.port_state.as_deref() == Some("DOWN"))
+        .map(|x| (x.device.as_str(), x.netdev.as_str(), x.netdev_up))
+        .collect();
+    assert_eq!(
+        down,
+        [
+            ("mlx5_2", "enp2s0f2", Some(false)),
+            ("mlx5_3", "enp2s0f3", Some(false)),
+            ("mlx5_4", "enp2s0f4", Some(false)),
+            ("mlx5_5", "enp2s0f5", Some(false)),
+        ]
+    );
+    let f = findings::ibdev2netdev(&m);
+    assert_eq!(
+        f.iter()
+            .filter(|f| f.rule == "FAB-PORT-001" && f.severity == Severity::Error)
+            .count(),
+        4
+    );
+}

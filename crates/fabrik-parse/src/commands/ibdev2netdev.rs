@@ -34,11 +34,20 @@ pub fn parse_ibdev2netdev(raw: &str) -> Vec<NetdevMap> {
             first => first,
         };
         let Some(device) = device else { continue };
-        let port_state = l
-            .get(pi + 2)
-            .and_then(|s| s.strip_prefix('('))
-            .and_then(|s| s.strip_suffix(')'))
-            .map(str::to_string);
+        // `port 1 (ACTIVE)`; ofed-scripts pads the state: `(DOWN  )`.
+        let after_port = left
+            .rsplit_once(" port ")
+            .map(|(_, r)| {
+                r.trim_start()
+                    .trim_start_matches(|c: char| c.is_ascii_digit())
+            })
+            .unwrap_or("");
+        let port_state = after_port
+            .trim()
+            .strip_prefix('(')
+            .and_then(|s| s.split_once(')'))
+            .map(|(s, _)| s.trim().to_string())
+            .filter(|s| !s.is_empty());
         let r: Vec<&str> = right.split_whitespace().collect();
         let Some(netdev) = r.first() else { continue };
         let netdev_up = r
