@@ -441,19 +441,52 @@ impl FailureLog {
     }
 }
 
-/// One error finding per failure class, in the order the run met them, quoting its lines.
+/// Messages perftest prints after another one as the generic end of a failed step: `Couldn't
+/// get context for the device` also follows a failed parameter or port check
+/// (`verify_params_with_device_context`), `Couldn't set the link layer` a port that is not
+/// ACTIVE, `Failed to complete run_iter_*` a failed completion. Alone they are the cause;
+/// after a specific message they are evidence of it.
+const FOLLOW_UPS: &[&str] = &[
+    "Couldn't get context for the device",
+    "Couldn't set the link layer",
+    "Failed to complete run_iter",
+    "Error occured in run_iter function",
+    "Error occurred in run_iter function",
+    "Error occured while running",
+    "Error occurred while running",
+];
+
+fn is_follow_up(f: &PerftestFailure) -> bool {
+    FOLLOW_UPS.iter().any(|p| f.line.contains(p))
+}
+
+/// One error finding per cause class, in the order the run met them, quoting its lines; the
+/// generic follow-up lines go with the first specific cause when there is one.
 pub fn findings(failures: &[PerftestFailure]) -> Vec<Finding> {
+    let has_root = failures.iter().any(|f| !is_follow_up(f));
     let mut classes: Vec<FailureClass> = Vec::new();
     for f in failures {
+        if has_root && is_follow_up(f) {
+            continue;
+        }
         if !classes.contains(&f.class) {
             classes.push(f.class);
         }
     }
+    let first = classes.first().copied();
     classes
         .into_iter()
         .map(|class| {
-            let lines: Vec<&PerftestFailure> =
-                failures.iter().filter(|f| f.class == class).collect();
+            let lines: Vec<&PerftestFailure> = failures
+                .iter()
+                .filter(|f| {
+                    if has_root && is_follow_up(f) {
+                        Some(class) == first
+                    } else {
+                        f.class == class
+                    }
+                })
+                .collect();
             let mut message = format!("perftest failed: {}", class.cause());
             if let Some(wc) = lines.iter().find_map(|f| f.wc_status.as_deref()) {
                 message.push_str(&format!("; completion status {wc}"));

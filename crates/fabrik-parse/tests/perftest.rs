@@ -388,3 +388,21 @@ fn rows_beyond_the_cap_are_counted_not_kept() {
     assert_eq!(bw_rows(&out.reports[0]), MAX_ROWS);
     assert_eq!(out.rows_dropped, (n - MAX_ROWS) as u64);
 }
+
+#[test]
+fn t19_port_down_is_the_cause_not_the_context_follow_up() {
+    let out = full("19-failed-port-down-set-link-layer-no-context.txt");
+    assert!(out.reports.is_empty());
+    assert_eq!(out.failures.len(), 3, "{:?}", out.failures);
+    let f = fabrik_parse::perftest_failures::findings(&out.failures);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-PORT");
+    assert_eq!(f[0].evidence.len(), 3);
+    // Alone, the follow-up line is the cause it names.
+    let alone = fabrik_parse::perftest::parse_reader_full(
+        &mut &b" Couldn't get context for the device\n"[..],
+    )
+    .unwrap();
+    let f = fabrik_parse::perftest_failures::findings(&alone.failures);
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-DEVICE");
+}
