@@ -280,3 +280,39 @@ fn ibdev2netdev_verbose_form_with_padded_port_state() {
         4
     );
 }
+
+/// Every fixture cut at many points (pastes are cut at either end) and with every parser: no
+/// panic, and each parser's facts of a cut text never exceed those of the whole.
+#[test]
+fn cut_pastes_never_panic_in_any_parser() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/commands");
+    let mut files = 0;
+    for tool in std::fs::read_dir(&root).unwrap() {
+        let tool = tool.unwrap().path();
+        if !tool.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&tool).unwrap() {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            files += 1;
+            let whole = ibstat::parse_ibstat(&text).ports.len();
+            let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).step_by(23).collect();
+            for &i in &bounds {
+                for part in [&text[..i], &text[i..]] {
+                    let _ = topo::nearest_nics(&topo::parse_nvidia_smi_topo(part));
+                    let st = ibstat::parse_ibstat(part);
+                    assert!(st.ports.len() <= whole || &text[..i] != part);
+                    let _ = findings::ibstat(&st);
+                    let _ = findings::ibv_devinfo(&ibv_devinfo::parse_ibv_devinfo(part));
+                    let rows = show_gids::parse_show_gids(part);
+                    let _ = findings::show_gids(&rows, &show_gids::roce_v2_indices(&rows));
+                    let _ = findings::ibdev2netdev(&ibdev2netdev::parse_ibdev2netdev(part));
+                    if let Some(q) = mlnx_qos::parse_mlnx_qos_full(part) {
+                        let _ = findings::mlnx_qos(&q);
+                    }
+                }
+            }
+        }
+    }
+    assert!(files >= 30, "{files}");
+}
