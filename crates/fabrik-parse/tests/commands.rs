@@ -63,6 +63,15 @@ fn topo_nearest_nic_through_the_legend() {
     assert!(f
         .iter()
         .any(|f| f.subject == "node" && f.message.contains("mlx5_bond_0")));
+    assert!(f
+        .iter()
+        .any(|f| f.subject == "node" && f.message.contains("GPU1 -> mlx5_3")));
+    // In file 02 GPU n's NIC is mlx5_n: nothing to say about the order.
+    let cells =
+        topo::parse_nvidia_smi_topo(&text("topo", "02-h100-collect-env-prefix-8nic-pix.txt"));
+    let nics: BTreeSet<String> = cells.keys().map(|(_, n)| n.clone()).collect();
+    let (f, _) = findings::topo(&topo::nearest_nics(&cells), &nics);
+    assert!(!f.iter().any(|f| f.message.contains("does not carry")));
     // Older drivers name NIC columns by device; GPU0 reaches mlx5_0 only at NODE.
     let n = nearest("04-v100-old-driver-nic-names-as-columns-ragged-tabs.txt");
     assert_eq!(n[0], (0, "mlx5_0".into(), "NODE".into()));

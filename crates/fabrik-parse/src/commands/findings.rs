@@ -280,6 +280,34 @@ pub fn topo(near: &[GpuNearestNic], all_nics: &BTreeSet<String>) -> (Vec<Finding
             },
         ));
     }
+    // GPU n's own NIC is often not NICn/mlx5_n (fixture topo/03: GPU1 -> mlx5_3): NCCL reads
+    // the PCI topology itself, but scripts that pin rank n to mlx5_n pick a far NIC.
+    let crossed: Vec<String> = near
+        .iter()
+        .filter(|g| g.nics.len() == 1 && matches!(g.path.as_str(), "PIX" | "PXB"))
+        .filter(|g| {
+            let n = &g.nics[0];
+            let digits = n.len() - n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            n[n.len() - digits..].parse::<usize>().ok() != Some(g.gpu)
+        })
+        .map(|g| format!("GPU{} -> {}", g.gpu, g.nics[0]))
+        .collect();
+    if !crossed.is_empty() {
+        out.push(finding(
+            "FAB-TOPO-NIC",
+            Severity::Info,
+            "node".to_string(),
+            format!(
+                "the NIC nearest to a GPU does not carry the GPU's number ({}): NCCL finds it from the PCI topology, but a launcher that maps local rank n to NIC n (UCX_NET_DEVICES, NCCL_IB_HCA per rank) sends those GPUs' traffic through a far NIC",
+                crossed.join(", ")
+            ),
+            crossed
+                .iter()
+                .map(|c| ("nvidia-smi topo -m".to_string(), c.clone()))
+                .collect(),
+            "Map ranks to NICs by this table (or leave the choice to NCCL), not by index.",
+        ));
+    }
     let unused: Vec<&String> = all_nics.iter().filter(|n| !hca.contains(n)).collect();
     if !unused.is_empty() && !hca.is_empty() {
         out.push(finding(
