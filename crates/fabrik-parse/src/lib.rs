@@ -3,11 +3,13 @@
 //! on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
 
 pub mod check;
+pub mod commands;
 pub mod error;
 pub mod input;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod perftest;
+pub mod perftest_failures;
 pub mod ras;
 mod text;
 

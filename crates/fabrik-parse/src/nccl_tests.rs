@@ -2,7 +2,8 @@
 //! the text tables of every version (with or without `redop`/`root`, `error` or `#wrong`,
 //! per-iteration columns) and the JSON file nccl-tests >= 2.17 writes with `-J`.
 
-use std::io::BufRead;
+use std::collections::HashSet;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use fabrik_model::{
@@ -13,7 +14,19 @@ use serde_json::Value;
 
 use crate::error::ParseError;
 use crate::input::{for_each_line, open_input};
-use crate::text::{parse_f64, strip_launcher_prefix};
+use crate::text::{parse_f64, strip_launcher_prefix, strip_quotes_and_labels};
+
+/// Rows kept per run. nccl-tests prints one row per size (about 32 for 8 B..16 GiB with `-f 2`);
+/// the cap keeps memory flat on endless or concatenated input, and the excess is counted.
+pub const MAX_ROWS: usize = 8192;
+/// Runs kept per input; later runs are counted, not kept.
+pub const MAX_RUNS: usize = 512;
+/// Device lines kept per run (one per rank; the largest published jobs have tens of thousands).
+pub const MAX_DEVICES: usize = 65_536;
+/// Notes kept per run.
+pub const MAX_NOTES: usize = 64;
+/// The JSON of `-J` is read whole; a real one is a few hundred kB.
+pub const MAX_JSON_BYTES: u64 = 64 << 20;
 
 /// One nccl-tests run, and what the text says beside the table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +36,13 @@ pub struct NcclTestsRun {
     pub out_of_bounds: Option<u64>,
     /// Largest value of the `error` column of old nccl-tests (a numeric deviation, not a count).
     pub max_error: Option<f64>,
+    /// Rows and device lines beyond [`MAX_ROWS`] and [`MAX_DEVICES`], counted and not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rows_dropped: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Default)]
@@ -37,6 +57,14 @@ struct Builder {
     runs: Vec<NcclTestsRun>,
     cur: NcclTestsRun,
     layout: Option<Layout>,
+    /// Hosts of the current run, for a constant-time membership test.
+    hosts: HashSet<String>,
+    /// Runs beyond [`MAX_RUNS`], counted and not kept.
+    runs_dropped: u64,
+    /// The op was named by the text itself (command line, banner), not guessed from the header.
+    op_named: bool,
+    /// Finds `NCCL ` (then `INFO`/`WARN`) in lines mixed into the table.
+    nccl: memchr::memmem::Finder<'static>,
 }
 
 fn empty_run() -> NcclTestsRun {
@@ -55,6 +83,7 @@ fn empty_run() -> NcclTestsRun {
         },
         out_of_bounds: None,
         max_error: None,
+        rows_dropped: 0,
     }
 }
 
@@ -85,13 +114,34 @@ impl Builder {
             runs: Vec::new(),
             cur: empty_run(),
             layout: None,
+            hosts: HashSet::new(),
+            runs_dropped: 0,
+            op_named: false,
+            nccl: memchr::memmem::Finder::new(b"NCCL "),
         }
     }
 
     fn start_new_run(&mut self) {
         let done = std::mem::replace(&mut self.cur, empty_run());
-        self.runs.push(done);
+        if self.runs.len() < MAX_RUNS {
+            self.runs.push(done);
+        } else if is_run(&done) {
+            self.runs_dropped += 1;
+        }
         self.layout = None;
+        self.hosts.clear();
+        self.op_named = false;
+    }
+
+    fn note(&mut self, note: String) {
+        if self.cur.report.notes.len() < MAX_NOTES && !self.cur.report.notes.contains(&note) {
+            self.cur.report.notes.push(note);
+        }
+    }
+
+    fn set_op(&mut self, op: String) {
+        self.cur.report.op = op;
+        self.op_named = true;
     }
 
     fn has_data(&self) -> bool {
@@ -99,12 +149,17 @@ impl Builder {
     }
 
     fn line(&mut self, raw: &[u8]) {
+        let raw = strip_quotes_and_labels(raw);
         let (line, tag) = match rank_tag(raw) {
             Some((tag, rest)) => (rest, Some(tag)),
             None => (strip_launcher_prefix(raw), None),
         };
-        if memchr::memmem::find(line, b"NCCL INFO").is_some()
-            || memchr::memmem::find(line, b"NCCL WARN").is_some()
+        // One prebuilt searcher: building one per line (memmem::find) dominated the time on
+        // long tables.
+        if self
+            .nccl
+            .find_iter(line)
+            .any(|i| matches!(line.get(i + 5..i + 9), Some(b"INFO") | Some(b"WARN")))
         {
             return;
         }
@@ -144,9 +199,7 @@ impl Builder {
             // The library under test: rccl-tests prints a `RCCL version : 2.22.3-...` block,
             // and NCCL itself a bare `NCCL version 2.18.5+cuda12.2` line with NCCL_DEBUG=VERSION.
             let note = t.split_whitespace().collect::<Vec<_>>().join(" ");
-            if !self.cur.report.notes.contains(&note) {
-                self.cur.report.notes.push(note);
-            }
+            self.note(note);
         } else if t.starts_with("Rank ") || is_header(t) {
             // Device lines and the column header with their `#` lost: nccl-tests 1.x printed
             // some without it, and Markdown renders `# ...` lines as headings when pasted.
@@ -155,7 +208,7 @@ impl Builder {
             if self.has_data() {
                 self.start_new_run();
             }
-            self.cur.report.op = op;
+            self.set_op(op);
         }
     }
 
@@ -164,23 +217,28 @@ impl Builder {
             if self.has_data() {
                 self.start_new_run();
             }
-            self.cur.report.notes.push(body.to_string());
+            self.note(body.to_string());
         } else if let Some(rest) = body.strip_prefix("Collective test starting:") {
             // nccl-tests >= 2.19 prints this before `# nThread`: it opens the next run.
             if self.has_data() {
                 self.start_new_run();
             }
             if let Some(op) = op_from_test_start(rest) {
-                self.cur.report.op = op;
+                self.set_op(op);
             }
         } else if body.starts_with("nccl-tests version") {
             if self.has_data() {
                 self.start_new_run();
             }
-            self.cur.report.notes.push(body.to_string());
+            self.note(body.to_string());
         } else if body.starts_with("Rank ") {
             if let Some(d) = device_line(body) {
-                if !self.cur.report.hosts.contains(&d.host) {
+                if self.cur.report.devices.len() >= MAX_DEVICES {
+                    self.cur.rows_dropped += 1;
+                    return;
+                }
+                if !self.hosts.contains(&d.host) {
+                    self.hosts.insert(d.host.clone());
                     self.cur.report.hosts.push(d.host.clone());
                 }
                 self.cur.report.devices.push(d);
@@ -199,8 +257,14 @@ impl Builder {
             self.cur.out_of_bounds = v.and_then(|v| v.parse().ok());
         } else {
             let toks: Vec<&str> = body.split_whitespace().collect();
-            if toks.contains(&"size") && toks.contains(&"count") {
+            let v1 = toks.first() == Some(&"bytes") && toks.get(1) == Some(&"N");
+            if v1 || (toks.contains(&"size") && toks.contains(&"count")) {
                 self.layout = layout_from_header(&toks);
+                if !self.op_named {
+                    if let Some(op) = self.layout.as_ref().and_then(op_from_layout) {
+                        self.cur.report.op = op.to_string();
+                    }
+                }
             }
         }
     }
@@ -222,25 +286,47 @@ impl Builder {
             if let Some(e) = err {
                 self.cur.max_error = Some(self.cur.max_error.map_or(e, |m: f64| m.max(e)));
             }
-            self.cur.report.rows.push(row);
+            if self.cur.report.rows.len() < MAX_ROWS {
+                self.cur.report.rows.push(row);
+            } else {
+                self.cur.rows_dropped += 1;
+            }
         }
     }
 
     fn finish(mut self) -> Vec<NcclTestsRun> {
         self.start_new_run();
-        let mut runs: Vec<NcclTestsRun> = self
-            .runs
-            .into_iter()
-            .filter(|r| {
-                !r.report.rows.is_empty()
-                    || !r.report.devices.is_empty()
-                    || r.report.avg_busbw.is_some()
-            })
-            .collect();
+        let dropped = self.runs_dropped;
+        let mut runs: Vec<NcclTestsRun> = self.runs.into_iter().filter(is_run).collect();
         for r in &mut runs {
             finish_run(r);
         }
+        if let (Some(last), true) = (runs.last_mut(), dropped > 0) {
+            last.report.notes.push(format!(
+                "{dropped} further runs not kept (at most {MAX_RUNS} per input)"
+            ));
+        }
         runs
+    }
+}
+
+fn is_run(r: &NcclTestsRun) -> bool {
+    !r.report.rows.is_empty() || !r.report.devices.is_empty() || r.report.avg_busbw.is_some()
+}
+
+/// The op a table header implies, where only one op printed that header. Before nccl-tests 2.13
+/// each op printed its own columns (`src/<op>.cu` `print_header`), so `redop root` with the old
+/// `error` column was `reduce` alone; nccl-tests 1.x (`bytes N type ...`, `res` column) also
+/// told `all_gather` (no op, no root) and `broadcast` (root only) apart. From 2.13 on every op
+/// prints the same header and it says nothing.
+fn op_from_layout(l: &Layout) -> Option<&'static str> {
+    let p: Vec<&str> = l.prefix.iter().map(String::as_str).collect();
+    let v1 = p.first() == Some(&"bytes");
+    match p.as_slice() {
+        [_, _, "type", "redop" | "op", "root"] if l.error_column => Some("reduce"),
+        [_, _, "type", "root"] if v1 => Some("broadcast"),
+        [_, _, "type"] if v1 => Some("all_gather"),
+        _ => None,
     }
 }
 
@@ -253,6 +339,12 @@ fn finish_run(r: &mut NcclTestsRun) {
     }
     if let Some(n) = r.out_of_bounds {
         r.report.notes.push(format!("out of bounds values: {n}"));
+    }
+    if r.rows_dropped > 0 {
+        r.report.notes.push(format!(
+            "{} rows or device lines beyond the caps ({MAX_ROWS} rows, {MAX_DEVICES} devices) counted, not kept",
+            r.rows_dropped
+        ));
     }
     if let Some(e) = r.max_error {
         r.report
@@ -278,7 +370,7 @@ fn layout_from_header(toks: &[&str]) -> Option<Layout> {
     Some(Layout {
         prefix: toks[..first].iter().map(|s| s.to_string()).collect(),
         group,
-        error_column: toks.get(first + 3) == Some(&"error"),
+        error_column: matches!(toks.get(first + 3), Some(&"error") | Some(&"res")),
     })
 }
 
@@ -325,18 +417,18 @@ fn parse_row(toks: &[&str], layout: &Layout) -> Option<(CollectiveRow, Option<f6
     let mut have_size = false;
     for (name, tok) in layout.prefix.iter().zip(toks) {
         match name.as_str() {
-            "size" => {
+            "size" | "bytes" => {
                 row.size = tok.parse().ok()?;
                 have_size = true;
             }
-            "count" => row.count = tok.parse().ok()?,
+            "count" | "N" => row.count = tok.parse().ok()?,
             "type" => {
                 if parse_f64(tok).is_some() {
                     return None;
                 }
                 row.dtype = tok.to_string();
             }
-            "redop" => row.redop = Some(tok.to_string()),
+            "redop" | "op" => row.redop = Some(tok.to_string()),
             "root" => row.root = tok.parse().ok(),
             _ => {}
         }
@@ -387,7 +479,10 @@ fn parse_row(toks: &[&str], layout: &Layout) -> Option<(CollectiveRow, Option<f6
 /// The column header line: `size count type redop root time algbw busbw #wrong ...`.
 fn is_header(t: &str) -> bool {
     let mut toks = t.split_whitespace();
-    toks.next() == Some("size") && toks.next() == Some("count")
+    matches!(
+        (toks.next(), toks.next()),
+        (Some("size"), Some("count")) | (Some("bytes"), Some("N"))
+    )
 }
 
 /// A leading MPI rank tag, `[0]` or `[1,0]<stdout>:`, and the text after it. Only tags of
@@ -473,7 +568,13 @@ pub fn parse_reader<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<Vec<
     let first = head.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'{') {
         let mut buf = Vec::new();
-        reader.read_to_end(&mut buf)?;
+        Read::take(&mut *reader, MAX_JSON_BYTES + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > MAX_JSON_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("nccl-tests JSON larger than {MAX_JSON_BYTES} bytes"),
+            ));
+        }
         let v: Value = serde_json::from_slice(&buf)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         return Ok(parse_json_value(&v).into_iter().collect());

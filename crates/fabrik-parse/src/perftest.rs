@@ -8,7 +8,29 @@ use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, SCH
 
 use crate::error::ParseError;
 use crate::input::{for_each_line, open_input};
+use crate::perftest_failures::{FailureLog, PerftestFailure};
 use crate::text::{parse_f64, strip_launcher_prefix};
+
+/// Rows kept per report (perftest `-a` prints 23 sizes); the excess is counted, not kept, so
+/// memory stays flat on endless or concatenated input.
+pub const MAX_ROWS: usize = 8192;
+/// Reports kept per input; later ones are counted.
+pub const MAX_REPORTS: usize = 512;
+/// Notes kept per report.
+pub const MAX_NOTES: usize = 64;
+
+/// Everything read from a perftest output: the reports, the failure lines, and what the caps left
+/// out.
+#[derive(Debug, Default)]
+pub struct PerftestOutput {
+    pub reports: Vec<P2pReport>,
+    pub failures: Vec<PerftestFailure>,
+    /// Distinct failure lines beyond the cap.
+    pub failures_dropped: u64,
+    /// Rows beyond [`MAX_ROWS`] and reports beyond [`MAX_REPORTS`].
+    pub rows_dropped: u64,
+    pub reports_dropped: u64,
+}
 
 /// Header keys perftest prints in its parameter block (`ctx_print_test_info`).
 const KEYS: &[&str] = &[
@@ -71,6 +93,9 @@ struct Builder {
     started: bool,
     /// The current report already has its title line.
     titled: bool,
+    failures: FailureLog,
+    rows_dropped: u64,
+    reports_dropped: u64,
 }
 
 fn empty() -> P2pReport {
@@ -103,6 +128,15 @@ impl Builder {
             lat: Vec::new(),
             started: false,
             titled: false,
+            failures: FailureLog::default(),
+            rows_dropped: 0,
+            reports_dropped: 0,
+        }
+    }
+
+    fn note(&mut self, note: String) {
+        if self.cur.notes.len() < MAX_NOTES && !self.cur.notes.contains(&note) {
+            self.cur.notes.push(note);
         }
     }
 
@@ -116,7 +150,11 @@ impl Builder {
             P2pRows::Bw(bw)
         };
         if self.started {
-            self.reports.push(r);
+            if self.reports.len() < MAX_REPORTS {
+                self.reports.push(r);
+            } else {
+                self.reports_dropped += 1;
+            }
         }
         self.started = false;
         self.titled = false;
@@ -135,6 +173,9 @@ impl Builder {
         if t.is_empty() || t.starts_with("---") || t.starts_with('*') {
             return;
         }
+        if self.failures.line(t) {
+            return;
+        }
         if t.ends_with(" BW Test") || t.ends_with(" Latency Test") || t.ends_with(" Lat Test") {
             if self.has_rows() || self.titled {
                 self.flush();
@@ -146,10 +187,7 @@ impl Builder {
         }
         if let Some(v) = t.strip_prefix("Version:") {
             self.started = true;
-            let note = format!("perftest version {}", v.trim());
-            if !self.cur.notes.contains(&note) {
-                self.cur.notes.push(note);
-            }
+            self.note(format!("perftest version {}", v.trim()));
             return;
         }
         if t.starts_with("#bytes") {
@@ -186,10 +224,7 @@ impl Builder {
         }
         // `allocated 67108864 bytes of GPU buffer at 0x7f..` (`--use_cuda`, `--use_rocm`).
         if t.starts_with("allocated ") && t.contains(" bytes of GPU buffer") {
-            let note = "GPU memory buffers (GPUDirect RDMA)";
-            if !self.cur.notes.iter().any(|n| n == note) {
-                self.cur.notes.push(note.to_string());
-            }
+            self.note("GPU memory buffers (GPUDirect RDMA)".to_string());
         }
     }
 
@@ -267,9 +302,9 @@ impl Builder {
             None
         };
         self.cur.op = op.map(str::to_string);
-        self.cur.notes.push(format!("test: {t}"));
+        self.note(format!("test: {t}"));
         if t.contains("Bidirectional") {
-            self.cur.notes.push(BIDIRECTIONAL_NOTE.to_string());
+            self.note(BIDIRECTIONAL_NOTE.to_string());
         }
     }
 
@@ -286,7 +321,7 @@ impl Builder {
             "Mtu" => self.cur.mtu = value.trim_end_matches("[B]").trim().parse().ok(),
             "GID index" => self.cur.gid_index = value.parse().ok(),
             "Number of qps" => self.cur.streams = value.parse().unwrap_or(1),
-            _ => self.cur.notes.push(format!("{key}: {value}")),
+            _ => self.note(format!("{key}: {value}")),
         }
     }
 
@@ -294,6 +329,10 @@ impl Builder {
         let Some(table) = self.table else {
             return;
         };
+        if self.bw.len() + self.lat.len() >= MAX_ROWS {
+            self.rows_dropped += 1;
+            return;
+        }
         let toks: Vec<&str> = t
             .split_whitespace()
             .map(|s| s.trim_matches('*'))
@@ -415,9 +454,15 @@ impl Builder {
         }
     }
 
-    fn finish(mut self) -> Vec<P2pReport> {
+    fn finish(mut self) -> PerftestOutput {
         self.flush();
-        self.reports
+        PerftestOutput {
+            reports: self.reports,
+            failures: self.failures.failures,
+            failures_dropped: self.failures.dropped,
+            rows_dropped: self.rows_dropped,
+            reports_dropped: self.reports_dropped,
+        }
     }
 }
 
@@ -496,16 +541,27 @@ fn key_values(line: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Parses perftest output from a reader; one report per test printed.
-pub fn parse_reader<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<Vec<P2pReport>> {
+/// Parses perftest output from a reader, line by line with bounded state: the reports (one per
+/// test printed) and the failure messages.
+pub fn parse_reader_full<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<PerftestOutput> {
     let mut b = Builder::new();
     for_each_line(reader, |l| b.line(l))?;
     Ok(b.finish())
 }
 
-pub fn parse_path(path: &Path) -> Result<Vec<P2pReport>, ParseError> {
+/// Parses perftest output from a reader; one report per test printed.
+pub fn parse_reader<R: BufRead + ?Sized>(reader: &mut R) -> std::io::Result<Vec<P2pReport>> {
+    Ok(parse_reader_full(reader)?.reports)
+}
+
+/// Parses a file (`-` is stdin; gzip detected), reports and failures.
+pub fn parse_path_full(path: &Path) -> Result<PerftestOutput, ParseError> {
     let mut r = open_input(path).map_err(|e| ParseError::io(path, e))?;
-    parse_reader(&mut r).map_err(|e| ParseError::io(path, e))
+    parse_reader_full(&mut r).map_err(|e| ParseError::io(path, e))
+}
+
+pub fn parse_path(path: &Path) -> Result<Vec<P2pReport>, ParseError> {
+    Ok(parse_path_full(path)?.reports)
 }
 
 pub fn parse_str(text: &str) -> Vec<P2pReport> {

@@ -243,3 +243,71 @@ fn t12_rccl_tests_two_runs_with_the_library_block() {
     );
     assert!(check_collective(&runs[0], None).is_empty());
 }
+
+/// The fixture 06 table pasted quoted, with srun `--label` and with mpirun `--tag-output` reads
+/// the same rows.
+#[test]
+fn quoted_and_launcher_prefixed_tables_read_the_same() {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/nccl-tests/09-mooncake-all-reduce-rows.txt");
+    let text = std::fs::read_to_string(p).unwrap();
+    let plain = fabrik_parse::nccl_tests::parse_str(&text);
+    assert_eq!(plain[0].report.rows.len(), 11);
+    for prefix in ["> ", "0: ", "  3: ", "[1,0]<stdout>:", "> > "] {
+        let prefixed: String = text.lines().map(|l| format!("{prefix}{l}\n")).collect();
+        let got = fabrik_parse::nccl_tests::parse_str(&prefixed);
+        assert_eq!(
+            got[0].report.rows, plain[0].report.rows,
+            "prefix {prefix:?}"
+        );
+    }
+}
+
+/// nccl-tests 1.x headers (src/<op>.cu `print_header` at v1.0.0) name their columns per op,
+/// and three of them say which op printed them.
+#[test]
+fn op_from_nccl_tests_1_headers() {
+    let header = |cols: &str| {
+        format!("# {cols} time algbw busbw res time algbw busbw res\n      1000  250  float  sum  0  0.010  0.10  0.10  0e+00  0.010  0.10  0.10  0e+00\n")
+    };
+    let op = |cols: &str| {
+        fabrik_parse::nccl_tests::parse_str(&header(cols))
+            .first()
+            .map(|r| r.report.op.clone())
+    };
+    assert_eq!(op("bytes N type op root").as_deref(), Some("reduce"));
+    // nccl-tests 2.0-2.11 reduce: `redop root` with the `error` column.
+    let old_reduce = "#       size         count    type   redop    root     time   algbw   busbw  error     time   algbw   busbw  error\n     1000  250  float  sum  0  0.010  0.10  0.10  0e+00  0.010  0.10  0.10  0e+00\n";
+    assert_eq!(
+        fabrik_parse::nccl_tests::parse_str(old_reduce)[0].report.op,
+        "reduce"
+    );
+    // From 2.13 every op prints the same header: it names none.
+    let new = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n     1000  250  float  sum  -1  0.010  0.10  0.10  0  0.010  0.10  0.10  0\n";
+    assert_eq!(
+        fabrik_parse::nccl_tests::parse_str(new)[0].report.op,
+        "unknown"
+    );
+    // A command line still wins over the header's guess.
+    let named = format!("mpirun -np 2 ./build/all_reduce_perf -b 8\n{old_reduce}");
+    assert_eq!(
+        fabrik_parse::nccl_tests::parse_str(&named)[0].report.op,
+        "all_reduce"
+    );
+}
+
+#[test]
+fn rows_beyond_the_cap_are_counted_not_kept() {
+    use fabrik_parse::nccl_tests::MAX_ROWS;
+    let mut text = String::from("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    let n = 100_000usize;
+    for _ in 0..n {
+        text.push_str("     1048576        262144     float     sum      -1    27.76   37.78   66.11      0    27.49   38.15   66.76      0\n");
+    }
+    let start = std::time::Instant::now();
+    let runs = fabrik_parse::nccl_tests::parse_str(&text);
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].report.rows.len(), MAX_ROWS);
+    assert_eq!(runs[0].rows_dropped, (n - MAX_ROWS) as u64);
+}

@@ -291,3 +291,118 @@ fn p15_read_latency_with_warnings_between_header_and_row() {
     assert_eq!((rows[0].p99_us, rows[0].p999_us), (Some(4.91), Some(13.2)));
     assert!(lat(&r[1]).is_empty());
 }
+
+fn full(name: &str) -> fabrik_parse::perftest::PerftestOutput {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/perftest")
+        .join(name);
+    fabrik_parse::perftest::parse_path_full(&p).expect("fixture readable")
+}
+
+#[test]
+fn t16_failed_completion_is_an_error_with_its_status() {
+    use fabrik_parse::perftest_failures::{findings, FailureClass};
+    let out = full("16-failed-completion-status4-run-iter.txt");
+    assert!(out.reports.is_empty());
+    let classes: Vec<_> = out.failures.iter().map(|f| f.class).collect();
+    assert_eq!(classes, vec![FailureClass::Completion; 3]);
+    let f = findings(&out.failures);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-COMPLETION");
+    assert_eq!(f[0].severity, fabrik_model::Severity::Error);
+    assert!(
+        f[0].message.contains("4 (IBV_WC_LOC_PROT_ERR)"),
+        "{}",
+        f[0].message
+    );
+    assert_eq!(f[0].evidence.len(), 3);
+}
+
+#[test]
+fn t17_modify_qp_to_rtr_is_the_qp_state_class() {
+    use fabrik_parse::perftest_failures::{findings, FailureClass};
+    let out = full("17-failed-modify-qp-rtr-grh-required.txt");
+    assert!(out.reports.is_empty());
+    assert_eq!(out.failures.len(), 3, "{:?}", out.failures);
+    assert!(out
+        .failures
+        .iter()
+        .all(|f| f.class == FailureClass::QpState));
+    // The repeated `Unable to Connect` line is counted, not stored twice.
+    assert_eq!(
+        out.failures.iter().map(|f| f.count).sum::<u64>(),
+        4,
+        "{:?}",
+        out.failures
+    );
+    let f = findings(&out.failures);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-QP");
+    assert!(f[0].fix.contains("-x"));
+}
+
+#[test]
+fn t18_one_line_status_12_names_retry_exceeded() {
+    let out = full("18-failed-status12-one-line-siw.txt");
+    assert_eq!(out.failures.len(), 1);
+    assert_eq!(
+        out.failures[0].wc_status.as_deref(),
+        Some("12 (IBV_WC_RETRY_EXC_ERR)")
+    );
+}
+
+/// The same report pasted with a Markdown quote, srun `--label` and mpirun `--tag-output`
+/// prefixes reads the same as the plain one.
+#[test]
+fn quoted_and_launcher_prefixed_reports_read_the_same() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/perftest/01-ib_write_bw-post-list-gbits-roce.txt");
+    let text = std::fs::read_to_string(p).unwrap();
+    let plain = fabrik_parse::perftest::parse_str(&text);
+    assert!(bw_rows(&plain[0]) > 0);
+    for prefix in ["> ", "0: ", "[1,0]<stdout>:", "> 12: "] {
+        let prefixed: String = text.lines().map(|l| format!("{prefix}{l}\n")).collect();
+        let got = fabrik_parse::perftest::parse_str(&prefixed);
+        assert_eq!(got, plain, "prefix {prefix:?}");
+    }
+}
+
+/// Endless input keeps bounded state: rows past the cap are counted, not stored, and the run
+/// stays linear (a 1 GiB input reads in constant memory; here 200k rows in bounded time).
+#[test]
+fn rows_beyond_the_cap_are_counted_not_kept() {
+    use fabrik_parse::perftest::{parse_reader_full, MAX_ROWS};
+    let mut text = String::from(
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
+    );
+    let n = 200_000usize;
+    for _ in 0..n {
+        text.push_str(
+            " 65536      5000           97.50              97.40              0.185800\n",
+        );
+    }
+    let start = std::time::Instant::now();
+    let out = parse_reader_full(&mut text.as_bytes()).unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(out.reports.len(), 1);
+    assert_eq!(bw_rows(&out.reports[0]), MAX_ROWS);
+    assert_eq!(out.rows_dropped, (n - MAX_ROWS) as u64);
+}
+
+#[test]
+fn t19_port_down_is_the_cause_not_the_context_follow_up() {
+    let out = full("19-failed-port-down-set-link-layer-no-context.txt");
+    assert!(out.reports.is_empty());
+    assert_eq!(out.failures.len(), 3, "{:?}", out.failures);
+    let f = fabrik_parse::perftest_failures::findings(&out.failures);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-PORT");
+    assert_eq!(f[0].evidence.len(), 3);
+    // Alone, the follow-up line is the cause it names.
+    let alone = fabrik_parse::perftest::parse_reader_full(
+        &mut &b" Couldn't get context for the device\n"[..],
+    )
+    .unwrap();
+    let f = fabrik_parse::perftest_failures::findings(&alone.failures);
+    assert_eq!(f[0].rule, "FAB-BENCH-PT-DEVICE");
+}

@@ -4,7 +4,13 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use fabrik_model::{LinkRate, MemlockLimit, Pfc};
+use fabrik_model::{LinkRate, MemlockLimit};
+
+// The command-output parsers live with `fabrik parse` (one home per format); the probe reads its
+// captures under `fabrik/cmd/` through the same functions.
+pub use fabrik_parse::commands::ibv_devinfo::parse_ibv_devinfo_mtu;
+pub use fabrik_parse::commands::mlnx_qos::parse_mlnx_qos;
+pub use fabrik_parse::commands::topo::parse_nvidia_smi_topo;
 
 /// `ports/N/rate` as the kernel writes it: `400 Gb/sec (4X NDR)`, `2.5 Gb/sec (1X)` (SDR has no
 /// speed name), `56 Gb/sec (4X FDR)`. Returns `None` for an empty text.
@@ -75,77 +81,6 @@ pub fn parse_int_auto(raw: &str) -> Option<u64> {
 pub fn parse_numa(raw: &str) -> Option<Option<i32>> {
     let v: i32 = raw.trim().parse().ok()?;
     Some(if v < 0 { None } else { Some(v) })
-}
-
-/// `mlnx_qos -i IF`: PFC priorities from the `PFC configuration:` block and the trust state.
-/// Returns `None` when the text has no PFC table.
-pub fn parse_mlnx_qos(raw: &str, source: &str) -> Option<Pfc> {
-    let mut trust = None;
-    let mut priorities: Option<Vec<u8>> = None;
-    let mut enabled: Option<Vec<bool>> = None;
-    let mut in_pfc = false;
-    for line in raw.lines() {
-        let t = line.trim();
-        // `Priority trust state:` is what MLNX_OFED 4.2+ prints (Mellanox DOC-2792); `mode` is
-        // accepted as well, unconfirmed, since a wrong miss would hide the trust setting.
-        if let Some(rest) = t
-            .strip_prefix("Priority trust state:")
-            .or_else(|| t.strip_prefix("Priority trust mode:"))
-        {
-            let v = rest.trim();
-            if !v.is_empty() {
-                trust = Some(v.to_string());
-            }
-            continue;
-        }
-        if t.to_ascii_lowercase().starts_with("pfc configuration") {
-            in_pfc = true;
-            continue;
-        }
-        if !in_pfc {
-            continue;
-        }
-        let mut words = t.split_whitespace();
-        // Some versions write `priority:`/`enabled:` with a colon.
-        match words.next().map(|w| w.trim_end_matches(':')) {
-            Some("priority") if priorities.is_none() => {
-                let p: Option<Vec<u8>> = words.map(|w| w.parse::<u8>().ok()).collect();
-                priorities = p.filter(|v| !v.is_empty());
-            }
-            Some("enabled") if enabled.is_none() => {
-                let e: Option<Vec<bool>> = words
-                    .map(|w| match w {
-                        "0" => Some(false),
-                        "1" => Some(true),
-                        _ => None,
-                    })
-                    .collect();
-                enabled = e;
-            }
-            _ => {}
-        }
-        if priorities.is_some() && enabled.is_some() {
-            break;
-        }
-    }
-    let (prios, en) = (priorities?, enabled?);
-    if prios.len() != en.len() {
-        return None;
-    }
-    let mut enabled_priorities: Vec<u8> = prios
-        .iter()
-        .zip(en.iter())
-        .filter(|(_, on)| **on)
-        .map(|(p, _)| *p)
-        .filter(|p| *p < 8)
-        .collect();
-    enabled_priorities.sort_unstable();
-    enabled_priorities.dedup();
-    Some(Pfc {
-        enabled_priorities,
-        trust,
-        source: source.to_string(),
-    })
 }
 
 /// Normalises an lspci address: `17:00.0` → `0000:17:00.0`.
@@ -392,105 +327,12 @@ pub fn parse_addresses_file(raw: &str) -> Vec<(String, String, String)> {
     out
 }
 
-/// `nvidia-smi topo -m`: the GPU-row × NIC-column cells, keyed by (GPU index, NIC name). NIC
-/// columns are named `NIC0`… with a `NIC Legend:` (`NIC0: mlx5_0`) in newer drivers, or by the
-/// device name (`mlx5_0`) in older ones. Cells are kept as printed (`PIX`, `PXB`, `SYS`...).
-pub fn parse_nvidia_smi_topo(raw: &str) -> BTreeMap<(usize, String), String> {
-    let mut out = BTreeMap::new();
-    let mut legend: BTreeMap<String, String> = BTreeMap::new();
-    for line in raw.lines() {
-        let t = line.trim();
-        if let Some((k, v)) = t.split_once(':') {
-            let (k, v) = (k.trim(), v.trim());
-            if k.starts_with("NIC") && k[3..].chars().all(|c| c.is_ascii_digit()) && !v.is_empty() {
-                legend.insert(k.to_string(), v.to_string());
-            }
-        }
-    }
-    let mut columns: Vec<String> = Vec::new();
-    for line in raw.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if columns.is_empty() {
-            // The header's first word is GPU0 and its second another column; GPU0's own row has
-            // `X` second. Pastes often lose the header's leading whitespace, so that is no test.
-            if words.first().is_some_and(|w| *w == "GPU0")
-                && words.get(1).is_some_and(|w| *w != "X")
-            {
-                columns = words
-                    .iter()
-                    .take_while(|w| **w != "CPU" && **w != "NUMA")
-                    .map(|w| w.to_string())
-                    .collect();
-            }
-            continue;
-        }
-        let Some(label) = words.first() else { break };
-        let Some(gpu) = label
-            .strip_prefix("GPU")
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            if label.starts_with("NIC") || label.starts_with("mlx") || label.starts_with("Legend") {
-                break;
-            }
-            continue;
-        };
-        // A cell is one word (`X` is printed ` X `), so cells line up with the header.
-        for (col, cell) in columns.iter().zip(words.iter().skip(1)) {
-            if col.starts_with("GPU") {
-                continue;
-            }
-            let nic = legend.get(col).cloned().unwrap_or_else(|| col.clone());
-            out.insert((gpu, nic), cell.to_string());
-        }
-    }
-    out
-}
-
 /// A `KEY=value` file (`/etc/os-release`), quotes removed.
 pub fn parse_os_release(raw: &str, key: &str) -> Option<String> {
     raw.lines().find_map(|line| {
         let (k, v) = line.split_once('=')?;
         (k.trim() == key).then(|| v.trim().trim_matches('"').trim_matches('\'').to_string())
     })
-}
-
-/// Active and max MTU per (device, port) from `ibv_devinfo -v`.
-pub fn parse_ibv_devinfo_mtu(raw: &str) -> BTreeMap<(String, u32), (Option<u32>, Option<u32>)> {
-    let mut out: BTreeMap<(String, u32), (Option<u32>, Option<u32>)> = BTreeMap::new();
-    let mut dev: Option<String> = None;
-    let mut port: Option<u32> = None;
-    for line in raw.lines() {
-        let t = line.trim();
-        let Some((key, value)) = t.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        let first_num = || {
-            value
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse::<u32>().ok())
-        };
-        match key.trim() {
-            "hca_id" => {
-                dev = value.split_whitespace().next().map(str::to_string);
-                port = None;
-            }
-            "port" => port = first_num(),
-            "active_mtu" | "max_mtu" => {
-                if let (Some(d), Some(p)) = (&dev, port) {
-                    let e = out.entry((d.clone(), p)).or_default();
-                    if key.trim() == "active_mtu" {
-                        e.0 = first_num();
-                    } else {
-                        e.1 = first_num();
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// `ofed_info -s`: `MLNX_OFED_LINUX-5.8-3.0.7.0:` → without the colon.

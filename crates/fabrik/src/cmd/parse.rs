@@ -28,6 +28,28 @@ pub enum What {
     NcclTests(ToolArgs),
     /// perftest output (ib_write_bw, ib_read_bw, ib_send_bw, ib_*_lat); `-` reads stdin.
     Perftest(ToolArgs),
+    /// `nvidia-smi topo -m` output: each GPU's nearest NIC; `-` reads stdin.
+    Topo(CmdArgs),
+    /// `ibstat` output: port states and rates; `-` reads stdin.
+    Ibstat(CmdArgs),
+    /// `ibv_devinfo [-v]` output: port states, MTUs, link layers; `-` reads stdin.
+    #[command(alias = "ibv_devinfo")]
+    IbvDevinfo(CmdArgs),
+    /// `show_gids` output: the RoCE v2 GID index with an IPv4 address per port; `-` reads stdin.
+    #[command(alias = "show_gids")]
+    ShowGids(CmdArgs),
+    /// `ibdev2netdev [-v]` output: RDMA device to netdev, and their states; `-` reads stdin.
+    Ibdev2netdev(CmdArgs),
+    /// `mlnx_qos -i IF` output: PFC priorities and trust mode; `-` reads stdin.
+    #[command(alias = "mlnx_qos")]
+    MlnxQos(CmdArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CmdArgs {
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(clap::Args)]
@@ -60,6 +82,261 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::NcclTests(a) => nccl_tests(a),
         What::Perftest(a) => perftest(a),
+        What::Topo(a) => command_output(a, "topo"),
+        What::Ibstat(a) => command_output(a, "ibstat"),
+        What::IbvDevinfo(a) => command_output(a, "ibv_devinfo"),
+        What::ShowGids(a) => command_output(a, "show_gids"),
+        What::Ibdev2netdev(a) => command_output(a, "ibdev2netdev"),
+        What::MlnxQos(a) => command_output(a, "mlnx_qos"),
+    }
+}
+
+/// Reads a pasted command output whole, up to what one node's output can hold.
+fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let max = fabrik_parse::commands::MAX_INPUT;
+    let r = fabrik_parse::input::open_input(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut buf = Vec::new();
+    r.take(max as u64 + 1)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if buf.len() > max {
+        anyhow::bail!(
+            "{}: larger than {max} bytes, not a command output",
+            path.display()
+        );
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+#[derive(Serialize)]
+struct CommandDoc<T: Serialize> {
+    schema_version: u32,
+    tool: &'static str,
+    facts: T,
+    findings: Vec<Finding>,
+}
+
+fn emit_command<T: Serialize>(
+    a: &CmdArgs,
+    tool: &'static str,
+    facts: T,
+    table: String,
+    findings: Vec<Finding>,
+) -> anyhow::Result<ExitCode> {
+    let code = exit_for(&findings);
+    match a.format {
+        Format::Json => crate::output::print_json(&CommandDoc {
+            schema_version: fabrik_model::SCHEMA_VERSION,
+            tool,
+            facts,
+            findings,
+        })?,
+        Format::Table => print!("{table}{}", findings_text(&findings)),
+    }
+    Ok(code)
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
+    use fabrik_parse::commands as c;
+    let text = read_text(&a.file)?;
+    let none = |what: &str| -> anyhow::Result<ExitCode> {
+        anyhow::bail!("{}: no {what} output found", a.file.display())
+    };
+    let mut t = String::new();
+    match tool {
+        "topo" => {
+            let cells = c::topo::parse_nvidia_smi_topo(&text);
+            if cells.is_empty() {
+                return none("nvidia-smi topo -m");
+            }
+            let near = c::topo::nearest_nics(&cells);
+            let nics: std::collections::BTreeSet<String> =
+                cells.keys().map(|(_, n)| n.clone()).collect();
+            let (f, advice) = c::findings::topo(&near, &nics);
+            let _ = writeln!(t, "{:<6} {:<6} nearest NIC", "GPU", "path");
+            for g in &near {
+                let _ = writeln!(
+                    t,
+                    "{:<6} {:<6} {}",
+                    format!("GPU{}", g.gpu),
+                    g.path,
+                    g.nics.join(",")
+                );
+            }
+            let _ = writeln!(
+                t,
+                "NCCL_IB_HCA (GPU-near NICs): {}",
+                advice.nccl_ib_hca.join(",")
+            );
+            #[derive(Serialize)]
+            struct Facts {
+                nearest: Vec<c::topo::GpuNearestNic>,
+                nics: std::collections::BTreeSet<String>,
+                nccl_ib_hca: Vec<String>,
+            }
+            emit_command(
+                &a,
+                tool,
+                Facts {
+                    nearest: near,
+                    nics,
+                    nccl_ib_hca: advice.nccl_ib_hca,
+                },
+                t,
+                f,
+            )
+        }
+        "ibstat" => {
+            let st = c::ibstat::parse_ibstat(&text);
+            if st.ports.is_empty() && st.errors.is_empty() {
+                return none("ibstat");
+            }
+            let _ = writeln!(
+                t,
+                "{:<14} {:<12} {:<10} {:>6} link layer",
+                "port", "state", "physical", "rate"
+            );
+            for p in &st.ports {
+                let _ = writeln!(
+                    t,
+                    "{:<14} {:<12} {:<10} {:>6} {}",
+                    format!("{}:{}", p.device, p.port),
+                    opt(&p.state),
+                    opt(&p.phys_state),
+                    opt(&p.rate_gbps),
+                    opt(&p.link_layer)
+                );
+            }
+            for e in &st.errors {
+                let _ = writeln!(t, "ibstat error: {e}");
+            }
+            let f = c::findings::ibstat(&st);
+            emit_command(&a, tool, st, t, f)
+        }
+        "ibv_devinfo" => {
+            let ports = c::ibv_devinfo::parse_ibv_devinfo(&text);
+            if ports.is_empty() {
+                return none("ibv_devinfo");
+            }
+            let _ = writeln!(
+                t,
+                "{:<14} {:<12} {:<10} {:>6} {:>6} link layer",
+                "port", "state", "physical", "mtu", "max"
+            );
+            for p in &ports {
+                let _ = writeln!(
+                    t,
+                    "{:<14} {:<12} {:<10} {:>6} {:>6} {}",
+                    format!("{}:{}", p.device, p.port),
+                    opt(&p.state),
+                    opt(&p.phys_state),
+                    opt(&p.active_mtu),
+                    opt(&p.max_mtu),
+                    opt(&p.link_layer)
+                );
+            }
+            let f = c::findings::ibv_devinfo(&ports);
+            emit_command(&a, tool, ports, t, f)
+        }
+        "show_gids" => {
+            let rows = c::show_gids::parse_show_gids(&text);
+            if rows.is_empty() {
+                return none("show_gids");
+            }
+            let idx = c::show_gids::roce_v2_indices(&rows);
+            let _ = writeln!(t, "{:<14} {:<10} {:>6} IPv4", "port", "netdev", "v2 idx");
+            for e in &idx {
+                let _ = writeln!(
+                    t,
+                    "{:<14} {:<10} {:>6} {}",
+                    format!("{}:{}", e.device, e.port),
+                    opt(&e.netdev),
+                    opt(&e.index),
+                    opt(&e.ipv4)
+                );
+            }
+            let f = c::findings::show_gids(&rows, &idx);
+            #[derive(Serialize)]
+            struct Facts {
+                roce_v2_ipv4: Vec<c::show_gids::RoceV2Index>,
+                gids: Vec<c::show_gids::GidRow>,
+            }
+            emit_command(
+                &a,
+                tool,
+                Facts {
+                    roce_v2_ipv4: idx,
+                    gids: rows,
+                },
+                t,
+                f,
+            )
+        }
+        "ibdev2netdev" => {
+            let maps = c::ibdev2netdev::parse_ibdev2netdev(&text);
+            if maps.is_empty() {
+                return none("ibdev2netdev");
+            }
+            for m in &maps {
+                let _ = writeln!(
+                    t,
+                    "{}:{} ==> {} ({}){}",
+                    m.device,
+                    m.port,
+                    m.netdev,
+                    match m.netdev_up {
+                        Some(true) => "Up",
+                        Some(false) => "Down",
+                        None => "-",
+                    },
+                    m.port_state
+                        .as_ref()
+                        .map(|s| format!(" port {s}"))
+                        .unwrap_or_default()
+                );
+            }
+            let f = c::findings::ibdev2netdev(&maps);
+            emit_command(&a, tool, maps, t, f)
+        }
+        _ => {
+            let Some(q) = c::mlnx_qos::parse_mlnx_qos_full(&text) else {
+                return none("mlnx_qos");
+            };
+            let _ = writeln!(
+                t,
+                "trust: {}\nPFC enabled priorities: {}\nruns in the text: {} (the last one is read)",
+                opt(&q.trust),
+                q.pfc_enabled
+                    .as_ref()
+                    .map_or_else(|| "not shown".to_string(), |p| format!("{p:?}")),
+                q.runs
+            );
+            let f = c::findings::mlnx_qos(&q);
+            #[derive(Serialize)]
+            struct Facts {
+                #[serde(flatten)]
+                qos: c::mlnx_qos::MlnxQos,
+                lossless_dscp: Vec<u8>,
+            }
+            let lossless_dscp = q.lossless_dscp();
+            emit_command(
+                &a,
+                tool,
+                Facts {
+                    qos: q,
+                    lossless_dscp,
+                },
+                t,
+                f,
+            )
+        }
     }
 }
 
@@ -212,15 +489,31 @@ fn findings_text(all: &[Finding]) -> String {
     out
 }
 
+/// A perftest run that printed failure messages: what it printed and the findings about it.
+#[derive(Serialize)]
+struct FailedRun<'a> {
+    schema_version: u32,
+    source: &'static str,
+    failed: bool,
+    failures: &'a [fabrik_parse::perftest_failures::PerftestFailure],
+    findings: Vec<Finding>,
+}
+
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
-    let reports = fabrik_parse::perftest::parse_path(&a.file)
+    let out = fabrik_parse::perftest::parse_path_full(&a.file)
         .with_context(|| format!("parsing perftest output {}", a.file.display()))?;
-    if reports.is_empty() {
-        anyhow::bail!("{}: no perftest report found", a.file.display());
+    let reports = &out.reports;
+    if reports.is_empty() && out.failures.is_empty() {
+        anyhow::bail!(
+            "{}: no perftest report and no perftest failure message found",
+            a.file.display()
+        );
     }
     let findings: Vec<Vec<Finding>> = reports.iter().map(|r| check_p2p(r, link)).collect();
-    let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
+    let failed = fabrik_parse::perftest_failures::findings(&out.failures);
+    let mut all: Vec<Finding> = failed.clone();
+    all.extend(findings.iter().flatten().cloned());
     match a.format {
         Format::Json => {
             let docs: Vec<_> = reports
@@ -231,15 +524,57 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     findings: f,
                 })
                 .collect();
-            print_docs(&docs)?;
+            if out.failures.is_empty() {
+                print_docs(&docs)?;
+            } else {
+                // The failure comes first: it is why the reports (if any) are short or absent.
+                #[derive(Serialize)]
+                #[serde(untagged)]
+                enum Doc<'a> {
+                    Failed(FailedRun<'a>),
+                    Report(WithFindings<'a, P2pReport>),
+                }
+                let mut all_docs = vec![Doc::Failed(FailedRun {
+                    schema_version: fabrik_model::SCHEMA_VERSION,
+                    source: "perftest",
+                    failed: true,
+                    failures: &out.failures,
+                    findings: failed,
+                })];
+                all_docs.extend(docs.into_iter().map(Doc::Report));
+                match all_docs.as_slice() {
+                    [one] => crate::output::print_json(one)?,
+                    many => crate::output::print_json(&many)?,
+                }
+            }
         }
         Format::Table => {
-            let mut out = String::new();
-            for r in &reports {
-                out.push_str(&p2p_table(r));
+            let mut text = String::new();
+            for r in reports {
+                text.push_str(&p2p_table(r));
             }
-            out.push_str(&findings_text(&all));
-            print!("{out}");
+            for f in &out.failures {
+                let _ = writeln!(
+                    text,
+                    "perftest failure [{}]{}: {}",
+                    f.class.rule(),
+                    if f.count > 1 {
+                        format!(" x{}", f.count)
+                    } else {
+                        String::new()
+                    },
+                    f.line
+                );
+            }
+            if out.rows_dropped + out.reports_dropped + out.failures_dropped > 0 {
+                let _ = writeln!(
+                    text,
+                    "note: not kept (caps): {} rows, {} reports, {} failure lines",
+                    out.rows_dropped, out.reports_dropped, out.failures_dropped
+                );
+            }
+            text.push_str(&findings_text(&all));
+            print!("{text}");
         }
     }
     Ok(exit_for(&all))
