@@ -58,6 +58,18 @@ SOURCES = {
         "min": (),
         "url": "https://github.com/Mellanox/nccl-rdma-sharp-plugins",
     },
+    "fastrak": {
+        # tcpdirect_plugin/fastrak_offload/init.cc: an absl LogSink forwards LOG(WARNING) and
+        # LOG(ERROR) to NCCL's logger as WARN, LOG(INFO) as INFO, each prefixed
+        # "NET/FasTrak <timestamp>: ".
+        "stream": True,
+        "macros": {},
+        "prefix": "NET/FasTrak %s: ",
+        "dirs": ("tcpdirect_plugin/", "dxs/", "buffer_mgmt_daemon/client/", "nccl_cuda/", "cuda_helpers/", "net_util/"),
+        "tags": re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-(\d+))?$"),
+        "min": (),
+        "url": "https://github.com/google/nccl-plugin-gpudirect-tcpxo",
+    },
     "tcpx": {
         "macros": {"WARN": 0, "INFO": 1},
         "prefix": "",
@@ -257,8 +269,92 @@ def area(source, path):
     return "other"
 
 
+STREAM = re.compile(r"(?<![\w.>])LOG\s*\(\s*(WARNING|ERROR|INFO)\s*\)")
+
+
+def stream_statement(text, start):
+    """The text of a `LOG(X) << a << b;` statement after the macro, up to its `;`."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"' or c == "'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == ";" and depth <= 0:
+            return text[start:i]
+        i += 1
+    return None
+
+
+def split_shift(stmt):
+    """Operands of a `<<` chain at depth 0."""
+    parts, depth, i, n, cur = [], 0, 0, len(stmt), 0
+    while i < n:
+        c = stmt[i]
+        if c == '"' or c == "'":
+            j = i + 1
+            while j < n and stmt[j] != c:
+                j += 2 if stmt[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and stmt.startswith("<<", i):
+            parts.append(stmt[cur:i])
+            cur = i + 2
+            i += 2
+            continue
+        i += 1
+    parts.append(stmt[cur:])
+    return [p.strip() for p in parts]
+
+
+def stream_calls(source, text):
+    spec = SOURCES[source]
+    text = strip_comments(text)
+    for m in STREAM.finditer(text):
+        stmt = stream_statement(text, m.end())
+        if stmt is None:
+            continue
+        ops = split_shift(stmt)[1:]
+        if not ops:
+            continue
+        parts = []
+        for op in ops:
+            sf = re.match(r"^(?:absl::)?StrFormat\s*\(", op)
+            if sf:
+                args = split_args(op, sf.end())
+                fmt = format_of(args[0]) if args else None
+                parts.append(fmt if fmt is not None else "%s")
+            elif op.startswith('"'):
+                fmt = format_of(op)
+                parts.append(fmt.replace("%", "%%") if fmt is not None else "%s")
+            else:
+                parts.append("%s")
+        fmt = "".join(parts).rstrip("\n").rstrip()
+        if not fmt.replace("%s", "").strip():
+            continue
+        kind = "INFO" if m.group(1) == "INFO" else "WARN"
+        fmt = spec["prefix"] + fmt
+        if kind == "INFO" and not INFO_KEEP.search(fmt):
+            continue
+        yield kind, fmt
+
+
 def calls(source, text):
     spec = SOURCES[source]
+    if spec.get("stream"):
+        yield from stream_calls(source, text)
+        return
     names = "|".join(sorted(spec["macros"], key=len, reverse=True))
     pat = re.compile(r"(?<![\w.>])(" + names + r")\s*\(")
     text = strip_comments(text)

@@ -83,7 +83,8 @@ impl Pattern {
                 Some(b'o') => Conv::Oct,
                 Some(b'f' | b'F' | b'g' | b'G' | b'e' | b'E' | b'a' | b'A') => Conv::Float,
                 Some(b'c') => Conv::Char,
-                Some(b's') => Conv::Str,
+                // absl::StrFormat's %v (FasTrak) prints any value.
+                Some(b's' | b'v') => Conv::Str,
                 // Not a conversion printf knows: printed as written.
                 _ => {
                     lit.push(b'%');

@@ -17,6 +17,7 @@
 pub mod format;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 use fabrik_model::{Rule, Scope, Severity, Source};
@@ -36,7 +37,7 @@ pub enum Kind {
 #[derive(Debug)]
 pub struct Message {
     pub kind: Kind,
-    /// `nccl`, `ofi`, `sharp`, `tcpx`.
+    /// `nccl`, `ofi`, `sharp`, `tcpx`, `fastrak`.
     pub source: &'static str,
     /// NCCL's code area (`net`, `transport`, `proxy`, `bootstrap`, `init`, `graph`, `nvls`,
     /// `ras`, `plugin`, `other`), or the plugin's name.
@@ -80,12 +81,27 @@ pub struct Catalog {
     pub classes: Vec<Class>,
     /// Data lines that did not parse (a test keeps this empty).
     pub malformed: Vec<&'static str>,
-    warn: Vec<(usize, Pattern)>,
-    /// Candidates by the first three bytes of their leading literal.
-    by_lead: HashMap<[u8; 3], Vec<usize>>,
-    /// Patterns whose leading literal is shorter than three bytes: tried after a prefilter on
-    /// their longest literal.
+    warn: Vec<Compiled>,
+    /// Candidates by their whole leading literal (the text before the first conversion), keyed
+    /// by its FNV-1a hash: one pass over the message's first bytes hashes every prefix, and the
+    /// prefixes whose length is some leading literal's are looked up. The cost grows with the
+    /// longest leading literal, not with the number of formats (aws-ofi-nccl's ~950 all start
+    /// with `NET/OFI `).
+    by_lead: HashMap<u64, Vec<usize>, BuildHasherDefault<Prehashed>>,
+    /// `is_lead_len[n]`: some leading literal is `n` bytes long.
+    is_lead_len: Vec<bool>,
+    /// Patterns that start with a conversion: tried after a prefilter on their longest literal.
     wild: Vec<usize>,
+}
+
+/// One WARN format ready to match.
+#[derive(Debug)]
+struct Compiled {
+    /// Index into [`Catalog::messages`].
+    message: usize,
+    pattern: Pattern,
+    /// The pattern's longest literal: a message without it cannot match.
+    key: memchr::memmem::Finder<'static>,
 }
 
 /// Patterns with fewer literal bytes than this say too little to be told apart (`%s: %s`).
@@ -207,7 +223,9 @@ impl Catalog {
             m.class = best.map(|(ci, _)| ci);
         }
         let mut warn = Vec::new();
-        let mut by_lead: HashMap<[u8; 3], Vec<usize>> = HashMap::new();
+        let mut by_lead: HashMap<u64, Vec<usize>, BuildHasherDefault<Prehashed>> =
+            HashMap::default();
+        let mut is_lead_len = Vec::new();
         let mut wild = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
             if m.kind != Kind::Warn {
@@ -219,10 +237,21 @@ impl Catalog {
             }
             let k = warn.len();
             match p.leading_literal() {
-                [a, b, c, ..] => by_lead.entry([*a, *b, *c]).or_default().push(k),
-                _ => wild.push(k),
+                [] => wild.push(k),
+                lead => {
+                    by_lead.entry(fnv1a(lead)).or_default().push(k);
+                    if is_lead_len.len() <= lead.len() {
+                        is_lead_len.resize(lead.len() + 1, false);
+                    }
+                    is_lead_len[lead.len()] = true;
+                }
             }
-            warn.push((i, p));
+            let key = memchr::memmem::Finder::new(p.longest_literal().trim_ascii()).into_owned();
+            warn.push(Compiled {
+                message: i,
+                pattern: p,
+                key,
+            });
         }
         Catalog {
             messages: msgs,
@@ -230,6 +259,7 @@ impl Catalog {
             malformed,
             warn,
             by_lead,
+            is_lead_len,
             wild,
         }
     }
@@ -240,38 +270,104 @@ impl Catalog {
         let message = message.trim_ascii();
         let mut best: Option<(usize, usize)> = None;
         let consider = |k: usize, best: &mut Option<(usize, usize)>| {
-            let Some((i, p)) = self.warn.get(k) else {
+            let Some(Compiled {
+                message: i,
+                pattern: p,
+                key,
+            }) = self.warn.get(k)
+            else {
                 return;
             };
             if best.is_some_and(|(_, l)| l >= p.literal_len) {
+                return;
+            }
+            // The longest literal must be in the message: one memmem before any backtracking.
+            if key.find(message).is_none() {
                 return;
             }
             if p.matches(message) {
                 *best = Some((*i, p.literal_len));
             }
         };
-        if let [a, b, c, ..] = message {
-            if let Some(ks) = self.by_lead.get(&[*a, *b, *c]) {
-                for &k in ks {
-                    consider(k, &mut best);
-                }
+        for ks in self.lead_candidates(message) {
+            for &k in ks {
+                consider(k, &mut best);
             }
         }
         for &k in &self.wild {
-            let Some((_, p)) = self.warn.get(k) else {
-                continue;
-            };
-            if memchr::memmem::find(message, p.longest_literal().trim_ascii()).is_some() {
-                consider(k, &mut best);
-            }
+            consider(k, &mut best);
         }
         best.and_then(|(i, _)| self.messages.get(i))
     }
 }
 
+impl Catalog {
+    /// How many patterns [`Catalog::lookup`] tries in full for `message`, after the index and
+    /// the longest-literal prefilter (the work per WARN line; a test bounds it).
+    pub fn candidates(&self, message: &[u8]) -> usize {
+        let message = message.trim_ascii();
+        let mut ks: Vec<usize> = self.wild.clone();
+        for found in self.lead_candidates(message) {
+            ks.extend(found);
+        }
+        ks.iter()
+            .filter_map(|&k| self.warn.get(k))
+            .filter(|c| c.key.find(message).is_some())
+            .count()
+    }
+}
+
+impl Catalog {
+    /// The buckets of the leading literals that `message` starts with (a hash collision only
+    /// adds a candidate that the full match then rejects).
+    fn lead_candidates<'a>(&'a self, message: &'a [u8]) -> impl Iterator<Item = &'a Vec<usize>> {
+        let mut h = FNV_OFFSET;
+        message
+            .iter()
+            .take(self.is_lead_len.len().saturating_sub(1))
+            .enumerate()
+            .filter_map(move |(i, b)| {
+                h = fnv_step(h, *b);
+                if self.is_lead_len.get(i + 1) == Some(&true) {
+                    self.by_lead.get(&h)
+                } else {
+                    None
+                }
+            })
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv_step(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(FNV_OFFSET, |h, b| fnv_step(h, *b))
+}
+
+/// A hasher for keys that are already hashes.
+#[derive(Default)]
+pub struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = fnv_step(self.0, *b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// `ofi:NET/OFI Unable` limits a claim to one source.
 fn split_claim(claim: &str) -> (Option<&str>, &str) {
-    for s in ["nccl:", "ofi:", "sharp:", "tcpx:"] {
+    for s in ["nccl:", "ofi:", "sharp:", "tcpx:", "fastrak:"] {
         if let Some(rest) = claim.strip_prefix(s) {
             return (Some(&s[..s.len() - 1]), rest);
         }

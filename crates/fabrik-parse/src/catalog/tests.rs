@@ -16,7 +16,7 @@ fn the_data_files_parse_completely() {
         .count();
     assert_eq!(c.messages.len(), rows);
     assert!(c.messages.len() > 2000, "{} messages", c.messages.len());
-    for src in ["nccl", "ofi", "sharp", "tcpx"] {
+    for src in ["nccl", "ofi", "sharp", "tcpx", "fastrak"] {
         assert!(
             c.messages
                 .iter()
@@ -200,4 +200,47 @@ fn every_log_rule_has_a_page() {
         assert_eq!(r.scope, Scope::Log);
         assert!(r.checks.len() > 10 && r.evidence.len() > 10, "{}", r.id);
     }
+}
+
+/// Only WARN lines reach the catalog, and each tries few patterns in full: the leading-literal
+/// index keeps the work per line small whatever the catalog's size.
+#[test]
+fn lookup_work_per_message_is_small() {
+    let c = catalog();
+    let mut worst = (0, String::new());
+    let mut total = 0usize;
+    let mut n = 0usize;
+    for m in c.messages.iter().filter(|m| m.kind == Kind::Warn) {
+        let line = render_sample(&m.format);
+        let k = c.candidates(line.as_bytes());
+        total += k;
+        n += 1;
+        if k > worst.0 {
+            worst = (k, line);
+        }
+    }
+    let mean = total as f64 / n as f64;
+    assert!(mean < 4.0, "mean {mean:.1} candidates per message");
+    assert!(worst.0 <= 16, "{} candidates for {:?}", worst.0, worst.1);
+    let lines: Vec<String> = c
+        .messages
+        .iter()
+        .filter(|m| m.kind == Kind::Warn)
+        .map(|m| render_sample(&m.format))
+        .collect();
+    let start = std::time::Instant::now();
+    let mut hits = 0;
+    for line in &lines {
+        hits += usize::from(c.lookup(line.as_bytes()).is_some());
+    }
+    let looked_up = start.elapsed();
+    let start = std::time::Instant::now();
+    let fresh = Catalog::parse(MESSAGES, CLASSES);
+    eprintln!(
+        "{n} WARN formats: mean {mean:.1} candidates, worst {} ({:?}); all looked up in {looked_up:?}, {hits} found; catalog of {} built in {:?}",
+        worst.0,
+        worst.1,
+        fresh.messages.len(),
+        start.elapsed()
+    );
 }
