@@ -285,7 +285,7 @@ pub fn render_sample(format: &str) -> String {
                 Conv::Oct => "755",
                 Conv::Float => "1.500000",
                 Conv::Char => "x",
-                Conv::Str => ["mlx5_0", "Connection reset by peer", "", "eth0:10.0.0.1<0>"][k % 4],
+                Conv::Str => ["mlx5_0", "some text", "", "eth0:10.0.0.1<0>"][k % 4],
             }),
         }
     }

@@ -244,3 +244,51 @@ fn lookup_work_per_message_is_small() {
         start.elapsed()
     );
 }
+
+/// Coverage as docs/logs.md reports it: per source and NCCL code area, the WARN formats
+/// extracted, those the catalog classifies, and those `diagnose_warn` gives a cause for (the
+/// catalog or the older heuristics before it). `cargo test -p fabrik-parse --lib coverage --
+/// --nocapture` prints the table.
+#[test]
+fn coverage_table() {
+    use std::collections::BTreeMap;
+    let c = catalog();
+    let mut rows: BTreeMap<(String, String), [usize; 3]> = BTreeMap::new();
+    for m in c.messages.iter().filter(|m| m.kind == Kind::Warn) {
+        let line = render_sample(&m.format);
+        let d = diagnose_warn(line.as_bytes(), Some(m.file.as_bytes()));
+        let v = [
+            1,
+            usize::from(m.class.is_some()),
+            usize::from(d.rule != "FAB-NCCL-WARN"),
+        ];
+        let mut keys = vec![(m.source.to_string(), "all".to_string())];
+        if m.source == "nccl" {
+            keys.push((m.source.to_string(), m.area.to_string()));
+        }
+        keys.push(("all".to_string(), "all".to_string()));
+        for k in keys {
+            let e = rows.entry(k).or_default();
+            for i in 0..3 {
+                e[i] += v[i];
+            }
+        }
+    }
+    let total = rows[&("all".to_string(), "all".to_string())];
+    assert_eq!(
+        total[0],
+        c.messages.iter().filter(|m| m.kind == Kind::Warn).count()
+    );
+    assert!(total[1] <= total[2] + total[0]);
+    let mut out = String::from(
+        "| source | area | WARN formats | classified by the catalog | given a cause by `fabrik logs` |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for ((src, area), [n, cls, diag]) in &rows {
+        out.push_str(&format!(
+            "| {src} | {area} | {n} | {cls} ({:.0} %) | {diag} ({:.0} %) |\n",
+            100.0 * *cls as f64 / *n as f64,
+            100.0 * *diag as f64 / *n as f64
+        ));
+    }
+    eprintln!("{out}");
+}
