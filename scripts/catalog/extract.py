@@ -17,8 +17,9 @@ Usage (CI does not run this; the output is committed):
       --source tcpx=/path/to/google/nccl-plugin-gpudirecttcpx.git \
       -o crates/fabrik-parse/data/nccl-messages.tsv
 
-A source that is a git directory is read at each of its release tags (a repository without
-tags at HEAD); a plain directory is read as one version named `checkout`.
+A source that is a git directory is read at each of its release tags and at HEAD when HEAD is
+not a release (labelled `HEAD@<commit>`); a plain directory is read as one version named
+`checkout`.
 
 Output (TSV, `#` comments): kind, source, area, file, first, last, releases, format. In the
 format a backslash is written `\\\\`, a newline `\\n`, a tab `\\t`.
@@ -118,10 +119,14 @@ def releases(source, gitdir):
     tags = [t for t in git(gitdir, "tag").decode().split() if spec["tags"].match(t)]
     tags = [t for t in tags if version_key(source, t)[: len(spec["min"])] >= spec["min"]]
     tags.sort(key=lambda t: version_key(source, t))
-    if not tags:
-        head = git(gitdir, "rev-parse", "--short=12", "HEAD").decode().strip()
-        return [("HEAD@" + head, "HEAD")]
-    return [(t, t) for t in tags]
+    revs = [(t, t) for t in tags]
+    # The default branch, when it is ahead of every release (nccl-rdma-sharp-plugins ships from
+    # it through HPC-X long after its last tag).
+    head = git(gitdir, "rev-parse", "HEAD").decode().strip()
+    tagged = {git(gitdir, "rev-parse", t + "^{commit}").decode().strip() for t in tags}
+    if head not in tagged:
+        revs.append(("HEAD@" + head[:12], "HEAD"))
+    return revs
 
 
 def files_at(gitdir, rev, dirs):

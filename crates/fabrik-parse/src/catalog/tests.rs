@@ -155,25 +155,49 @@ fn real_messages_get_their_class() {
 
 #[test]
 fn unclassified_real_warnings_fall_back_to_the_generic_finding() {
-    // Real NCCL WARN formats whose meaning the catalog does not establish.
+    // Real NCCL WARN formats whose meaning the catalog does not establish, and a line NCCL never
+    // printed.
     for msg in [
         "Could not find real path of /sys/class/net/eth0 (/sys/devices/virtual/net/eth0)",
-        "NET/IB : Got async event : port error",
         "Allocation failed. No suitable space found to accommodate size=0x200000 within limit=0x100000",
         "something NCCL never printed",
     ] {
         let d = diagnose_warn(msg.as_bytes(), Some(b"init.cc:1"));
-        if msg.starts_with("NET/IB : Got async event") {
-            assert_eq!(d.rule, "FAB-NCCL-IB-ASYNC");
-            continue;
-        }
         assert_eq!(d.rule, "FAB-NCCL-WARN", "{msg}");
+        assert!(classify(msg.as_bytes()).is_none(), "{msg}");
     }
     // A catalogued format that no class claims: known to the catalog, still generic.
     let m = catalog()
         .lookup(b"Could not find real path of /sys/class/net/eth0 (/sys/devices/virtual/net/eth0)")
         .map(|m| (m.source, m.class));
     assert_eq!(m, Some(("nccl", None)));
+}
+
+/// NCCL < 2.23 printed every async event of the NIC alike (src/transport/net_ib.cc): `port
+/// active` after a link flap is not an error; a fatal event of 2.23+ is.
+#[test]
+fn async_events_are_told_apart() {
+    let d = diagnose_warn(
+        b"NET/IB : Got async event : port active",
+        Some(b"net_ib.cc:95"),
+    );
+    assert_eq!(
+        (d.rule, d.severity),
+        ("FAB-NCCL-IB-EVENT", Severity::Warning)
+    );
+    let d = diagnose_warn(
+        b"NET/IB : mlx5_0:1 Got non-fatal async event: client reregistration(17)",
+        Some(b"common.cc:179"),
+    );
+    assert_eq!(
+        (d.rule, d.severity),
+        ("FAB-NCCL-IB-EVENT", Severity::Warning)
+    );
+    let d = diagnose_warn(
+        b"NET/IB : mlx5_0:1 async fatal event: local catastrophic error",
+        Some(b"common.cc:122"),
+    );
+    assert_eq!((d.rule, d.severity), ("FAB-NCCL-IB-ASYNC", Severity::Error));
 }
 
 #[test]
