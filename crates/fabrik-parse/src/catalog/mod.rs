@@ -78,7 +78,7 @@ pub struct Class {
 #[derive(Debug)]
 pub struct Catalog {
     pub messages: Vec<Message>,
-    pub classes: Vec<Class>,
+    pub classes: &'static [Class],
     /// Data lines that did not parse (a test keeps this empty).
     pub malformed: Vec<&'static str>,
     warn: Vec<Compiled>,
@@ -110,7 +110,28 @@ const MIN_LITERAL: usize = 6;
 /// The catalog, parsed on first use.
 pub fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| Catalog::parse(MESSAGES, CLASSES))
+    CATALOG.get_or_init(|| Catalog::parse(MESSAGES))
+}
+
+struct ClassSet {
+    classes: Vec<Class>,
+    malformed: Vec<&'static str>,
+}
+
+/// The classes alone: what `fabrik rules` and `fabrik explain` need, without parsing the
+/// messages and compiling their matchers.
+fn class_set() -> &'static ClassSet {
+    static CLASS_SET: OnceLock<ClassSet> = OnceLock::new();
+    CLASS_SET.get_or_init(|| {
+        let mut malformed = Vec::new();
+        let classes = parse_classes(CLASSES, &mut malformed);
+        ClassSet { classes, malformed }
+    })
+}
+
+/// The cause classes of `data/nccl-classes.txt`, in file order.
+pub fn classes() -> &'static [Class] {
+    &class_set().classes
 }
 
 /// The class of an NCCL `WARN` message (the text after `NCCL WARN `), if the catalog knows it.
@@ -124,8 +145,7 @@ pub fn classify(message: &[u8]) -> Option<&'static Class> {
 pub fn rules() -> &'static [Rule] {
     static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
     RULES.get_or_init(|| {
-        catalog()
-            .classes
+        classes()
             .iter()
             .map(|c| Rule {
                 id: c.rule,
@@ -170,8 +190,8 @@ fn severity(s: &str) -> Option<Severity> {
 }
 
 impl Catalog {
-    fn parse(messages: &'static str, classes: &'static str) -> Catalog {
-        let mut malformed = Vec::new();
+    fn parse(messages: &'static str) -> Catalog {
+        let mut malformed = class_set().malformed.clone();
         let mut msgs = Vec::new();
         for line in messages.lines() {
             if line.is_empty() || line.starts_with('#') {
@@ -205,7 +225,7 @@ impl Catalog {
                 class: None,
             });
         }
-        let classes = parse_classes(classes, &mut malformed);
+        let classes = classes();
         // Each message takes the class of the longest `match` prefix that claims it.
         for m in &mut msgs {
             let mut best: Option<(usize, usize)> = None;
