@@ -2,7 +2,8 @@
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
 //! The monitor's counter rules (FAB-CNT-1xx) live beside the code that emits them
-//! (`fabrik_monitor::rules::RULES`) and join this table in [`rules`] and [`rule`].
+//! (`fabrik_monitor::rules::RULES`), the log rules (FAB-NCCL-*, FAB-BENCH-*) with NCCL's message
+//! catalog (`fabrik_parse::catalog::rules`); both join this table in [`rules`] and [`rule`].
 //! `docs/rules/` is generated from both (tests/rule_pages.rs); the same test keeps them in sync.
 
 use fabrik_model::Severity;
@@ -615,16 +616,22 @@ pub static RULES: &[Rule] = &[
     },
 ];
 
-/// Every rule: the doctor's node, environment and cluster rules, then the monitor's counter
-/// rules.
+/// Every rule: the doctor's node, environment and cluster rules, the monitor's counter rules,
+/// then the log and benchmark rules (FAB-NCCL-*, FAB-BENCH-*), whose pages live with NCCL's
+/// message catalog in `fabrik_parse::catalog` (data/nccl-classes.txt).
 pub fn rules() -> Vec<&'static Rule> {
-    RULES.iter().chain(fabrik_monitor::rules::RULES).collect()
+    RULES
+        .iter()
+        .chain(fabrik_monitor::rules::RULES)
+        .chain(fabrik_parse::catalog::rules())
+        .collect()
 }
 
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES
         .iter()
         .chain(fabrik_monitor::rules::RULES)
+        .chain(fabrik_parse::catalog::rules())
         .find(|r| r.id.eq_ignore_ascii_case(id))
 }
 
@@ -641,6 +648,7 @@ pub fn page(rule: &Rule) -> String {
             Scope::Cluster => "across nodes",
             Scope::Counters =>
                 "two samples of one node's counters (`doctor --watch`, `diff`, `top`)",
+            Scope::Log => "an NCCL log or a benchmark's output (`fabrik logs`, `fabrik parse`)",
         }
     ));
     s.push_str(&format!("## What it checks\n\n{}\n\n", rule.checks));
@@ -656,7 +664,7 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` and, for the counter rules FAB-CNT-1xx, `crates/fabrik-monitor/src/rules.rs`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` for the counter rules FAB-CNT-1xx, `crates/fabrik-monitor/src/rules.rs`, and for the log and benchmark rules FAB-NCCL-*/FAB-BENCH-*, `crates/fabrik-parse/data/nccl-classes.txt`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
     for r in rules() {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",

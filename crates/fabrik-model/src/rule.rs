@@ -16,6 +16,8 @@ pub enum Scope {
     Cluster,
     /// Compares two samples of one node's counters (`doctor --watch`, `diff`, `top`).
     Counters,
+    /// Reads an NCCL log or a benchmark's output.
+    Log,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -2,6 +2,7 @@
 //! tables and JSON ([`nccl_tests`]), perftest reports ([`perftest`]), and the checks fabrik runs
 //! on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
 
+pub mod catalog;
 pub mod check;
 pub mod commands;
 pub mod error;

@@ -283,6 +283,15 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     if has(message, "libibverbs") {
         return IB_NO_VERBS;
     }
+    // NCCL's message catalog (crate::catalog), derived from NCCL's and the plugins' sources.
+    if let Some(c) = crate::catalog::classify(message) {
+        return Diagnosis {
+            rule: c.rule,
+            severity: c.severity,
+            cause: c.means,
+            fix: c.fix,
+        };
+    }
     GENERIC_WARN
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Coverage of NCCL's message catalog: classified / extracted WARN formats, per source and per
+NCCL code area, as a Markdown table (docs/logs.md keeps the latest).
+
+  python3 scripts/catalog/coverage.py \
+      crates/fabrik-parse/data/nccl-messages.tsv crates/fabrik-parse/data/nccl-classes.txt
+
+A format is classified when a `match:` prefix of the classes file claims it, as
+crates/fabrik-parse/src/catalog does (longest prefix; `src:` limits a claim to one source).
+"""
+
+import sys
+from collections import Counter
+
+SOURCES = ("nccl", "ofi", "sharp", "tcpx", "fastrak")
+
+
+def unescape(s):
+    out, i = [], 0
+    while i < len(s):
+        if s[i] == "\\" and i + 1 < len(s):
+            out.append({"n": "\n", "t": "\t"}.get(s[i + 1], s[i + 1]))
+            i += 2
+        else:
+            out.append(s[i])
+            i += 1
+    return "".join(out)
+
+
+def claims(path):
+    out = []
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith("match: "):
+            c = line[len("match: ") :]
+            src = None
+            for s in SOURCES:
+                if c.startswith(s + ":"):
+                    src, c = s, c[len(s) + 1 :]
+            out.append((src, c))
+    return out
+
+
+def main():
+    tsv, classes = sys.argv[1], sys.argv[2]
+    cl = claims(classes)
+    total, done = Counter(), Counter()
+    for line in open(tsv, encoding="utf-8"):
+        if line.startswith("#") or not line.strip():
+            continue
+        kind, src, area, _file, _first, _last, _n, fmt = line.rstrip("\n").split("\t", 7)
+        if kind != "WARN":
+            continue
+        fmt = unescape(fmt)
+        hit = any(fmt.startswith(p) and (s is None or s == src) for s, p in cl)
+        for key in ((src, "all"), (src, area)):
+            total[key] += 1
+            done[key] += hit
+        total[("all", "all")] += 1
+        done[("all", "all")] += hit
+    print("| source | area | WARN formats | classified | share |")
+    print("| --- | --- | --- | --- | --- |")
+    for key in sorted(total, key=lambda k: (k[0] == "all", k[0], k[1] != "all", k[1])):
+        t, d = total[key], done[key]
+        if key[0] != "nccl" and key[1] not in ("all",) and key[1] == key[0]:
+            continue
+        print("| %s | %s | %d | %d | %.0f %% |" % (key[0], key[1], t, d, 100.0 * d / t))
+
+
+if __name__ == "__main__":
+    main()
