@@ -332,19 +332,33 @@ fn plugin_names_and_lines_name_the_transport() {
 
 #[test]
 fn an_unclassified_warn_followed_by_a_propagated_chain_is_an_error() {
-    // bootstrap.cc `Message truncated : received %d bytes instead of %d` then `-> 3`.
+    // NCCL 2.28+'s allocator WARN `No allocation found at offset=0x%lx`, which no cause class
+    // claims, then `-> 3` up to init: the chain makes it the failure.
+    let r = analyze_str(
+        "b.log",
+        "0: n1:7:7 [0] allocator.cc:77 NCCL WARN No allocation found at offset=0x40\n\
+         0: n1:7:7 [0] NCCL INFO allocator.cc:502 -> 3\n\
+         0: n1:7:7 [0] NCCL INFO init.cc:1100 -> 3\n",
+    );
+    let p = &r.processes[0];
+    assert!(p.issues.iter().any(|i| i.severity == Severity::Error
+        && i.rule == "FAB-NCCL-RESULT"
+        && i.message.contains("No allocation found")
+        && i.result.as_deref() == Some("ncclInternalError (3)")));
+    assert!(errors(&r).contains(&"FAB-NCCL-FIRST-FAILURE"));
+    // A classified WARN keeps its class and carries the chain's result.
     let r = analyze_str(
         "b.log",
         "0: n1:7:7 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n\
          0: n1:7:7 [0] NCCL INFO bootstrap.cc:502 -> 3\n\
          0: n1:7:7 [0] NCCL INFO init.cc:1100 -> 3\n",
     );
-    let p = &r.processes[0];
-    assert!(p.issues.iter().any(|i| i.severity == Severity::Error
-        && i.rule == "FAB-NCCL-RESULT"
-        && i.message.contains("Message truncated")
-        && i.result.as_deref() == Some("ncclInternalError (3)")));
-    assert!(errors(&r).contains(&"FAB-NCCL-FIRST-FAILURE"));
+    assert!(r.processes[0]
+        .issues
+        .iter()
+        .any(|i| i.severity == Severity::Error
+            && i.rule == "FAB-NCCL-BOOTSTRAP-MISMATCH"
+            && i.result.as_deref() == Some("ncclInternalError (3)")));
 }
 
 #[test]

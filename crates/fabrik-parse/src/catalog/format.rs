@@ -143,23 +143,37 @@ impl Pattern {
     pub fn matches(&self, message: &[u8]) -> bool {
         let message = message.trim_ascii_end();
         let mut budget = BUDGET;
-        self.match_at(0, message, 0, &mut budget)
+        self.match_at(0, message, 0, &mut budget, false)
     }
 
-    fn match_at(&self, t: usize, m: &[u8], pos: usize, budget: &mut u32) -> bool {
+    /// Whether `message` is the start of what this format prints: a line cut anywhere, inside a
+    /// literal or a conversion, as excerpts pasted into issue threads often end.
+    pub fn matches_cut(&self, message: &[u8]) -> bool {
+        let message = message.trim_ascii_end();
+        let mut budget = BUDGET;
+        self.match_at(0, message, 0, &mut budget, true)
+    }
+
+    fn match_at(&self, t: usize, m: &[u8], pos: usize, budget: &mut u32, cut: bool) -> bool {
         if *budget == 0 {
             return false;
         }
         *budget -= 1;
+        if cut && pos >= m.len() {
+            return true;
+        }
         let Some(tok) = self.tokens.get(t) else {
             return self.open_end || m[pos..].trim_ascii().is_empty();
         };
         match tok {
             Token::Lit(l) => {
+                if cut && l.len() > m.len() - pos && l.starts_with(&m[pos..]) {
+                    return true;
+                }
                 // printf pads with spaces; a literal space run also absorbs a width we did not
                 // model, so compare runs of blanks loosely.
                 match lit_at(l, m, pos) {
-                    Some(end) => self.match_at(t + 1, m, end, budget),
+                    Some(end) => self.match_at(t + 1, m, end, budget, cut),
                     None => false,
                 }
             }
@@ -180,7 +194,7 @@ impl Pattern {
                             let lead = l.len() - l.trim_ascii_start().len();
                             let cand = start.saturating_sub(lead).max(pos);
                             for s in cand..=start {
-                                if self.match_at(t + 1, m, s, budget) {
+                                if self.match_at(t + 1, m, s, budget, cut) {
                                     return true;
                                 }
                             }
@@ -189,18 +203,19 @@ impl Pattern {
                             }
                             from = start + 1;
                         }
-                        false
+                        // Cut inside this text, before the next literal was printed.
+                        cut
                     }
                     _ => {
                         if t + 1 == self.tokens.len() {
                             return true;
                         }
-                        (pos..=m.len()).any(|s| self.match_at(t + 1, m, s, budget))
+                        (pos..=m.len()).any(|s| self.match_at(t + 1, m, s, budget, cut))
                     }
                 }
             }
             Token::Conv(c) => match conv_len(*c, &m[pos..]) {
-                Some(n) => self.match_at(t + 1, m, pos + n, budget),
+                Some(n) => self.match_at(t + 1, m, pos + n, budget, cut),
                 None => false,
             },
         }

@@ -106,6 +106,12 @@ struct Compiled {
 
 /// Patterns with fewer literal bytes than this say too little to be told apart (`%s: %s`).
 const MIN_LITERAL: usize = 6;
+/// Shortest cut message [`Catalog::lookup`] completes from a format's leading literal: shorter
+/// text names too many formats to say which one was cut.
+const MIN_CUT: usize = 12;
+/// Formats that start with less literal text than this (`[%s] ...`, `%s: ...`) would take any
+/// cut line that shares a bracket or a word: they are not completed.
+const MIN_CUT_LEAD: usize = 8;
 
 /// The catalog, parsed on first use.
 pub fn catalog() -> &'static Catalog {
@@ -317,7 +323,39 @@ impl Catalog {
         for &k in &self.wild {
             consider(k, &mut best);
         }
-        best.and_then(|(i, _)| self.messages.get(i))
+        match best {
+            Some((i, _)) => self.messages.get(i),
+            None => self.lookup_cut(message),
+        }
+    }
+
+    /// A message cut short, as pasted excerpts often end (`Socket recv failed` for `Socket recv
+    /// failed while polling for opId=%p`, `... operation Set` for `... operation %s from rank
+    /// %d`): the format it is the start of, when the cut text still names one class alone.
+    fn lookup_cut(&self, message: &[u8]) -> Option<&Message> {
+        if message.len() < MIN_CUT {
+            return None;
+        }
+        let mut found: Option<&Message> = None;
+        for c in &self.warn {
+            // Only formats that start with text (not with a conversion) can be told from a cut
+            // line, and only those whose start agrees with the message's are tried in full.
+            let lead = c.pattern.leading_literal();
+            let n = lead.len().min(message.len());
+            if lead.len() < MIN_CUT_LEAD
+                || lead[..n] != message[..n]
+                || !c.pattern.matches_cut(message)
+            {
+                continue;
+            }
+            let m = self.messages.get(c.message)?;
+            match found {
+                None => found = Some(m),
+                Some(f) if f.class == m.class => {}
+                Some(_) => return None,
+            }
+        }
+        found
     }
 }
 

@@ -316,3 +316,30 @@ fn coverage_table() {
     }
     eprintln!("{out}");
 }
+
+#[test]
+fn a_message_cut_in_its_leading_text_is_found_only_when_one_class_fits() {
+    let c = catalog();
+    // NCCL 2.17+ proxy.cc prints `Socket recv failed while polling for opId=%p`; a pasted
+    // excerpt (pytorch/ci-infra#490) cut it after `failed`.
+    let whole = c
+        .lookup(b"Socket recv failed while polling for opId=0x7f00")
+        .map(|m| m.format.clone());
+    let cut = c.lookup(b"Socket recv failed").map(|m| m.format.clone());
+    assert!(whole.is_some());
+    assert_eq!(cut, whole);
+    // Cut inside a conversion: `%s` of `[Proxy Service %d] Failed to execute operation %s ...`.
+    let proxy = c
+        .lookup(b"[Proxy Service 3] Failed to execute operation Set")
+        .map(|m| m.format.as_str());
+    assert_eq!(
+        proxy,
+        Some("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d")
+    );
+    // Too short to say which format was cut.
+    assert!(c.lookup(b"Socket").is_none());
+    // Text no format starts with stays unknown.
+    assert!(c
+        .lookup(b"Socket recv failed entirely unlike NCCL")
+        .is_none());
+}
