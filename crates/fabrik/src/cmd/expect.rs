@@ -1,0 +1,102 @@
+//! Expectations and waivers on the command line: the `--expect`/`--ignore` flags that `doctor`
+//! and `check` share, and `fabrik expect --from-root`, which writes a cluster file from a
+//! known-good node.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use fabrik_doctor::expect::{GpuExpect, RdmaExpect};
+use fabrik_doctor::{apply_waivers, Expectations, NamedNode, PlannedEnv, Report, Waiver};
+
+#[derive(clap::Args, Clone, Default)]
+pub struct ExpectArgs {
+    /// A cluster file (TOML) saying what the node must have; every difference is a finding
+    /// (FAB-EXP-*), and its `[[waive]]` tables waive findings. See docs/operations.md.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Exactly this many GPUs (overrides the file's `gpus.count`).
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// At least this many ACTIVE RDMA ports (overrides the file's `rdma.active_ports`).
+    #[arg(long, value_name = "N")]
+    pub expect_rdma_ports: Option<usize>,
+    /// Every ACTIVE RDMA port at this rate in Gb/s (overrides the file's `rdma.rate_gbps`).
+    #[arg(long, value_name = "GBPS")]
+    pub expect_rate: Option<f64>,
+    /// Waive a rule, on every subject or those matching a glob: `RULE[:SUBJECT]=REASON`. The
+    /// reason is required and the report lists it. Repeatable.
+    #[arg(long, value_name = "RULE[:SUBJECT]=REASON")]
+    pub ignore: Vec<String>,
+}
+
+impl ExpectArgs {
+    /// The expectations the flags and file give, or `None` when none was asked for.
+    pub fn load(&self) -> anyhow::Result<Option<Expectations>> {
+        let mut e = match &self.expect {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading expectations {}", path.display()))?;
+                Expectations::parse(&path.display().to_string(), &text)?
+            }
+            None => Expectations::default(),
+        };
+        if let Some(n) = self.expect_gpus {
+            e.gpus.get_or_insert_with(GpuExpect::default).count = Some(n);
+        }
+        if let Some(n) = self.expect_rdma_ports {
+            e.rdma.get_or_insert_with(RdmaExpect::default).active_ports = Some(n);
+        }
+        if let Some(g) = self.expect_rate {
+            e.rdma.get_or_insert_with(RdmaExpect::default).rate_gbps = Some(g);
+        }
+        for flag in &self.ignore {
+            e.waive.push(Waiver::parse_flag(flag)?);
+        }
+        Ok((e != Expectations::default()).then_some(e))
+    }
+}
+
+/// Adds the expectation findings to a report, then applies the waivers (today in UTC).
+pub fn apply(
+    report: &mut Report,
+    nodes: &[NamedNode],
+    expect: &Expectations,
+    env: Option<&PlannedEnv>,
+) {
+    report.add_expectations(nodes, expect, env);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    apply_waivers(report, &expect.waive, &fabrik_doctor::waive::utc_date(now));
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A known-good node: `/`, a snapshot directory or .tar.gz.
+    #[arg(long, value_name = "DIR")]
+    pub from_root: PathBuf,
+    /// Write the file here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let node = crate::cmd::inventory::load_node(&args.from_root)?;
+    let e = Expectations::from_node(&node);
+    let text = format!(
+        "# Written by `fabrik expect --from-root {}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
+        args.from_root.display(),
+        e.to_toml()?
+    );
+    match &args.output {
+        Some(path) => {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => crate::output::print_text(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
