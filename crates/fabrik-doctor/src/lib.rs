@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod env;
 pub mod env_rules;
 pub mod expect;
+pub mod passline;
 pub mod render;
 pub mod rules;
 pub mod socket;

@@ -100,3 +100,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Reads an expectations file when one is given (the benchmarks' `--expect`).
+pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expectations>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading expectations {}", path.display()))?;
+    Ok(Some(Expectations::parse(
+        &path.display().to_string(),
+        &text,
+    )?))
+}
+
+/// The table lines of a judged result: the line and its basis, then a verdict per row.
+pub fn judgement_text(j: &fabrik_doctor::passline::Judgement) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "pass line {:.1} {} ({}): {}",
+        j.line.value,
+        j.line.unit,
+        j.line.basis,
+        j.verdict.as_str().to_uppercase()
+    );
+    for r in &j.rows {
+        let _ = writeln!(
+            out,
+            "  {:>12} bytes {:>10.2} {}  {}",
+            r.bytes,
+            r.value,
+            j.line.unit,
+            r.verdict.as_str()
+        );
+    }
+    out
+}
