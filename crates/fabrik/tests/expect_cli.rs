@@ -426,3 +426,31 @@ fn every_shipped_number_cites_its_source() {
     }
     assert!(files >= 7, "{files} files");
 }
+
+#[test]
+fn gcp_nccl_settings_are_checked_against_the_planned_environment() {
+    let file = expect_file("gcp-a3-highgpu-8g.toml");
+    // The A3-like fixture has its 8 GPUs; without an environment the settings are unverified.
+    let (_, r) = doctor_json(&["--root", &node("gcp-a3"), "--expect", &file]);
+    assert_eq!(exp(&r), set(&[("FAB-EXP-009", "info", "env")]), "{r:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join("job.env");
+    std::fs::write(
+        &env,
+        "NCCL_NET=GPUDirectTCPX_v7\nNCCL_SOCKET_IFNAME=eth0\nNCCL_GPUDIRECTTCPX_CTRL_DEV=enp0s12\nNCCL_GPUDIRECTTCPX_SOCKET_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0\n",
+    )
+    .unwrap();
+    let (_, r) = doctor_json(&[
+        "--root",
+        &node("gcp-a3"),
+        "--expect",
+        &file,
+        "--env-file",
+        &env.to_string_lossy(),
+    ]);
+    assert_eq!(
+        exp(&r),
+        set(&[("FAB-EXP-008", "warning", "env NCCL_SOCKET_IFNAME")]),
+        "{r:#}"
+    );
+}
