@@ -104,6 +104,22 @@ pub fn p2p_line(
     })
 }
 
+/// The line for a run striped over `nics` NICs: the per-NIC line times their number (its
+/// numbers add the NICs up).
+pub fn p2p_line_striped(
+    expect: Option<&Expectations>,
+    link_gbps_per_nic: Option<f64>,
+    nics: usize,
+    bidirectional: bool,
+) -> Option<PassLine> {
+    let mut line = p2p_line(expect, link_gbps_per_nic, bidirectional)?;
+    if nics > 1 {
+        line.value *= nics as f64;
+        line.basis = format!("{}, x{nics} NICs", line.basis);
+    }
+    Some(line)
+}
+
 /// The all_reduce bus bandwidth line: only an expectations file gives one.
 pub fn busbw_line(expect: Option<&Expectations>) -> Option<PassLine> {
     let g = expect?.bandwidth.as_ref()?.all_reduce_busbw_gbs?;
@@ -201,6 +217,9 @@ mod tests {
         assert_eq!(l.value, 360.0);
         assert!(l.basis.contains("ngc_multinode_perf"));
         assert_eq!(p2p_line(None, Some(400.0), true).unwrap().value, 720.0);
+        let four = p2p_line_striped(None, Some(100.0), 4, false).unwrap();
+        assert_eq!(four.value, 360.0);
+        assert!(four.basis.ends_with("x4 NICs"));
         assert_eq!(p2p_line(None, None, false), None);
         assert_eq!(p2p_line(None, Some(f64::NAN), false), None);
         assert_eq!(busbw_line(None), None);

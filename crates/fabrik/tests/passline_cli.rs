@@ -162,3 +162,43 @@ fn nccl_tests_all_reduce_is_judged_only_against_an_expectations_file() {
         "{text}"
     );
 }
+
+/// `bench p2p` over loopback: a line far below what any machine moves passes, one far above
+/// fails with exit 1; the expectations file's line is used when given.
+#[test]
+fn bench_p2p_judges_its_own_run() {
+    let run = |extra: &[&str]| {
+        let out = Command::cargo_bin("fabrik")
+            .unwrap()
+            .args([
+                "bench", "p2p", "--local", "-s", "1M", "-n", "100", "--format", "json",
+            ])
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), v)
+    };
+    let (code, v) = run(&["--link-gbps", "0.01"]);
+    assert_eq!(v["pass_line"]["verdict"], "pass", "{v:#}");
+    assert_eq!(v["pass_line"]["rows"][0]["bytes"], 1048576);
+    assert_eq!(code, 0);
+    let (code, v) = run(&["--link-gbps", "1000000"]);
+    assert_eq!(v["pass_line"]["verdict"], "fail");
+    assert_eq!(v["pass_line"]["line"]["value"], 900000.0);
+    assert_eq!(code, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_expect(&dir, "[bandwidth]\np2p_gbps_per_nic = 1000000\n");
+    let (code, v) = run(&["--expect", &file, "--link-gbps", "0.01"]);
+    assert!(v["pass_line"]["line"]["basis"]
+        .as_str()
+        .unwrap()
+        .starts_with("expectations"));
+    assert_eq!(code, 1);
+    // No line known (loopback has no speed, nothing given): no verdict, exit 0.
+    let (code, v) = run(&[]);
+    assert!(v.get("pass_line").is_none());
+    assert_eq!(code, 0);
+}

@@ -138,3 +138,51 @@ pub fn judgement_text(j: &fabrik_doctor::passline::Judgement) -> String {
     }
     out
 }
+
+/// A result with its judgement beside it; the result's own keys stay at the top level.
+#[derive(serde::Serialize)]
+pub struct WithPassLine<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<fabrik_doctor::passline::Judgement>,
+}
+
+/// Judges a `bench p2p` run: against `--expect`'s per-NIC line, else 90 % of `--link-gbps`
+/// (per NIC), else of the speeds this machine's inventory reports for the `--ifaces` in use;
+/// times the number of NICs the run was striped over.
+pub fn judge_bench_p2p(
+    report: &fabrik_model::P2pReport,
+    expect: Option<&std::path::Path>,
+    link_gbps: Option<f64>,
+    ifaces: &[String],
+    bidirectional: bool,
+) -> anyhow::Result<Option<fabrik_doctor::passline::Judgement>> {
+    let expect = load_file(expect)?;
+    let mut nics: Vec<&String> = ifaces.iter().collect();
+    nics.sort();
+    nics.dedup();
+    let link = match link_gbps {
+        Some(g) => Some(g),
+        None if !nics.is_empty() && expect.is_none() => {
+            // The slowest NIC in use sets the per-NIC line; an unknown speed (veth, -1) gives none.
+            let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
+            nics.iter()
+                .map(|n| {
+                    node.net_interface(n)
+                        .and_then(|i| i.speed_mbps)
+                        .map(|m| m as f64 / 1000.0)
+                })
+                .collect::<Option<Vec<f64>>>()
+                .and_then(|v| v.into_iter().reduce(f64::min))
+        }
+        None => None,
+    };
+    let line = fabrik_doctor::passline::p2p_line_striped(
+        expect.as_ref(),
+        link,
+        nics.len().max(1),
+        bidirectional,
+    );
+    Ok(line.and_then(|l| fabrik_doctor::passline::judge_p2p(report, &l)))
+}
