@@ -202,3 +202,48 @@ fn bench_p2p_judges_its_own_run() {
     assert!(v.get("pass_line").is_none());
     assert_eq!(code, 0);
 }
+
+/// `bench collective all_reduce` with 2 local ranks: judged at its largest size against the
+/// expectations' bus bandwidth, exit 1 below it; no file, no verdict.
+#[test]
+fn bench_collective_all_reduce_is_judged_against_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::cargo_bin("fabrik")
+            .unwrap()
+            .args([
+                "bench",
+                "collective",
+                "all_reduce",
+                "--local",
+                "2",
+                "-b",
+                "1M",
+                "-e",
+                "4M",
+            ])
+            .args(["-n", "5", "-w", "1", "--format", "json"])
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(180))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), v)
+    };
+    let high = write_expect(&dir, "[bandwidth]\nall_reduce_busbw_gbs = 1000000\n");
+    let (code, v) = run(&["--expect", &high]);
+    assert_eq!(v["pass_line"]["verdict"], "fail", "{v:#}");
+    let rows = v["pass_line"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["bytes"], 4194304);
+    assert_eq!(code, 1);
+    let low = dir.path().join("low.toml");
+    std::fs::write(&low, "[bandwidth]\nall_reduce_busbw_gbs = 0.000001\n").unwrap();
+    let (code, v) = run(&["--expect", &low.to_string_lossy()]);
+    assert_eq!(v["pass_line"]["verdict"], "pass", "{v:#}");
+    assert_eq!(code, 0);
+    let (code, v) = run(&[]);
+    assert!(v.get("pass_line").is_none());
+    assert_eq!(code, 0);
+}
