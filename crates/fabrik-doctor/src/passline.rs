@@ -9,7 +9,7 @@
 //! public rule turns a node's links into an all_reduce bus bandwidth, so only an expectations
 //! file judges them.
 
-use fabrik_model::{CollectiveReport, P2pReport, P2pRows};
+use fabrik_model::{CollectiveReport, LinkMeasurement, P2pReport, P2pRows};
 use serde::Serialize;
 
 use crate::expect::Expectations;
@@ -200,6 +200,50 @@ pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Ju
         })
         .collect();
     judgement(line, judged)
+}
+
+/// One judged link of the all-pairs matrix.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkVerdict {
+    pub src: u32,
+    pub dst: u32,
+    pub value: f64,
+    pub verdict: Verdict,
+}
+
+/// The all-pairs matrix judged link by link against the point-to-point line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinksJudgement {
+    pub line: PassLine,
+    pub links: Vec<LinkVerdict>,
+    pub verdict: Verdict,
+}
+
+/// Judges every measured link (one direction of a pair) of the matrix; `None` without links.
+pub fn judge_links(links: &[LinkMeasurement], line: &PassLine) -> Option<LinksJudgement> {
+    if links.is_empty() {
+        return None;
+    }
+    let mut judged: Vec<LinkVerdict> = links
+        .iter()
+        .map(|l| LinkVerdict {
+            src: l.src,
+            dst: l.dst,
+            value: l.gbps,
+            verdict: verdict_of(l.gbps, line),
+        })
+        .collect();
+    judged.sort_by_key(|l| (l.src, l.dst));
+    let verdict = if judged.iter().any(|l| l.verdict == Verdict::Fail) {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    };
+    Some(LinksJudgement {
+        line: line.clone(),
+        links: judged,
+        verdict,
+    })
 }
 
 #[cfg(test)]

@@ -247,3 +247,35 @@ fn bench_collective_all_reduce_is_judged_against_the_file() {
     assert!(v.get("pass_line").is_none());
     assert_eq!(code, 0);
 }
+
+/// `cluster matrix` with 3 local ranks: every link judged against the line.
+#[test]
+fn cluster_matrix_judges_every_link() {
+    let run = |extra: &[&str]| {
+        let out = Command::cargo_bin("fabrik")
+            .unwrap()
+            .args([
+                "cluster", "matrix", "--local", "3", "--size", "64K", "--iters", "1",
+            ])
+            .args(["--format", "json"])
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(180))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), v)
+    };
+    let (code, v) = run(&["--link-gbps", "1000000"]);
+    assert_eq!(v["pass_line"]["verdict"], "fail", "{v:#}");
+    let links = v["pass_line"]["links"].as_array().unwrap();
+    assert_eq!(links.len(), 6, "3 ranks, both directions of 3 pairs");
+    assert!(links.iter().all(|l| l["verdict"] == "fail"));
+    assert_eq!(code, 1);
+    // Loopback links beat a line of 0.00009 Gb/s; the exit code also answers to the slow-link
+    // analysis, which loopback noise can trip, so only the verdict is asserted.
+    let (_, v) = run(&["--link-gbps", "0.0001"]);
+    assert_eq!(v["pass_line"]["verdict"], "pass", "{v:#}");
+    let (_, v) = run(&[]);
+    assert!(v.get("pass_line").is_none());
+}

@@ -186,3 +186,55 @@ pub fn judge_bench_p2p(
     );
     Ok(line.and_then(|l| fabrik_doctor::passline::judge_p2p(report, &l)))
 }
+
+/// The matrix with its links judged beside it.
+#[derive(serde::Serialize)]
+pub struct WithLinksPassLine<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<fabrik_doctor::passline::LinksJudgement>,
+}
+
+/// Judges the all-pairs matrix: each link against `--expect`'s per-NIC line, else 90 % of
+/// `--link-gbps`; nothing without either.
+pub fn judge_matrix(
+    m: &fabrik_model::PairMatrix,
+    expect: Option<&std::path::Path>,
+    link_gbps: Option<f64>,
+) -> anyhow::Result<Option<fabrik_doctor::passline::LinksJudgement>> {
+    let expect = load_file(expect)?;
+    Ok(
+        fabrik_doctor::passline::p2p_line(expect.as_ref(), link_gbps, false)
+            .and_then(|l| fabrik_doctor::passline::judge_links(&m.links, &l)),
+    )
+}
+
+/// The table lines of a judged matrix: the line, then each link below it.
+pub fn links_text(j: &fabrik_doctor::passline::LinksJudgement) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let below: Vec<_> = j
+        .links
+        .iter()
+        .filter(|l| l.verdict == fabrik_doctor::passline::Verdict::Fail)
+        .collect();
+    let _ = writeln!(
+        out,
+        "pass line {:.1} {} ({}): {} ({} of {} links below)",
+        j.line.value,
+        j.line.unit,
+        j.line.basis,
+        j.verdict.as_str().to_uppercase(),
+        below.len(),
+        j.links.len()
+    );
+    for l in below {
+        let _ = writeln!(
+            out,
+            "BELOW LINE rank {} -> rank {}: {:.3} {}",
+            l.src, l.dst, l.value, j.line.unit
+        );
+    }
+    out
+}
