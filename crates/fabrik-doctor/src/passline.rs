@@ -1,6 +1,6 @@
 //! Pass lines: whether a benchmark's numbers are good enough, with the line and where it comes
 //! from. One place for every command that prints bandwidth (`parse perftest`, `parse
-//! nccl-tests`, and the benchmarks as they adopt it).
+//! nccl-tests`, `bench p2p`, `bench collective`, `cluster matrix`).
 //!
 //! The line is the expectations file's when it gives one (`[bandwidth]`); else, for
 //! point-to-point runs, 90 % of the link rate of the NIC in use: NVIDIA's own acceptance line in

@@ -454,3 +454,47 @@ fn gcp_nccl_settings_are_checked_against_the_planned_environment() {
         "{r:#}"
     );
 }
+
+/// The RoCE fixture against a file that differs from it in every other respect: each
+/// difference is its own rule, with the capture it was read from.
+#[test]
+fn roce_fixture_differences_fire_the_link_mtu_qos_gdr_and_version_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cluster.toml");
+    std::fs::write(
+        &file,
+        "[rdma]\nlink_layer = \"Ethernet\"\nrate_gbps = 200\nnetdev_mtu = 4200\n\
+         [roce]\ngid_index = 3\npfc_priorities = [4]\ntrust = \"pcp\"\n\
+         [host]\npeer_memory = \"nvidia_peermem\"\n\
+         [versions]\nnvidia_driver = \"550\"\n",
+    )
+    .unwrap();
+    let (code, r) = doctor_json(&[
+        "--root",
+        &node("roce-dualport"),
+        "--expect",
+        &file.to_string_lossy(),
+    ]);
+    assert_eq!(code, 1);
+    let rules: BTreeSet<(String, String)> = exp(&r)
+        .into_iter()
+        .map(|(rule, sev, _)| (rule, sev))
+        .collect();
+    let want: BTreeSet<(String, String)> = [
+        ("FAB-EXP-003", "error"),
+        ("FAB-EXP-004", "warning"),
+        ("FAB-EXP-005", "warning"),
+        ("FAB-EXP-006", "error"),
+        ("FAB-EXP-007", "warning"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(rules, want, "{r:#}");
+    let text = r.to_string();
+    assert!(
+        text.contains("fabrik/cmd/mlnx_qos-"),
+        "PFC evidence is the mlnx_qos capture"
+    );
+    assert!(text.contains("/proc/modules"), "{text}");
+}
