@@ -387,11 +387,9 @@ pub fn check_expectations(
     }
     if let Some(r) = &expect.rdma {
         rdma(node, r, &mut out);
-        if let Some(ro) = &expect.roce {
-            roce(node, r, ro, &mut out);
-        }
-    } else if let Some(ro) = &expect.roce {
-        roce(node, &RdmaExpect::default(), ro, &mut out);
+    }
+    if let Some(ro) = &expect.roce {
+        roce(node, ro, &mut out);
     }
     if let Some(h) = &expect.host {
         host(node, h, &mut out);
@@ -661,13 +659,12 @@ fn rdma(node: &Node, r: &RdmaExpect, out: &mut Vec<Finding>) {
     }
 }
 
-fn roce(node: &Node, r: &RdmaExpect, ro: &RoceExpect, out: &mut Vec<Finding>) {
+fn roce(node: &Node, ro: &RoceExpect, out: &mut Vec<Finding>) {
     let ports: Vec<_> = all_ports(node)
         .filter(|(d, p)| {
             !d.is_software() && !d.is_iwarp() && crate::util::is_roce(p) && is_active(p)
         })
         .collect();
-    let _ = r;
     for (d, p) in ports {
         let subject = port_subject(d, p);
         if let Some(want) = ro.gid_index {

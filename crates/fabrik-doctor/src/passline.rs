@@ -312,4 +312,25 @@ mod tests {
         r.results = P2pRows::Bw(vec![row(4096, 1.0)]);
         assert_eq!(judge_p2p(&r, &line), None);
     }
+
+    #[test]
+    fn one_slow_link_fails_the_matrix_and_is_named() {
+        let line = PassLine {
+            value: 90.0,
+            unit: "Gb/s",
+            basis: "t".into(),
+        };
+        let link = |src, dst, gbps| LinkMeasurement {
+            src,
+            dst,
+            gbps,
+            latency_us: None,
+            round: 0,
+        };
+        let j = judge_links(&[link(1, 0, 95.0), link(0, 1, 40.0)], &line).unwrap();
+        assert_eq!(j.verdict, Verdict::Fail);
+        assert_eq!((j.links[0].src, j.links[0].verdict), (0, Verdict::Fail));
+        assert_eq!((j.links[1].src, j.links[1].verdict), (1, Verdict::Pass));
+        assert_eq!(judge_links(&[], &line), None);
+    }
 }
