@@ -9,10 +9,13 @@ pub mod catalog;
 pub mod cluster;
 pub mod env;
 pub mod env_rules;
+pub mod expect;
+pub mod passline;
 pub mod render;
 pub mod rules;
 pub mod socket;
 mod util;
+pub mod waive;
 
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -22,6 +25,8 @@ use serde::Serialize;
 
 pub use cluster::NamedNode;
 pub use env::PlannedEnv;
+pub use expect::{check_expectations, Expectations};
+pub use waive::{apply_waivers, Waived, Waiver};
 
 /// Runs every single-node rule. `env`, when given, lets node rules that depend on settings
 /// (socket interface, cloud plugins) take them into account.
@@ -90,7 +95,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    fn of(findings: &[Finding]) -> Self {
+    pub(crate) fn of(findings: &[Finding]) -> Self {
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
         Summary {
             errors: count(Severity::Error),
@@ -108,6 +113,9 @@ pub struct Report {
     pub nodes: Vec<String>,
     pub findings: Vec<Finding>,
     pub summary: Summary,
+    /// Findings waivers removed or changed, with the reason given (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waived: Vec<Waived>,
 }
 
 impl Report {
@@ -117,6 +125,27 @@ impl Report {
         self.findings.extend(more);
         sort_findings(&mut self.findings);
         self.summary = Summary::of(&self.findings);
+    }
+
+    /// Adds the differences between each node and the expectations (subjects prefixed with
+    /// the node's name when there are several, as [`diagnose`] does).
+    pub fn add_expectations(
+        &mut self,
+        nodes: &[NamedNode],
+        expect: &Expectations,
+        env: Option<&PlannedEnv>,
+    ) {
+        let many = nodes.len() > 1;
+        let mut more = vec![];
+        for n in nodes {
+            for mut f in check_expectations(&n.node, expect, env) {
+                if many {
+                    f.subject = format!("{}/{}", n.name, f.subject);
+                }
+                more.push(f);
+            }
+        }
+        self.add_findings(more);
     }
 
     /// 0: no errors; 1: errors (with `strict`, warnings too).
@@ -155,6 +184,7 @@ pub fn diagnose(nodes: &[NamedNode], env: Option<&PlannedEnv>) -> Report {
         nodes: nodes.iter().map(|n| n.name.clone()).collect(),
         findings,
         summary,
+        waived: vec![],
     }
 }
 

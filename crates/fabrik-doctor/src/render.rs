@@ -61,10 +61,34 @@ pub fn verdict(report: &Report) -> String {
     }
 }
 
+/// The waived findings, one line each with the reason: printed under the verdict so that a
+/// silenced finding is never invisible.
+pub fn waived(report: &Report) -> String {
+    let mut out = String::new();
+    for w in &report.waived {
+        let what = match w.new_severity {
+            Some(s) => format!("{} -> {s}", w.severity),
+            None => format!("{} waived", w.severity),
+        };
+        let until = w
+            .expires
+            .as_deref()
+            .map(|d| format!(" (until {d})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "waived: {} {} [{what}]: {}{until}",
+            w.rule, w.subject, w.reason
+        );
+    }
+    out
+}
+
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
     if report.findings.is_empty() {
         let _ = writeln!(out, "{}", verdict(report));
+        out.push_str(&waived(report));
         return out;
     }
     for (subject, findings) in grouped(&report.findings) {
@@ -79,6 +103,7 @@ pub fn table(report: &Report) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "{}", verdict(report));
+    out.push_str(&waived(report));
     out
 }
 
@@ -111,6 +136,13 @@ pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## fabrik doctor: {}\n", report.nodes.join(", "));
     let _ = writeln!(out, "**{}**\n", verdict(report));
+    if !report.waived.is_empty() {
+        let _ = writeln!(out, "Waived:\n");
+        for line in waived(report).lines() {
+            let _ = writeln!(out, "- {}", md_cell(line.trim_start_matches("waived: ")));
+        }
+        let _ = writeln!(out);
+    }
     if report.findings.is_empty() {
         return out;
     }

@@ -29,6 +29,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// The doctor as a node health check: one line per problem, exit 1 to drain, a time budget.
     Check(cmd::check::Args),
+    /// Write a cluster expectations file (TOML) from a known-good node, for --expect.
+    Expect(cmd::expect::Args),
     /// List the doctor's rules: id, severity, title.
     Rules(cmd::rules::Args),
     /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Expect(args) => cmd::expect::run(args),
         Command::Rules(args) => cmd::rules::run(args),
         Command::Explain(args) => cmd::explain::run(args),
         Command::Env(args) => cmd::env::run(args),

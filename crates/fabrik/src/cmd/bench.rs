@@ -135,6 +135,14 @@ struct P2pArgs {
     transport: Transport,
     #[command(flatten)]
     rdma: crate::cmd::rdma::RdmaArgs,
+    /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic` (TCP runs);
+    /// exit 1 below the line.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<std::path::PathBuf>,
+    /// Link rate per NIC in Gb/s for the default line, 90 % of it (else the inventory's speed
+    /// of the --ifaces in use).
+    #[arg(long, value_name = "GBPS")]
+    link_gbps: Option<f64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -242,15 +250,33 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e).context("bench p2p"),
     };
+    let judged = crate::cmd::expect::judge_bench_p2p(
+        &report,
+        a.expect.as_deref(),
+        a.link_gbps,
+        &a.ifaces,
+        a.bidir,
+    )?;
     match a.format {
-        Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!(
-            "{}{}",
-            fabrik_bench::render::footer(&report),
-            fabrik_bench::render::title(&report)
-                .trim_start_matches('-')
-                .trim_start()
-        ),
+        Format::Json => crate::output::print_json(&crate::cmd::expect::WithPassLine {
+            report: &report,
+            pass_line: judged.clone(),
+        })?,
+        Format::Table => {
+            print!(
+                "{}{}",
+                fabrik_bench::render::footer(&report),
+                fabrik_bench::render::title(&report)
+                    .trim_start_matches('-')
+                    .trim_start()
+            );
+            if let Some(j) = &judged {
+                print!("{}", crate::cmd::expect::judgement_text(j));
+            }
+        }
+    }
+    if judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail) {
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -35,6 +35,8 @@ pub struct Args {
     pub strict: bool,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub expect: crate::cmd::expect::ExpectArgs,
 }
 
 #[derive(Serialize)]
@@ -50,14 +52,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.budget.is_zero() {
         anyhow::bail!("--budget must be more than zero");
     }
+    let expect = args.expect.load()?;
     let started = Instant::now();
     let (tx, rx) = mpsc::channel();
     let root = args.root.clone();
     // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
     // the budget holds whatever the kernel does; a thread left blocked ends with the process.
     std::thread::spawn(move || {
-        let report = crate::cmd::inventory::load_node(&root)
-            .map(|node| diagnose(&name_nodes(vec![node]), None));
+        let report = crate::cmd::inventory::load_node(&root).map(|node| {
+            let named = name_nodes(vec![node]);
+            let mut report = diagnose(&named, None);
+            if let Some(e) = &expect {
+                crate::cmd::expect::apply(&mut report, &named, e, None);
+            }
+            report
+        });
         let _ = tx.send(report);
     });
     let report = match rx.recv_timeout(args.budget) {
@@ -91,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut text = render::health_lines(&report, args.strict);
             text.push_str(&render::verdict(&report));
             text.push('\n');
+            text.push_str(&render::waived(&report));
             crate::output::print_text(&text)?;
         }
     }

@@ -116,6 +116,13 @@ pub struct MatrixArgs {
     /// Also write the JSON matrix here.
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Judge every link against this cluster file's `bandwidth.p2p_gbps_per_nic`; exit 1 when
+    /// one is below it.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<std::path::PathBuf>,
+    /// Link rate in Gb/s for the default line, 90 % of it (NVIDIA ngc_multinode_perf's).
+    #[arg(long, value_name = "GBPS")]
+    pub link_gbps: Option<f64>,
     #[command(flatten)]
     pub ranks: RankArgs,
     #[command(flatten)]
@@ -199,8 +206,12 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         if let Some(path) = &args.output {
             crate::output::write_atomically(path, &serde_json::to_vec_pretty(&m)?)?;
         }
+        let judged = crate::cmd::expect::judge_matrix(&m, args.expect.as_deref(), args.link_gbps)?;
         if json {
-            crate::output::print_json(&m)?;
+            crate::output::print_json(&crate::cmd::expect::WithLinksPassLine {
+                report: &m,
+                pass_line: judged.clone(),
+            })?;
         } else {
             println!(
                 "# pair matrix: {} ranks, {} rounds, {} B x {} per direction, transport {}",
@@ -244,6 +255,14 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             }
             if a.slow_links.is_empty() && a.slow_nodes.is_empty() && a.note.is_none() {
                 println!("# no slow links or nodes");
+            }
+        }
+        if let Some(j) = &judged {
+            if !json {
+                print!("{}", crate::cmd::expect::links_text(j));
+            }
+            if j.verdict == fabrik_doctor::passline::Verdict::Fail {
+                return Ok(ExitCode::from(1));
             }
         }
         let bad = !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty();

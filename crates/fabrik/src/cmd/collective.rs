@@ -75,6 +75,10 @@ pub struct Args {
     /// Also write the JSON report here (kept, with the rows so far, when a run fails).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Judge all_reduce's bus bandwidth at the largest size against this cluster file's
+    /// `bandwidth.all_reduce_busbw_gbs`; exit 1 below the line.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
     #[command(flatten)]
     pub ranks: RankArgs,
     #[command(flatten)]
@@ -82,6 +86,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // A bad cluster file is said before the run, not after it.
+    crate::cmd::expect::load_file(args.expect.as_deref())?;
     let op: CollOp = args.op.parse()?;
     let dtype: DType = args.dtype.parse()?;
     let redop: RedOp = args.redop.parse()?;
@@ -336,8 +342,14 @@ fn report_sweep(
         let bytes = serde_json::to_vec_pretty(&report)?;
         write_atomically(path, &bytes)?;
     }
+    let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
+    let judged = fabrik_doctor::passline::busbw_line(expect.as_ref())
+        .and_then(|l| fabrik_doctor::passline::judge_collective(&report, &l));
     if json {
-        print_json(&report)?;
+        print_json(&crate::cmd::expect::WithPassLine {
+            report: &report,
+            pass_line: judged.clone(),
+        })?;
     } else {
         for w in &wrongs {
             println!("# first wrong element: {w}");
@@ -345,9 +357,13 @@ fn report_sweep(
         if result.is_ok() {
             print!("{}", footer(cfg.op.name(), wrong_total, avg));
         }
+        if let Some(j) = &judged {
+            print!("{}", crate::cmd::expect::judgement_text(j));
+        }
     }
     result.context("the collective run failed")?;
-    Ok(if wrong_total > 0 {
+    let below = judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
+    Ok(if wrong_total > 0 || below {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -36,9 +36,12 @@ pub struct Args {
     /// counter findings (FAB-CNT-1xx: errors, flaps, retransmissions, pause and CNP rates).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub watch: Option<Duration>,
+    #[command(flatten)]
+    pub expect: crate::cmd::expect::ExpectArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let expect = args.expect.load()?;
     let env = if let Some(path) = &args.env_file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading env file {}", path.display()))?;
@@ -89,6 +92,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         report.add_findings(findings);
+    }
+    if let Some(e) = &expect {
+        crate::cmd::expect::apply(&mut report, &named, e, env.as_ref());
     }
     match args.format {
         Format::Json => crate::output::print_json(&report)?,

@@ -8,6 +8,7 @@ pub mod collective;
 pub mod diff;
 pub mod doctor;
 pub mod env;
+pub mod expect;
 pub mod explain;
 pub mod exporter;
 pub mod inventory;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use fabrik_doctor::passline::{self, Judgement, Verdict};
 use fabrik_model::{Finding, P2pReport, P2pRows, Severity};
 use fabrik_parse::check::{check_collective, check_p2p};
 use fabrik_parse::nccl_tests::NcclTestsRun;
@@ -67,6 +68,10 @@ pub struct ToolArgs {
     /// Collective name when the text does not say (`all_reduce`, `reduce_scatter`...).
     #[arg(long)]
     pub op: Option<String>,
+    /// Judge the numbers against this cluster file's `[bandwidth]` lines (else perftest runs
+    /// are judged against 90 % of the link rate, when one is known); exit 1 below the line.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
 }
 
 /// One parsed result with the findings about it; the report's own keys stay at the top level,
@@ -76,6 +81,8 @@ struct WithFindings<'a, T: Serialize> {
     #[serde(flatten)]
     report: &'a T,
     findings: Vec<Finding>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass_line: Option<Judgement>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -365,6 +372,14 @@ fn exit_for(findings: &[Finding]) -> ExitCode {
     }
 }
 
+/// Exit 1 on error findings or on a result below its pass line.
+fn exit_judged(findings: &[Finding], judged: &[Option<Judgement>]) -> ExitCode {
+    if judged.iter().flatten().any(|j| j.verdict == Verdict::Fail) {
+        return ExitCode::from(1);
+    }
+    exit_for(findings)
+}
+
 fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> {
     match docs {
         [one] => crate::output::print_json(one),
@@ -386,28 +401,41 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
     }
     let findings: Vec<Vec<Finding>> = runs.iter().map(|r| check_collective(r, link)).collect();
     let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
+    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
+    let judged: Vec<Option<Judgement>> = runs
+        .iter()
+        .map(|r| {
+            passline::busbw_line(expect.as_ref())
+                .and_then(|l| passline::judge_collective(&r.report, &l))
+        })
+        .collect();
     match a.format {
         Format::Json => {
             let docs: Vec<_> = runs
                 .iter()
                 .zip(findings)
-                .map(|(r, f)| WithFindings {
+                .zip(judged.iter().cloned())
+                .map(|((r, f), j)| WithFindings {
                     report: &r.report,
                     findings: f,
+                    pass_line: j,
                 })
                 .collect();
             print_docs(&docs)?;
         }
         Format::Table => {
             let mut out = String::new();
-            for r in &runs {
+            for (r, j) in runs.iter().zip(&judged) {
                 out.push_str(&collective_table(r));
+                if let Some(j) = j {
+                    out.push_str(&crate::cmd::expect::judgement_text(j));
+                }
             }
             out.push_str(&findings_text(&all));
             print!("{out}");
         }
     }
-    Ok(exit_for(&all))
+    Ok(exit_judged(&all, &judged))
 }
 
 fn timing_cells(t: &Option<fabrik_model::CollTiming>) -> String {
@@ -514,14 +542,25 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let failed = fabrik_parse::perftest_failures::findings(&out.failures);
     let mut all: Vec<Finding> = failed.clone();
     all.extend(findings.iter().flatten().cloned());
+    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
+    let judged: Vec<Option<Judgement>> = reports
+        .iter()
+        .map(|r| {
+            let bidir = fabrik_parse::perftest::is_bidirectional(r);
+            passline::p2p_line(expect.as_ref(), link, bidir)
+                .and_then(|l| passline::judge_p2p(r, &l))
+        })
+        .collect();
     match a.format {
         Format::Json => {
             let docs: Vec<_> = reports
                 .iter()
                 .zip(findings)
-                .map(|(r, f)| WithFindings {
+                .zip(judged.iter().cloned())
+                .map(|((r, f), j)| WithFindings {
                     report: r,
                     findings: f,
+                    pass_line: j,
                 })
                 .collect();
             if out.failures.is_empty() {
@@ -550,8 +589,11 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
         }
         Format::Table => {
             let mut text = String::new();
-            for r in reports {
+            for (r, j) in reports.iter().zip(&judged) {
                 text.push_str(&p2p_table(r));
+                if let Some(j) = j {
+                    text.push_str(&crate::cmd::expect::judgement_text(j));
+                }
             }
             for f in &out.failures {
                 let _ = writeln!(
@@ -577,7 +619,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
             print!("{text}");
         }
     }
-    Ok(exit_for(&all))
+    Ok(exit_judged(&all, &judged))
 }
 
 fn p2p_table(r: &P2pReport) -> String {

@@ -1,0 +1,240 @@
+//! Expectations and waivers on the command line: the `--expect`/`--ignore` flags that `doctor`
+//! and `check` share, and `fabrik expect --from-root`, which writes a cluster file from a
+//! known-good node.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use fabrik_doctor::expect::{GpuExpect, RdmaExpect};
+use fabrik_doctor::{apply_waivers, Expectations, NamedNode, PlannedEnv, Report, Waiver};
+
+#[derive(clap::Args, Clone, Default)]
+pub struct ExpectArgs {
+    /// A cluster file (TOML) saying what the node must have; every difference is a finding
+    /// (FAB-EXP-*), and its `[[waive]]` tables waive findings. See docs/operations.md.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Exactly this many GPUs (overrides the file's `gpus.count`).
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// At least this many ACTIVE RDMA ports (overrides the file's `rdma.active_ports`).
+    #[arg(long, value_name = "N")]
+    pub expect_rdma_ports: Option<usize>,
+    /// Every ACTIVE RDMA port at this rate in Gb/s (overrides the file's `rdma.rate_gbps`).
+    #[arg(long, value_name = "GBPS")]
+    pub expect_rate: Option<f64>,
+    /// Waive a rule, on every subject or those matching a glob: `RULE[:SUBJECT]=REASON`. The
+    /// reason is required and the report lists it. Repeatable.
+    #[arg(long, value_name = "RULE[:SUBJECT]=REASON")]
+    pub ignore: Vec<String>,
+}
+
+impl ExpectArgs {
+    /// The expectations the flags and file give, or `None` when none was asked for.
+    pub fn load(&self) -> anyhow::Result<Option<Expectations>> {
+        let mut e = match &self.expect {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading expectations {}", path.display()))?;
+                Expectations::parse(&path.display().to_string(), &text)?
+            }
+            None => Expectations::default(),
+        };
+        if let Some(n) = self.expect_gpus {
+            e.gpus.get_or_insert_with(GpuExpect::default).count = Some(n);
+        }
+        if let Some(n) = self.expect_rdma_ports {
+            e.rdma.get_or_insert_with(RdmaExpect::default).active_ports = Some(n);
+        }
+        if let Some(g) = self.expect_rate {
+            e.rdma.get_or_insert_with(RdmaExpect::default).rate_gbps = Some(g);
+        }
+        for flag in &self.ignore {
+            e.waive.push(Waiver::parse_flag(flag)?);
+        }
+        Ok((e != Expectations::default()).then_some(e))
+    }
+}
+
+/// Adds the expectation findings to a report, then applies the waivers (today in UTC).
+pub fn apply(
+    report: &mut Report,
+    nodes: &[NamedNode],
+    expect: &Expectations,
+    env: Option<&PlannedEnv>,
+) {
+    report.add_expectations(nodes, expect, env);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    apply_waivers(report, &expect.waive, &fabrik_doctor::waive::utc_date(now));
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A known-good node: `/`, a snapshot directory or .tar.gz.
+    #[arg(long, value_name = "DIR")]
+    pub from_root: PathBuf,
+    /// Write the file here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let node = crate::cmd::inventory::load_node(&args.from_root)?;
+    let e = Expectations::from_node(&node);
+    let text = format!(
+        "# Written by `fabrik expect --from-root {}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
+        args.from_root.display(),
+        e.to_toml()?
+    );
+    match &args.output {
+        Some(path) => {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => crate::output::print_text(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads an expectations file when one is given (the benchmarks' `--expect`).
+pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expectations>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading expectations {}", path.display()))?;
+    Ok(Some(Expectations::parse(
+        &path.display().to_string(),
+        &text,
+    )?))
+}
+
+/// The table lines of a judged result: the line and its basis, then a verdict per row.
+pub fn judgement_text(j: &fabrik_doctor::passline::Judgement) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "pass line {:.1} {} ({}): {}",
+        j.line.value,
+        j.line.unit,
+        j.line.basis,
+        j.verdict.as_str().to_uppercase()
+    );
+    for r in &j.rows {
+        let _ = writeln!(
+            out,
+            "  {:>12} bytes {:>10.2} {}  {}",
+            r.bytes,
+            r.value,
+            j.line.unit,
+            r.verdict.as_str()
+        );
+    }
+    out
+}
+
+/// A result with its judgement beside it; the result's own keys stay at the top level.
+#[derive(serde::Serialize)]
+pub struct WithPassLine<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<fabrik_doctor::passline::Judgement>,
+}
+
+/// Judges a `bench p2p` run: against `--expect`'s per-NIC line, else 90 % of `--link-gbps`
+/// (per NIC), else of the speeds this machine's inventory reports for the `--ifaces` in use;
+/// times the number of NICs the run was striped over.
+pub fn judge_bench_p2p(
+    report: &fabrik_model::P2pReport,
+    expect: Option<&std::path::Path>,
+    link_gbps: Option<f64>,
+    ifaces: &[String],
+    bidirectional: bool,
+) -> anyhow::Result<Option<fabrik_doctor::passline::Judgement>> {
+    let expect = load_file(expect)?;
+    let mut nics: Vec<&String> = ifaces.iter().collect();
+    nics.sort();
+    nics.dedup();
+    let link = match link_gbps {
+        Some(g) => Some(g),
+        None if !nics.is_empty() && expect.is_none() => {
+            // The slowest NIC in use sets the per-NIC line; an unknown speed (veth, -1) gives none.
+            let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
+            nics.iter()
+                .map(|n| {
+                    node.net_interface(n)
+                        .and_then(|i| i.speed_mbps)
+                        .map(|m| m as f64 / 1000.0)
+                })
+                .collect::<Option<Vec<f64>>>()
+                .and_then(|v| v.into_iter().reduce(f64::min))
+        }
+        None => None,
+    };
+    let line = fabrik_doctor::passline::p2p_line_striped(
+        expect.as_ref(),
+        link,
+        nics.len().max(1),
+        bidirectional,
+    );
+    Ok(line.and_then(|l| fabrik_doctor::passline::judge_p2p(report, &l)))
+}
+
+/// The matrix with its links judged beside it.
+#[derive(serde::Serialize)]
+pub struct WithLinksPassLine<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<fabrik_doctor::passline::LinksJudgement>,
+}
+
+/// Judges the all-pairs matrix: each link against `--expect`'s per-NIC line, else 90 % of
+/// `--link-gbps`; nothing without either.
+pub fn judge_matrix(
+    m: &fabrik_model::PairMatrix,
+    expect: Option<&std::path::Path>,
+    link_gbps: Option<f64>,
+) -> anyhow::Result<Option<fabrik_doctor::passline::LinksJudgement>> {
+    let expect = load_file(expect)?;
+    Ok(
+        fabrik_doctor::passline::p2p_line(expect.as_ref(), link_gbps, false)
+            .and_then(|l| fabrik_doctor::passline::judge_links(&m.links, &l)),
+    )
+}
+
+/// The table lines of a judged matrix: the line, then each link below it.
+pub fn links_text(j: &fabrik_doctor::passline::LinksJudgement) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let below: Vec<_> = j
+        .links
+        .iter()
+        .filter(|l| l.verdict == fabrik_doctor::passline::Verdict::Fail)
+        .collect();
+    let _ = writeln!(
+        out,
+        "pass line {:.1} {} ({}): {} ({} of {} links below)",
+        j.line.value,
+        j.line.unit,
+        j.line.basis,
+        j.verdict.as_str().to_uppercase(),
+        below.len(),
+        j.links.len()
+    );
+    for l in below {
+        let _ = writeln!(
+            out,
+            "BELOW LINE rank {} -> rank {}: {:.3} {}",
+            l.src, l.dst, l.value, j.line.unit
+        );
+    }
+    out
+}
