@@ -11,6 +11,7 @@ pub mod net;
 pub mod parse;
 pub mod pci;
 pub mod rdma;
+pub mod root;
 pub mod snapshot;
 pub mod system;
 pub mod topology;
@@ -29,6 +30,8 @@ pub enum ProbeError {
     RootMissing(PathBuf),
     #[error("root {0} is not a directory")]
     RootNotDirectory(PathBuf),
+    #[error(transparent)]
+    NotANode(root::RootError),
 }
 
 /// Reads everything fabrik knows about the node rooted at `root`.
@@ -37,11 +40,14 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
     Ok(probe_fs(&mut fs, root))
 }
 
+/// Opens a root that [`root::check`] accepts: a directory that is not a node is refused here
+/// rather than probed into an empty node that the doctor would then diagnose.
 fn open(root: &Path) -> Result<RootFs, ProbeError> {
-    match std::fs::metadata(root) {
-        Ok(m) if m.is_dir() => Ok(RootFs::new(root)),
-        Ok(_) => Err(ProbeError::RootNotDirectory(root.to_path_buf())),
-        Err(_) => Err(ProbeError::RootMissing(root.to_path_buf())),
+    match root::check(root) {
+        Ok(_) => Ok(RootFs::new(root)),
+        Err(root::RootError::Missing(p)) => Err(ProbeError::RootMissing(p)),
+        Err(root::RootError::NotDirectory(p)) => Err(ProbeError::RootNotDirectory(p)),
+        Err(e) => Err(ProbeError::NotANode(e)),
     }
 }
 

@@ -146,11 +146,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let timeout = secs(a.timeout, "--timeout")?;
-    let rdma = match a.transport {
-        Transport::Tcp => false,
-        Transport::Rdma => true,
-        Transport::Auto => crate::cmd::rdma::rdma_usable(),
+    let (rdma, tcp_because) = match a.transport {
+        Transport::Tcp => (false, None),
+        Transport::Rdma => (true, None),
+        Transport::Auto => match crate::cmd::rdma::rdma_choice() {
+            Ok(_) => (true, None),
+            Err(why) => (false, Some(why)),
+        },
     };
+    if !rdma {
+        let given = a.rdma.given();
+        if !given.is_empty() {
+            let chosen = match &tcp_because {
+                Some(why) => format!("--transport auto chose TCP ({why})"),
+                None => "the transport is TCP".to_string(),
+            };
+            bail!(
+                "{} {} RDMA-only: {chosen}, which would measure host memory over TCP streams \
+                 instead; add --transport rdma to measure them (or drop them for a TCP test)",
+                given.join(", "),
+                if given.len() == 1 { "is" } else { "are" }
+            );
+        }
+    }
+    let auto_note = tcp_because.map(|why| format!("--transport auto chose TCP: {why}"));
     if rdma {
         if a.duration.is_some() || a.bidir || a.streams != 1 || !a.ifaces.is_empty() {
             bail!("--duration, --bidir, --streams and --ifaces are TCP options (RDMA: --qps)");
@@ -175,6 +194,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         return crate::cmd::rdma::p2p(&common, &a.rdma);
     }
     if a.server {
+        if let Some(note) = &auto_note {
+            eprintln!("fabrik: {note}");
+        }
         return serve(&a, timeout);
     }
     let token = match (&a.token, a.local) {
@@ -217,6 +239,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
     let table = matches!(a.format, Format::Table);
     if table {
+        if let Some(note) = &auto_note {
+            println!("# {note}");
+        }
         print!("{}", fabrik_bench::render::columns(test));
     }
     let mut on_row = |row: fabrik_bench::client::Row<'_>| {
@@ -234,7 +259,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     } else {
         fabrik_bench::client::run_observed(&cfg, &mut on_row)
     };
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(e @ BenchError::Corrupt { .. }) => {
             eprintln!("fabrik: {e}");
@@ -242,6 +267,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e).context("bench p2p"),
     };
+    report.notes.extend(auto_note);
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
         Format::Table => print!(

@@ -58,6 +58,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.watch.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--watch must be more than zero");
     }
+    // Before any watch interval is spent: a root that is not a node fails now, not after it.
+    for root in &args.root {
+        crate::cmd::inventory::check_root(root)?;
+    }
     // The roots are watched while they are probed: the interval is spent once, not per root.
     let (nodes, watched) = std::thread::scope(|scope| {
         let watchers: Vec<_> = match args.watch {
