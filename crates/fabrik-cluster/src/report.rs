@@ -365,6 +365,7 @@ pub fn heatmap(m: &PairMatrix) -> Result<String, ClusterError> {
             .map_err(plot_err)?;
         let a = &m.analysis;
         let is_slow = |s: u32, d: u32, v: &[SlowLink]| v.iter().any(|x| x.src == s && x.dst == d);
+        let mut used: Vec<RGBColor> = Vec::new();
         for l in &m.links {
             if l.src >= n || l.dst >= n {
                 continue;
@@ -378,6 +379,9 @@ pub fn heatmap(m: &PairMatrix) -> Result<String, ClusterError> {
             } else {
                 LINK_OK
             };
+            if !used.contains(&color) {
+                used.push(color);
+            }
             let cell = [(l.dst, l.src), (l.dst + 1, l.src + 1)];
             chart
                 .draw_series(std::iter::once(Rectangle::new(cell, color.filled())))
@@ -403,17 +407,31 @@ pub fn heatmap(m: &PairMatrix) -> Result<String, ClusterError> {
                 ))
                 .map_err(plot_err)?;
         }
+        // Only the colours drawn: a legend's red swatch would put red on a page with no slow
+        // link. The threshold is said either way.
+        let slow_label = if used.contains(&LINK_SLOW) {
+            format!("slow: below {:.2} Gb/s", a.link_threshold_gbps)
+        } else {
+            String::new()
+        };
         let entries = [
             (LINK_OK, "at the median's pace".to_string()),
             (LINK_BELOW_MEDIAN, "over 10% below the median".to_string()),
-            (
-                LINK_SLOW,
-                format!("slow: below {:.2} Gb/s", a.link_threshold_gbps),
-            ),
+            (LINK_SLOW, slow_label),
+            (LINK_MISSING, "not measured".to_string()),
         ];
         let font = ("sans-serif", 13).into_font().color(&BLACK);
         let mut x = 14i32;
-        for (color, label) in entries {
+        if !used.contains(&LINK_SLOW) {
+            legend
+                .draw(&Text::new(
+                    format!("no slow link (threshold {:.2} Gb/s)", a.link_threshold_gbps),
+                    (x, 40),
+                    font.clone(),
+                ))
+                .map_err(plot_err)?;
+        }
+        for (color, label) in entries.into_iter().filter(|(c, _)| used.contains(c)) {
             legend
                 .draw(&Rectangle::new([(x, 16), (x + 18, 34)], color.filled()))
                 .map_err(plot_err)?;
@@ -1001,5 +1019,54 @@ mod tests {
         ] {
             assert!(!page.contains(needle), "found {needle}");
         }
+    }
+
+    #[test]
+    fn heatmap_red_means_a_reported_slow_link_and_nothing_else() {
+        let red = "#B00020";
+        let slow = heatmap(&matrix()).unwrap();
+        assert!(
+            slow.to_uppercase().contains(red),
+            "the planted slow link is red"
+        );
+        assert!(slow.contains("slow: below"), "a legend");
+        assert!(slow.contains("20.0 \u{b5}s"), "latency in the cells");
+        // Every link alike, one at 80% of the others: no slow link is reported, so no red.
+        let mut even = matrix();
+        for l in &mut even.links {
+            l.gbps = 10.0;
+        }
+        even.links[5].gbps = 9.5;
+        let hosts = even.hosts.clone();
+        even.analysis = crate::pairs::analyze(&even.links, &hosts, 4);
+        assert!(even.analysis.slow_links.is_empty());
+        let svg = heatmap(&even).unwrap().to_uppercase();
+        assert!(!svg.contains(red));
+        let page = render(&[named("m.json", ReportInput::Matrix(even))]).unwrap();
+        assert!(page.html.contains("No slow links or nodes."));
+        assert!(page.html.contains("Verdict: no errors."));
+    }
+
+    #[test]
+    fn busbw_uses_a_log_axis() {
+        let mut slow = coll("all_reduce", ResultSource::Fabrik);
+        for r in &mut slow.rows {
+            if let Some(t) = r.out_of_place.as_mut() {
+                t.busbw /= 300.0;
+            }
+        }
+        let fast = coll("all_reduce", ResultSource::NcclTests);
+        let svg = busbw_plot(
+            "all_reduce",
+            &[("tcp".into(), &slow), ("nvlink".into(), &fast)],
+        )
+        .unwrap();
+        assert!(svg.contains("log scale"));
+        // Decade ticks spanning both runs (a linear axis to 100 would label 0, 20, 40...).
+        let labels: Vec<&str> = svg.lines().map(str::trim).collect();
+        for tick in ["0.1", "1", "10", "100"] {
+            assert!(labels.contains(&tick), "{tick}");
+        }
+        assert!(!labels.contains(&"20"));
     }
 }
