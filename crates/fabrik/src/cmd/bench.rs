@@ -23,14 +23,18 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Kind {
-    /// Point-to-point TCP bandwidth or latency between two hosts, striped over several NICs.
+    /// Point-to-point bandwidth or latency between two hosts: TCP striped over several NICs, or
+    /// RDMA verbs (`--transport rdma`), from host or GPU memory.
     P2p(Box<P2pArgs>),
-    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it, over TCP.
+    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it: host
+    /// memory over TCP or RDMA verbs, or GPU memory through NCCL (`--backend`).
     Collective(Box<super::collective::Args>),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -127,7 +131,7 @@ struct P2pArgs {
     #[arg(long, default_value_t = 100)]
     warmup: u64,
     /// Client: a perftest-style table (rows as they are measured) or the JSON report.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.

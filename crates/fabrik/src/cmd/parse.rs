@@ -12,6 +12,8 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -33,7 +35,7 @@ pub enum What {
 #[derive(clap::Args)]
 pub struct ToolArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
     #[arg(long)]
