@@ -189,3 +189,26 @@ fn top_quits_on_q() {
     let status = status.expect("top did not quit on q");
     assert!(status.success());
 }
+
+#[test]
+fn cluster_doctor_prints_findings_like_doctor_and_a_shared_one_once() {
+    let out = fabrik(&[
+        "cluster",
+        "doctor",
+        "--local",
+        "3",
+        "--root",
+        &fixture("doctor/nodes/port-001-init"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Three ranks of one node share the INIT port: one finding naming the three.
+    assert_eq!(stdout.matches("FAB-PORT-001").count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("mlx5_1:1 on rank0, rank1, rank2"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("/sys/class/infiniband/mlx5_1/ports/1/state = 2: INIT"));
+    assert!(stdout.contains("fix: "));
+    assert!(stdout.contains("verdict: "));
+}

@@ -325,9 +325,11 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     n.node.os.kernel.as_deref().unwrap_or("?")
                 );
             }
-            for f in &report.findings {
-                println!("{:?} {} {}: {}", f.severity, f.rule, f.subject, f.message);
-            }
+            let names = fabrik_cluster::doctor::node_names(&report.nodes);
+            print!(
+                "{}",
+                crate::cmd::doctor::render_shared(names, &report.findings)
+            );
             for note in &report.notes {
                 println!("# {note}");
             }
