@@ -473,10 +473,14 @@ pub struct PageMeta {
     pub version: String,
 }
 
-/// Why a collective run is not a complete result, if it is not: no rows at all, or (parsed
-/// nccl-tests output) no `# Avg bus bandwidth` line, which nccl-tests prints once every size
-/// has run.
+/// Why a collective run is not a complete result, if it is not: fabrik's own run noted that it
+/// was aborted (`bench collective --output` keeps the rows so far when a run fails), no rows at
+/// all, or (parsed nccl-tests output) no `# Avg bus bandwidth` line, which nccl-tests prints
+/// once every size has run.
 pub fn collective_incomplete(r: &CollectiveReport) -> Option<String> {
+    if let Some(note) = r.notes.iter().find(|n| n.starts_with("aborted")) {
+        return Some(note.clone());
+    }
     if r.rows.is_empty() {
         return Some("aborted: no result rows".into());
     }
@@ -1068,5 +1072,28 @@ mod tests {
             assert!(labels.contains(&tick), "{tick}");
         }
         assert!(!labels.contains(&"20"));
+    }
+
+    #[test]
+    fn an_aborted_or_cut_run_is_never_a_green_zero() {
+        let mut aborted = coll("all_reduce", ResultSource::Fabrik);
+        aborted
+            .notes
+            .push("aborted: rank 1 (node-b): connection reset".into());
+        let mut cut = coll("all_reduce", ResultSource::NcclTests);
+        cut.avg_busbw = None;
+        let done = coll("all_gather", ResultSource::NcclTests);
+        assert!(collective_incomplete(&done).is_none());
+        let page = render(&[
+            named("aborted.json", ReportInput::Collective(aborted)),
+            named("cut.json", ReportInput::Collective(cut)),
+            named("done.json", ReportInput::Collective(done)),
+        ])
+        .unwrap()
+        .html;
+        assert!(page.contains("aborted: rank 1 (node-b): connection reset"));
+        assert!(page.contains("incomplete: no &quot;# Avg bus bandwidth&quot; line"));
+        assert_eq!(page.matches("<td class=\"ok\">0</td>").count(), 1, "{page}");
+        assert!(page.contains("Verdict: not healthy"));
     }
 }
