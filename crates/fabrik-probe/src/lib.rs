@@ -26,12 +26,13 @@ use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
+    /// A directory that is not a node, or a snapshot cut short (see [`root::check`]).
+    #[error(transparent)]
+    NotANode(root::RootError),
     #[error("root directory {0} does not exist")]
     RootMissing(PathBuf),
     #[error("root {0} is not a directory")]
     RootNotDirectory(PathBuf),
-    #[error(transparent)]
-    NotANode(root::RootError),
 }
 
 /// Reads everything fabrik knows about the node rooted at `root`.
@@ -40,11 +41,20 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
     Ok(probe_fs(&mut fs, root))
 }
 
-/// Opens a root that [`root::check`] accepts: a directory that is not a node is refused here
-/// rather than probed into an empty node that the doctor would then diagnose.
 fn open(root: &Path) -> Result<RootFs, ProbeError> {
+    refuse_non_node(root)?;
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(RootFs::new(root)),
+        Ok(_) => Err(ProbeError::RootNotDirectory(root.to_path_buf())),
+        Err(_) => Err(ProbeError::RootMissing(root.to_path_buf())),
+    }
+}
+
+/// Only a root that [`root::check`] accepts is probed: a directory that is not a node would
+/// otherwise read as an empty node, which the doctor then diagnoses.
+fn refuse_non_node(root: &Path) -> Result<(), ProbeError> {
     match root::check(root) {
-        Ok(_) => Ok(RootFs::new(root)),
+        Ok(_) => Ok(()),
         Err(root::RootError::Missing(p)) => Err(ProbeError::RootMissing(p)),
         Err(root::RootError::NotDirectory(p)) => Err(ProbeError::RootNotDirectory(p)),
         Err(e) => Err(ProbeError::NotANode(e)),
