@@ -18,6 +18,9 @@ use crate::sample::Sample;
 /// Findings to export besides the counter rules: the CLI plugs the doctor in here.
 pub type FindingsFn = Box<dyn Fn(&Path) -> Vec<Finding> + Send + Sync>;
 
+/// Whether the root can still be read, for `/healthz`: `Err` says why not (503).
+pub type HealthFn = Box<dyn Fn(&Path) -> Result<(), String> + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("cannot listen on {addr}: {reason}")]
@@ -37,6 +40,7 @@ pub struct Exporter {
     server: Arc<Server>,
     config: ExporterConfig,
     last: Option<(Sample, Instant)>,
+    health: Option<HealthFn>,
 }
 
 impl Exporter {
@@ -49,12 +53,18 @@ impl Exporter {
             server: Arc::new(server),
             config,
             last: None,
+            health: None,
         })
     }
 
     /// The address actually bound (useful with port 0).
     pub fn local_addr(&self) -> String {
         self.server.server_addr().to_string()
+    }
+
+    /// Makes `/healthz` answer 503 with the reason while `check` fails on the root.
+    pub fn set_health(&mut self, check: HealthFn) {
+        self.health = Some(check);
     }
 
     /// A handle whose `unblock()` makes [`Exporter::run`] return.
@@ -73,7 +83,12 @@ impl Exporter {
                     Ok(b) => (200, PROMETHEUS_TEXT_CONTENT_TYPE, to_prometheus_text(&b)),
                     Err(e) => (500, "text/plain; charset=utf-8", format!("{e}\n")),
                 },
-                (Method::Get, "/healthz") => (200, "text/plain; charset=utf-8", "ok\n".into()),
+                (Method::Get, "/healthz") => {
+                    match self.health.as_ref().map(|h| h(&self.config.root)) {
+                        Some(Err(why)) => (503, "text/plain; charset=utf-8", format!("{why}\n")),
+                        _ => (200, "text/plain; charset=utf-8", "ok\n".into()),
+                    }
+                }
                 (Method::Get, "/") => (
                     200,
                     "text/html; charset=utf-8",

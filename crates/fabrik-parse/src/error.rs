@@ -4,13 +4,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not valid nccl-tests JSON: {source}")]
+    #[error("{path} is not valid nccl-tests JSON")]
     Json {
         path: PathBuf,
         #[source]

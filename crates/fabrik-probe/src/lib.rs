@@ -11,6 +11,7 @@ pub mod net;
 pub mod parse;
 pub mod pci;
 pub mod rdma;
+pub mod root;
 pub mod snapshot;
 pub mod system;
 pub mod topology;
@@ -25,6 +26,9 @@ use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
+    /// A directory that is not a node, or a snapshot cut short (see [`root::check`]).
+    #[error(transparent)]
+    NotANode(root::RootError),
     #[error("root directory {0} does not exist")]
     RootMissing(PathBuf),
     #[error("root {0} is not a directory")]
@@ -38,10 +42,22 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
 }
 
 fn open(root: &Path) -> Result<RootFs, ProbeError> {
+    refuse_non_node(root)?;
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => Ok(RootFs::new(root)),
         Ok(_) => Err(ProbeError::RootNotDirectory(root.to_path_buf())),
         Err(_) => Err(ProbeError::RootMissing(root.to_path_buf())),
+    }
+}
+
+/// Only a root that [`root::check`] accepts is probed: a directory that is not a node would
+/// otherwise read as an empty node, which the doctor then diagnoses.
+fn refuse_non_node(root: &Path) -> Result<(), ProbeError> {
+    match root::check(root) {
+        Ok(_) => Ok(()),
+        Err(root::RootError::Missing(p)) => Err(ProbeError::RootMissing(p)),
+        Err(root::RootError::NotDirectory(p)) => Err(ProbeError::RootNotDirectory(p)),
+        Err(e) => Err(ProbeError::NotANode(e)),
     }
 }
 

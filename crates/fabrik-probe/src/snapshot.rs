@@ -18,7 +18,7 @@ pub enum SnapshotError {
     Probe(#[from] crate::ProbeError),
     #[error("{0} already exists; choose another output path")]
     OutputExists(PathBuf),
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,
@@ -111,19 +111,33 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     let read_at = SystemTime::now();
     let (node, record) = crate::probe_recording(&opts.source_root)?;
     let tarball = is_tarball(&opts.output);
+    // The tree is written under a temporary name and renamed into place once finished, and it
+    // holds fabrik/partial until then: a killed snapshot is never found under the name asked
+    // for, and a left-over partial tree is refused by `root::check` if given as a root.
     let staging = if tarball {
-        Some(
-            tempfile::tempdir()
-                .map_err(io_err("creating a temporary directory for", &opts.output))?,
-        )
+        tempfile::tempdir().map_err(io_err("creating a temporary directory for", &opts.output))?
     } else {
-        None
+        let parent = match opts.output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(io_err("creating", &parent))?;
+        tempfile::Builder::new()
+            .prefix(&format!(".{}.partial-", top_dir_name(&opts.output)))
+            .tempdir_in(&parent)
+            .map_err(io_err("creating a temporary directory for", &opts.output))?
     };
-    let tree = match &staging {
-        Some(t) => t.path().join(top_dir_name(&opts.output)),
-        None => opts.output.clone(),
+    let tree = if tarball {
+        staging.path().join(top_dir_name(&opts.output))
+    } else {
+        staging.path().to_path_buf()
     };
     std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
+    write_marker(
+        &tree,
+        crate::root::PARTIAL_MARKER,
+        "this snapshot is being written, or its writer was stopped before it finished\n",
+    )?;
     let (files, directories, symlinks) = write_tree(&tree, &record)?;
     write_captured_at(&tree, &opts.source_root, read_at)?;
     let run_here = opts.run_commands && opts.source_root == Path::new("/");
@@ -132,8 +146,25 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     } else {
         Vec::new()
     };
-    if let Some(stage) = &staging {
-        write_tarball(stage.path(), &tree, &opts.output)?;
+    write_marker(
+        &tree,
+        crate::root::COMPLETE_MARKER,
+        &format!("fabrik-probe {}\n", env!("CARGO_PKG_VERSION")),
+    )?;
+    let partial = host_path(&tree, crate::root::PARTIAL_MARKER);
+    std::fs::remove_file(&partial).map_err(io_err("removing", &partial))?;
+    if tarball {
+        write_tarball(staging.path(), &tree, &opts.output)?;
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        // The temporary directory is private (0700); a snapshot directory is not.
+        std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755))
+            .map_err(io_err("setting the permissions of", &tree))?;
+        let kept = staging.keep();
+        if let Err(e) = rename_new(&kept, &opts.output) {
+            let _ = std::fs::remove_dir_all(&kept);
+            return Err(e);
+        }
     }
     Ok(SnapshotSummary {
         schema_version: fabrik_model::SCHEMA_VERSION,
@@ -305,9 +336,36 @@ fn write_tree(
     Ok((files, dirs, links))
 }
 
+/// Renames the finished tree to `output`, which must still not exist: `rename(2)` would
+/// replace an empty directory made there meanwhile, and a snapshot never replaces anything.
+fn rename_new(from: &Path, output: &Path) -> Result<(), SnapshotError> {
+    if output.symlink_metadata().is_ok() {
+        return Err(SnapshotError::OutputExists(output.to_path_buf()));
+    }
+    std::fs::rename(from, output).map_err(io_err("renaming into", output))
+}
+
+fn write_marker(tree: &Path, name: &str, text: &str) -> Result<(), SnapshotError> {
+    let p = host_path(tree, name);
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err("creating", dir))?;
+    }
+    std::fs::write(&p, text).map_err(io_err("writing", &p))
+}
+
+/// Writes the archive under a temporary name beside `output` and renames it into place, so a
+/// killed snapshot leaves no `.tar.gz` that looks whole.
 fn write_tarball(stage: &Path, tree: &Path, output: &Path) -> Result<(), SnapshotError> {
-    let tmp_out = output.with_extension("partial");
-    let file = std::fs::File::create(&tmp_out).map_err(io_err("creating", &tmp_out))?;
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.partial-", top_dir_name(output)))
+        .tempfile_in(dir)
+        .map_err(io_err("creating a temporary file for", output))?;
+    let tmp_out = tmp.path().to_path_buf();
+    let file = tmp.reopen().map_err(io_err("opening", &tmp_out))?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut builder = tar::Builder::new(gz);
     builder.follow_symlinks(false);
@@ -317,7 +375,13 @@ fn write_tarball(stage: &Path, tree: &Path, output: &Path) -> Result<(), Snapsho
         .map_err(io_err("archiving", tree))?;
     let gz = builder.into_inner().map_err(io_err("writing", &tmp_out))?;
     gz.finish().map_err(io_err("compressing", &tmp_out))?;
-    std::fs::rename(&tmp_out, output).map_err(io_err("renaming into", output))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp_out, std::fs::Permissions::from_mode(0o644))
+            .map_err(io_err("setting the permissions of", &tmp_out))?;
+    }
+    tmp.persist_noclobber(output)
+        .map_err(|e| io_err("renaming into", output)(e.error))?;
     Ok(())
 }
 

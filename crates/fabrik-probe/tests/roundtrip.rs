@@ -69,3 +69,46 @@ fn a_missing_root_is_a_typed_error() {
     let err = fabrik_probe::probe(Path::new("/nonexistent/fabrik-root")).unwrap_err();
     assert!(matches!(err, fabrik_probe::ProbeError::RootMissing(_)));
 }
+
+#[test]
+fn a_finished_snapshot_is_marked_complete_and_nothing_temporary_is_left() {
+    use fabrik_probe::root::{check, RootKind, COMPLETE_MARKER, PARTIAL_MARKER};
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
+    let out = dir.path().join("snap");
+    let mut opts = SnapshotOptions::new(out.clone());
+    opts.source_root = fixture.clone();
+    capture(&opts).unwrap();
+    assert!(out.join(COMPLETE_MARKER).is_file());
+    assert!(!out.join(PARTIAL_MARKER).exists());
+    assert_eq!(check(&out).unwrap(), RootKind::Snapshot);
+    let tgz = dir.path().join("snap.tar.gz");
+    let mut opts = SnapshotOptions::new(tgz.clone());
+    opts.source_root = fixture;
+    capture(&opts).unwrap();
+    let unpacked = unpack(&tgz).unwrap();
+    assert!(unpacked.root.join(COMPLETE_MARKER).is_file());
+    assert!(!unpacked.root.join(PARTIAL_MARKER).exists());
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["snap", "snap.tar.gz"],
+        "no temporary left beside them"
+    );
+}
+
+#[test]
+fn a_source_that_is_not_a_node_writes_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = dir.path().join("snap");
+    let mut opts = SnapshotOptions::new(out.clone());
+    opts.source_root = empty;
+    assert!(capture(&opts).is_err());
+    assert!(!out.exists());
+}

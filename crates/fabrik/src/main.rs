@@ -39,7 +39,7 @@ enum Command {
     Env(cmd::env::Args),
     /// Render a runnable job (torchrun, docker, k8s, slurm, hostfile) with that environment.
     Launch(cmd::launch::Args),
-    /// Measure the network between hosts: point-to-point bandwidth and latency.
+    /// Measure the network between hosts: point-to-point bandwidth and latency, collectives.
     Bench(cmd::bench::Args),
     /// Read NCCL_DEBUG=INFO logs: transport, GDR, socket fallback, NICs, errors with their fix.
     Logs(cmd::logs::Args),
@@ -127,5 +127,6 @@ fn init_tracing(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(output::colour(&std::io::stderr()))
         .init();
 }

@@ -34,6 +34,18 @@ fn ignore_broken_pipe(result: std::io::Result<()>) -> anyhow::Result<()> {
     }
 }
 
+/// `1 round`, `2 rounds`: a count with its noun.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Whether to colour what goes to `stream`: only a terminal gets escape codes (a pipe or file
+/// would keep them as junk), and never when NO_COLOR is set to anything but empty
+/// (https://no-color.org).
+pub fn colour(stream: &impl std::io::IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
 /// reader never sees half a file. The result is world-readable (0644) like any file a command
 /// writes; the temporary file's private 0600 must not leak into reports and launch files.

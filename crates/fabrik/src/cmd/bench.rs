@@ -23,14 +23,18 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Kind {
-    /// Point-to-point TCP bandwidth or latency between two hosts, striped over several NICs.
+    /// Point-to-point bandwidth or latency between two hosts: TCP striped over several NICs, or
+    /// RDMA verbs (`--transport rdma`), from host or GPU memory.
     P2p(Box<P2pArgs>),
-    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it, over TCP.
+    /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it: host
+    /// memory over TCP or RDMA verbs, or GPU memory through NCCL (`--backend`).
     Collective(Box<super::collective::Args>),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -127,7 +131,7 @@ struct P2pArgs {
     #[arg(long, default_value_t = 100)]
     warmup: u64,
     /// Client: a perftest-style table (rows as they are measured) or the JSON report.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
@@ -154,11 +158,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let timeout = secs(a.timeout, "--timeout")?;
-    let rdma = match a.transport {
-        Transport::Tcp => false,
-        Transport::Rdma => true,
-        Transport::Auto => crate::cmd::rdma::rdma_usable(),
+    let (rdma, tcp_because) = match a.transport {
+        Transport::Tcp => (false, None),
+        Transport::Rdma => (true, None),
+        Transport::Auto => match crate::cmd::rdma::rdma_choice() {
+            Ok(_) => (true, None),
+            Err(why) => (false, Some(why)),
+        },
     };
+    if !rdma {
+        let given = a.rdma.given();
+        if !given.is_empty() {
+            let chosen = match &tcp_because {
+                Some(why) => format!("--transport auto chose TCP ({why})"),
+                None => "the transport is TCP".to_string(),
+            };
+            bail!(
+                "{} {} RDMA-only: {chosen}, which would measure host memory over TCP streams \
+                 instead; add --transport rdma to measure them (or drop them for a TCP test)",
+                given.join(", "),
+                if given.len() == 1 { "is" } else { "are" }
+            );
+        }
+    }
+    let auto_note = tcp_because.map(|why| format!("--transport auto chose TCP: {why}"));
     if rdma {
         if a.duration.is_some() || a.bidir || a.streams != 1 || !a.ifaces.is_empty() {
             bail!("--duration, --bidir, --streams and --ifaces are TCP options (RDMA: --qps)");
@@ -183,6 +206,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         return crate::cmd::rdma::p2p(&common, &a.rdma);
     }
     if a.server {
+        if let Some(note) = &auto_note {
+            eprintln!("fabrik: {note}");
+        }
         return serve(&a, timeout);
     }
     let token = match (&a.token, a.local) {
@@ -225,6 +251,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
     let table = matches!(a.format, Format::Table);
     if table {
+        if let Some(note) = &auto_note {
+            println!("# {note}");
+        }
         print!("{}", fabrik_bench::render::columns(test));
     }
     let mut on_row = |row: fabrik_bench::client::Row<'_>| {
@@ -242,7 +271,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     } else {
         fabrik_bench::client::run_observed(&cfg, &mut on_row)
     };
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(e @ BenchError::Corrupt { .. }) => {
             eprintln!("fabrik: {e}");
@@ -250,6 +279,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e).context("bench p2p"),
     };
+    report.notes.extend(auto_note);
     let judged = crate::cmd::expect::judge_bench_p2p(
         &report,
         a.expect.as_deref(),

@@ -17,6 +17,8 @@ const UNDECIDED: u8 = 2;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Text,
     Json,
 }

@@ -27,7 +27,8 @@ pub struct RankArgs {
     /// Seconds any wait may take (joining, each transfer) before the run fails naming the rank.
     #[arg(long, default_value_t = 60.0, value_name = "SECS")]
     pub timeout: f64,
-    /// Address(es) of this rank's data NICs; channels are spread over them.
+    /// Address(es) of this rank's data NICs, announced at the rendezvous: the other ranks send
+    /// collective and matrix traffic to them. The cluster doctor moves no data over them.
     #[arg(long = "data-ip", value_name = "IP", value_delimiter = ',')]
     pub data_ips: Vec<IpAddr>,
     /// How this rank's host is named in output (default: the host name).
@@ -156,7 +157,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn json_flag(format: &str) -> anyhow::Result<bool> {
     match format {
-        "text" => Ok(false),
+        "text" | "table" => Ok(false),
         "json" => Ok(true),
         f => anyhow::bail!("unknown --format {f:?} (text or json)"),
     }
@@ -214,8 +215,12 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             })?;
         } else {
             println!(
-                "# pair matrix: {} ranks, {} rounds, {} B x {} per direction, transport {}",
-                m.ranks, m.rounds, m.size, m.iterations, m.transport
+                "# pair matrix: {}, {}, {} B x {} per direction, transport {}",
+                crate::output::plural(m.ranks.into(), "rank", "ranks"),
+                crate::output::plural(m.rounds.into(), "round", "rounds"),
+                m.size,
+                m.iterations,
+                m.transport
             );
             if let Transport::Rdma(dev) = &transport {
                 println!("# rdma: {}", dev.describe());
@@ -339,9 +344,11 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     n.node.os.kernel.as_deref().unwrap_or("?")
                 );
             }
-            for f in &report.findings {
-                println!("{:?} {} {}: {}", f.severity, f.rule, f.subject, f.message);
-            }
+            let names = fabrik_cluster::doctor::node_names(&report.nodes);
+            print!(
+                "{}",
+                crate::cmd::doctor::render_shared(names, &report.findings)
+            );
             for note in &report.notes {
                 println!("# {note}");
             }

@@ -98,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let json = match args.format.as_str() {
-        "text" => false,
+        "text" | "table" => false,
         "json" => true,
         f => anyhow::bail!("unknown --format {f:?} (text or json)"),
     };

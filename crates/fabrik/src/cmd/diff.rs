@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use fabrik_model::{Finding, Severity, SCHEMA_VERSION};
 use fabrik_monitor::{
     compare, interval_between, render, report_findings, sample, Report, Thresholds,
@@ -12,6 +12,8 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -55,34 +57,17 @@ fn open_snapshot(p: &Path) -> anyhow::Result<Opened> {
     if fabrik_probe::snapshot::is_snapshot_tarball(p) {
         let unpacked = fabrik_probe::snapshot::unpack(p)
             .with_context(|| format!("reading snapshot {}", p.display()))?;
-        check_root(&unpacked.root, p)?;
+        fabrik_probe::root::check_named(&unpacked.root, p)?;
         return Ok(Opened {
             root: unpacked.root.clone(),
             _unpacked: Some(unpacked),
         });
     }
-    let meta = std::fs::metadata(p).with_context(|| format!("reading snapshot {}", p.display()))?;
-    if !meta.is_dir() {
-        bail!(
-            "{} is neither a directory nor a .tar.gz snapshot",
-            p.display()
-        );
-    }
-    check_root(p, p)?;
+    fabrik_probe::root::check(p)?;
     Ok(Opened {
         root: p.to_path_buf(),
         _unpacked: None,
     })
-}
-
-fn check_root(root: &Path, named: &Path) -> anyhow::Result<()> {
-    if !root.join("sys").is_dir() {
-        bail!(
-            "{} has no sys/ directory: not a snapshot root",
-            named.display()
-        );
-    }
-    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

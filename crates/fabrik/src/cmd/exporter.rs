@@ -63,6 +63,7 @@ fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::cmd::inventory::check_root(&args.root)?;
     let options = crate::cmd::top::sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let config = ExporterConfig {
         root: args.root.clone(),
@@ -70,7 +71,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         thresholds: Thresholds::default(),
         findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
     };
-    let exporter = Exporter::bind(&args.listen, config).context("starting the exporter")?;
+    let mut exporter = Exporter::bind(&args.listen, config).context("starting the exporter")?;
+    // /healthz answers for the root, not only for the process: a root that has become
+    // unreadable (an unmounted snapshot, a /sys gone from a container) is unhealthy.
+    exporter.set_health(Box::new(|root: &Path| {
+        if fabrik_probe::snapshot::is_snapshot_tarball(root) {
+            return Ok(());
+        }
+        fabrik_probe::root::check(root)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }));
     eprintln!(
         "fabrik exporter: serving http://{}/metrics (root {})",
         exporter.local_addr(),

@@ -10,6 +10,8 @@ use fabrik_model::{Node, PathType};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -28,12 +30,23 @@ pub fn load_node(root: &std::path::Path) -> anyhow::Result<Node> {
     if fabrik_probe::snapshot::is_snapshot_tarball(root) {
         let unpacked = fabrik_probe::snapshot::unpack(root)
             .with_context(|| format!("reading snapshot {}", root.display()))?;
+        fabrik_probe::root::check_named(&unpacked.root, root)?;
         let mut node = fabrik_probe::probe(&unpacked.root)
             .with_context(|| format!("probing snapshot {}", root.display()))?;
         node.root = root.display().to_string();
         return Ok(node);
     }
     fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
+}
+
+/// Refuses a root that is neither a live root nor a finished snapshot (see
+/// `fabrik_probe::root`), for the commands that read counters without probing. A tarball is
+/// checked once it is unpacked, by whoever unpacks it.
+pub fn check_root(root: &std::path::Path) -> anyhow::Result<()> {
+    if !fabrik_probe::snapshot::is_snapshot_tarball(root) {
+        fabrik_probe::root::check(root)?;
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -41,7 +41,8 @@ pub enum K8sKindArg {
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
-    /// The launch file itself.
+    /// The launch file itself (`table` is accepted as another name, as on every command).
+    #[value(alias = "table")]
     Text,
     /// `{schema_version, kind, profile, text, env}`.
     Json,

@@ -9,6 +9,8 @@ use fabrik_parse::nccl_log::{analyze_paths, LogReport, ProcessReport, Transport}
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
     Markdown,
@@ -19,7 +21,7 @@ pub struct Args {
     /// Log files (plain or gzip; NCCL_DEBUG_FILE per-process files or whole job logs); `-` reads stdin.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }
 

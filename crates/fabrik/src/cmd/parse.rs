@@ -13,6 +13,8 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -56,7 +58,7 @@ pub struct CmdArgs {
 #[derive(clap::Args)]
 pub struct ToolArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
     #[arg(long)]

@@ -101,13 +101,39 @@ pub struct Common {
     pub json: bool,
 }
 
-/// Whether `--transport auto` should pick RDMA: libibverbs loads and a device has an ACTIVE port.
-pub fn rdma_usable() -> bool {
-    Verbs::load()
-        .ok()
-        .map(Arc::new)
-        .and_then(|v| fabrik_verbs::usable_device(&v))
-        .is_some()
+/// What `--transport auto` picks: `Ok` (RDMA) when libibverbs loads and a device has an ACTIVE
+/// port, else `Err` with why not, which the output carries so a TCP number is not read as an
+/// RDMA one.
+pub fn rdma_choice() -> Result<String, String> {
+    let verbs = Verbs::load().map_err(|e| format!("libibverbs could not be loaded ({e})"))?;
+    fabrik_verbs::usable_device(&Arc::new(verbs))
+        .ok_or_else(|| "no RDMA device has an ACTIVE port 1".to_string())
+}
+
+impl RdmaArgs {
+    /// The RDMA options given with a value other than their default: over TCP each would be
+    /// silently ignored and the run would measure something else (host memory, one stream).
+    pub fn given(&self) -> Vec<&'static str> {
+        let d = fabrik_verbs::gpuref::DEFAULT_WARN_BELOW;
+        [
+            (self.device.is_some(), "-d/--device"),
+            (self.gid_index.is_some(), "-x/--gid-index"),
+            (self.mtu.is_some(), "-m/--mtu"),
+            (self.op != OpArg::Write, "--op"),
+            (self.tx_depth.is_some(), "-t/--tx-depth"),
+            (self.cq_mod != 100, "--cq-mod"),
+            (self.qps != 1, "-q/--qps"),
+            (self.inline_size.is_some(), "-I/--inline-size"),
+            (self.mem != MemArg::Host, "--mem"),
+            (self.cuda_device != 0, "--cuda-device"),
+            (self.relaxed_ordering, "--relaxed-ordering"),
+            (self.no_host_reference, "--no-host-reference"),
+            (self.warn_below_host != d, "--warn-below-host"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
+    }
 }
 
 pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {

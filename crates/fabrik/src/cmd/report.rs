@@ -6,13 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_cluster::png::PngRenderer;
-use fabrik_cluster::report::{classify, render};
+use fabrik_cluster::report::{classify, render_with, PageMeta};
 
 use crate::output::write_atomically;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Result files (JSON written by fabrik, or `fabrik parse nccl-tests --format json`).
+    /// Result files: the JSON of `doctor`, `cluster doctor`, `cluster matrix`, `bench p2p`,
+    /// `bench collective`, `logs`, `inventory`, `parse nccl-tests` and `parse perftest`.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// The HTML page to write.
@@ -36,9 +37,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        inputs.push(classify(&name, &text)?);
+        inputs.extend(classify(&name, &text)?);
     }
-    let page = render(&inputs)?;
+    let meta = PageMeta {
+        generated: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let page = render_with(&inputs, &meta)?;
     write_atomically(&args.output, page.html.as_bytes())?;
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

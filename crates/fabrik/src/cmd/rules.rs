@@ -7,6 +7,8 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }

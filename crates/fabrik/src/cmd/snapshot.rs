@@ -9,6 +9,8 @@ use fabrik_probe::snapshot::{capture, default_output_name, SnapshotOptions};
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -51,9 +53,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
         Format::Json => crate::output::print_json(&summary)?,
         Format::Table => {
+            let n = |k: usize, one: &str, many: &str| crate::output::plural(k as u64, one, many);
             let mut text = format!(
-                "snapshot {}: {} files, {} directories, {} symlinks\n",
-                summary.output, summary.files, summary.directories, summary.symlinks
+                "snapshot {}: {}, {}, {}\n",
+                summary.output,
+                n(summary.files, "file", "files"),
+                n(summary.directories, "directory", "directories"),
+                n(summary.symlinks, "symlink", "symlinks")
             );
             for c in &summary.commands {
                 text.push_str(&format!("  {:<40} {}\n", c.command, c.outcome));

@@ -15,6 +15,8 @@ use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// Text for people (`table` is accepted as another name for it).
+    #[value(name = "text", alias = "table")]
     Table,
     Json,
 }
@@ -39,7 +41,7 @@ pub struct Args {
     /// Do not run `ethtool -S` (per-priority pause and phy discard counters) on a live root.
     #[arg(long)]
     pub no_ethtool: bool,
-    /// `table` refreshes in place on a terminal (plain lines otherwise); `json` writes one object
+    /// `text` refreshes in place on a terminal (plain lines otherwise); `json` writes one object
     /// per interval (NDJSON).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -75,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         anyhow::bail!("--interval must be more than zero");
     }
+    crate::cmd::inventory::check_root(&args.root)?;
     let options = sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
@@ -84,11 +87,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut next = prev_at + args.interval;
     let mut done = 0u64;
     let mut first = true;
+    // `q` quits when top refreshes in place, as in top(1); Ctrl-C still works too.
+    let keys = if tty && !args.once && matches!(args.format, Format::Table) {
+        Keys::open()
+    } else {
+        None
+    };
     loop {
         // Sleep to a fixed schedule so the interval does not drift by the sampling time.
         let now = Instant::now();
         if next > now {
-            std::thread::sleep(next - now);
+            match &keys {
+                Some(k) => {
+                    if k.quit_within(next - now) {
+                        break;
+                    }
+                }
+                None => std::thread::sleep(next - now),
+            }
         }
         next += args.interval;
         let cur = sample_with(&args.root, &options);
@@ -114,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     humantime::format_duration(args.interval),
                     humantime::format_rfc3339_seconds(SystemTime::now())
                 );
-                let lines = render::table(&report, tty);
+                let lines = render::table(&report, crate::output::colour(&std::io::stdout()));
                 if tty && !(args.once) {
                     // Home the cursor and overwrite in place; clear each line's tail and the
                     // rest of the screen so no stale characters remain.
@@ -127,7 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         buf.push_str(l);
                         buf.push_str("\x1b[K\r\n");
                     }
-                    buf.push_str("(Ctrl-C to quit)\x1b[K\x1b[J");
+                    buf.push_str(if keys.is_some() {
+                        "(q to quit)\x1b[K\x1b[J"
+                    } else {
+                        "(Ctrl-C to quit)\x1b[K\x1b[J"
+                    });
                     out.write_all(buf.as_bytes()).context("writing to stdout")?;
                 } else {
                     if !first {
@@ -150,7 +170,88 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             break;
         }
     }
+    if keys.is_some() {
+        // Leave the shell's prompt below the last frame, not on its hint line.
+        println!();
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The terminal on stdin without line buffering or echo, so a single `q` is read at once;
+/// put back as it was when dropped.
+struct Keys {
+    saved: nix::sys::termios::Termios,
+}
+
+impl Keys {
+    fn open() -> Option<Keys> {
+        use nix::sys::termios::{
+            tcgetattr, tcsetattr, LocalFlags, SetArg, SpecialCharacterIndices,
+        };
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return None;
+        }
+        let saved = tcgetattr(&stdin).ok()?;
+        let mut raw = saved.clone();
+        raw.local_flags
+            .remove(LocalFlags::ICANON | LocalFlags::ECHO);
+        raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
+        raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+        tcsetattr(&stdin, SetArg::TCSANOW, &raw).ok()?;
+        Some(Keys { saved })
+    }
+
+    /// Waits up to `wait` for keys; true when one of them is `q`.
+    fn quit_within(&self, wait: Duration) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::io::Read;
+        use std::os::fd::AsFd;
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let stdin = std::io::stdin();
+            let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
+            let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, timeout) {
+                Ok(n) if n > 0 => {
+                    let mut buf = [0u8; 64];
+                    match stdin.lock().read(&mut buf) {
+                        Ok(0) | Err(_) => {
+                            // stdin closed: no more keys; sleep out the interval.
+                            std::thread::sleep(left);
+                            return false;
+                        }
+                        Ok(k) => {
+                            if buf[..k].iter().any(|b| matches!(b, b'q' | b'Q')) {
+                                return true;
+                            }
+                        }
+                    }
+                }
+                Ok(_) => return false,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => {
+                    std::thread::sleep(left);
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            &self.saved,
+        );
+    }
 }
 
 fn unix_now() -> f64 {

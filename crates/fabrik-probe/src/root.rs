@@ -1,0 +1,171 @@
+//! What may be given as `--root`: a live root (sysfs mounted at `sys/`, as `/` is) or a
+//! snapshot that `fabrik snapshot` finished. Anything else (an empty directory, a source tree,
+//! a tarball of something else, a snapshot whose writer was killed) is refused here, once for
+//! every command, so that it is never probed into an empty node and diagnosed as one.
+
+use std::path::{Path, PathBuf};
+
+/// Written first into a snapshot being captured and removed when it is finished: a tree that
+/// still holds it was cut short.
+pub const PARTIAL_MARKER: &str = "fabrik/partial";
+/// Written last into a finished snapshot. Snapshots from before this marker existed have only
+/// `fabrik/captured_at` (or no `fabrik/` at all) and are still accepted: what refuses a tree is
+/// the partial marker, or no sysfs.
+pub const COMPLETE_MARKER: &str = "fabrik/complete";
+
+/// What kind of root a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootKind {
+    /// A machine's own root (sysfs at `sys/`, nothing fabrik wrote).
+    Live,
+    /// A tree written by `fabrik snapshot` (it holds `fabrik/complete` or `fabrik/captured_at`).
+    Snapshot,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("root {0} does not exist")]
+    Missing(PathBuf),
+    #[error("root {0} is not a directory")]
+    NotDirectory(PathBuf),
+    #[error("root {path} cannot be read")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{0} is neither a live root nor a snapshot: it has no sys/class/ (a live root has sysfs \
+         mounted at sys/; a snapshot written by `fabrik snapshot` holds sys/ and fabrik/); give \
+         --root / for this machine, or a directory or .tar.gz that `fabrik snapshot` wrote"
+    )]
+    NotANode(PathBuf),
+    #[error(
+        "{0} is a snapshot that was cut short ({PARTIAL_MARKER} is still there: its writer was \
+         stopped before it finished); take the snapshot again"
+    )]
+    Unfinished(PathBuf),
+}
+
+/// Checks that `root` is a live root or a finished snapshot, and says which.
+pub fn check(root: &Path) -> Result<RootKind, RootError> {
+    check_named(root, root)
+}
+
+/// [`check`], naming `shown` in errors: the tarball the user gave rather than the temporary
+/// directory it was unpacked into.
+pub fn check_named(root: &Path, shown: &Path) -> Result<RootKind, RootError> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(RootError::NotDirectory(shown.to_path_buf())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(RootError::Missing(shown.to_path_buf()))
+        }
+        Err(source) => {
+            return Err(RootError::Unreadable {
+                path: shown.to_path_buf(),
+                source,
+            })
+        }
+    }
+    if root.join(PARTIAL_MARKER).symlink_metadata().is_ok() {
+        return Err(RootError::Unfinished(shown.to_path_buf()));
+    }
+    // `sys/class` rather than `sys`: the probe starts from `sys/class/infiniband` and
+    // `sys/class/net`, and an empty `sys/` is no more a node than no `sys/`.
+    match std::fs::read_dir(root.join("sys/class")) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(RootError::NotANode(shown.to_path_buf()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(RootError::NotANode(shown.to_path_buf()))
+        }
+        Err(source) => {
+            return Err(RootError::Unreadable {
+                path: root.join("sys/class"),
+                source,
+            })
+        }
+    }
+    let fabrik_wrote = [COMPLETE_MARKER, crate::snapshot::CAPTURED_AT]
+        .iter()
+        .any(|m| root.join(m).is_file());
+    Ok(if fabrik_wrote {
+        RootKind::Snapshot
+    } else {
+        RootKind::Live
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(name)
+    }
+
+    #[test]
+    fn roots_that_are_not_nodes_are_refused_and_say_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = check(dir.path()).unwrap_err();
+        assert!(matches!(err, RootError::NotANode(_)), "{err}");
+        assert!(err
+            .to_string()
+            .contains("neither a live root nor a snapshot"));
+        // The repository itself: a directory full of files, no sysfs.
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        assert!(matches!(check(&repo), Err(RootError::NotANode(_))));
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        assert!(matches!(check(dir.path()), Err(RootError::NotANode(_))));
+        assert!(matches!(
+            check(&dir.path().join("nope")),
+            Err(RootError::Missing(_))
+        ));
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(matches!(check(&file), Err(RootError::NotDirectory(_))));
+    }
+
+    #[test]
+    fn a_partial_snapshot_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/class/net")).unwrap();
+        std::fs::create_dir_all(dir.path().join("fabrik")).unwrap();
+        std::fs::write(dir.path().join(PARTIAL_MARKER), "").unwrap();
+        let err = check(dir.path()).unwrap_err();
+        assert!(matches!(err, RootError::Unfinished(_)), "{err}");
+        std::fs::remove_file(dir.path().join(PARTIAL_MARKER)).unwrap();
+        assert_eq!(check(dir.path()).unwrap(), RootKind::Live);
+        std::fs::write(dir.path().join(COMPLETE_MARKER), "").unwrap();
+        assert_eq!(check(dir.path()).unwrap(), RootKind::Snapshot);
+    }
+
+    #[test]
+    fn the_live_root_and_every_fixture_root_are_accepted() {
+        assert!(check(Path::new("/")).is_ok());
+        let mut seen = 0;
+        for group in [
+            "nodes",
+            "doctor/nodes",
+            "doctor/cluster",
+            "doctor/cluster-roce",
+        ] {
+            for e in std::fs::read_dir(fixture(group)).unwrap() {
+                let p = e.unwrap().path();
+                if p.join("sys").is_dir() {
+                    check(&p).unwrap();
+                    seen += 1;
+                }
+            }
+        }
+        // Old snapshots carry captured_at and no completion marker: still snapshots.
+        let old = fixture("counters/rxe/before");
+        assert_eq!(check(&old).unwrap(), RootKind::Snapshot);
+        assert!(seen > 40, "{seen}");
+    }
+}
