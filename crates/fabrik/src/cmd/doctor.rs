@@ -178,6 +178,7 @@ pub(crate) fn render_shared(names: Vec<String>, findings: &[Finding]) -> String 
             infos: count(fabrik_model::Severity::Info),
         },
         findings,
+        waived: vec![],
     };
     render::table(&report)
 }
