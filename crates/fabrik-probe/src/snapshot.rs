@@ -155,9 +155,10 @@ fn write_captured_at(
     source_root: &Path,
     read_at: SystemTime,
 ) -> Result<(), SnapshotError> {
-    let original = std::fs::read_to_string(source_root.join(CAPTURED_AT))
+    let original = crate::confined::Root::open(source_root)
+        .and_then(|r| r.read(CAPTURED_AT, 128))
         .ok()
-        .and_then(|t| parse_captured_at(&t));
+        .and_then(|t| parse_captured_at(&String::from_utf8_lossy(&t)));
     let stamp = humantime::format_rfc3339_millis(original.unwrap_or(read_at));
     let path = host_path(tree, CAPTURED_AT);
     if let Some(dir) = path.parent() {

@@ -321,7 +321,13 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             for f in &report.findings {
-                println!("{:?} {} {}: {}", f.severity, f.rule, f.subject, f.message);
+                println!(
+                    "{:?} {} {}: {}",
+                    f.severity,
+                    f.rule,
+                    fabrik_model::text::visible(&f.subject),
+                    fabrik_model::text::visible(&f.message)
+                );
             }
             for note in &report.notes {
                 println!("# {note}");

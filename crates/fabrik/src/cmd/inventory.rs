@@ -45,9 +45,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A value read from the node, on one line (a newline in it could forge the next line).
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |x| x.to_string())
+    v.as_ref().map_or_else(
+        || "-".to_string(),
+        |x| fabrik_model::text::visible(&x.to_string()).into_owned(),
+    )
 }
 
 /// A readable summary of the node; the JSON is the full record.
@@ -273,5 +276,6 @@ pub fn render_table(n: &Node) -> String {
             let _ = writeln!(s, "  {}: {}", w.path, w.message);
         }
     }
-    s
+    // Every line is the node's text: no escape sequence of a snapshot reaches the terminal.
+    fabrik_model::text::visible_lines(&s).into_owned()
 }
