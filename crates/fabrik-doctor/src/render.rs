@@ -80,7 +80,12 @@ pub fn table(report: &Report) -> String {
                 visible(&f.message)
             );
             for e in &f.evidence {
-                let _ = writeln!(out, "          {} = {}", visible(&e.path), visible(&e.value));
+                let _ = writeln!(
+                    out,
+                    "          {} = {}",
+                    visible(&e.path),
+                    visible(&e.value)
+                );
             }
             let _ = writeln!(out, "          fix: {}", visible_lines(&f.fix));
         }

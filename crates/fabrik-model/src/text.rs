@@ -83,13 +83,22 @@ mod tests {
         );
         assert_eq!(visible("node\u{9b}31m"), "node\\u{9b}31m");
         assert_eq!(visible("gpu\u{202e}1-edon"), "gpu\\u{202e}1-edon");
-        assert_eq!(visible("a\nERROR forged\r\tx\x7f"), "a\\nERROR forged\\r\\tx\\x7f");
+        assert_eq!(
+            visible("a\nERROR forged\r\tx\x7f"),
+            "a\\nERROR forged\\r\\tx\\x7f"
+        );
         assert_eq!(visible("\0"), "\\x00");
     }
 
     #[test]
     fn ordinary_text_is_untouched_and_borrowed() {
-        for s in ["mlx5_0", "400 Gb/sec (4X NDR)", "gpu-node-01.example", "ÄÖ 東京 ✓", ""] {
+        for s in [
+            "mlx5_0",
+            "400 Gb/sec (4X NDR)",
+            "gpu-node-01.example",
+            "ÄÖ 東京 ✓",
+            "",
+        ] {
             assert!(matches!(visible(s), Cow::Borrowed(t) if t == s));
         }
     }

@@ -254,7 +254,10 @@ mod tests {
         };
         let lines = table(&crate::compare(&a, &b, None), false);
         let text = lines.join("\n");
-        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
         assert!(text.contains("eth0\\x1b]0;x\\x07"), "{text}");
         assert!(text.contains("up\\x1b[2J"), "{text}");
     }

@@ -17,8 +17,7 @@ const SECRET: &str = "root:$6$outside-the-snapshot:19000:0:99999:7:::";
 /// A copy of the real tree (links kept as links) beside a file outside it.
 fn planted() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/real-procfs");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/real-procfs");
     let root = dir.path().join("snap");
     let ok = std::process::Command::new("cp")
         .arg("-a")
@@ -69,7 +68,11 @@ fn links_out_of_the_snapshot_are_not_followed() {
     std::fs::remove_file(counters.join("symbol_error")).unwrap();
     symlink(&secret, counters.join("symbol_error")).unwrap();
     std::fs::remove_file(counters.join("link_downed")).unwrap();
-    symlink("../../../../../../../../../../../shadow", counters.join("link_downed")).unwrap();
+    symlink(
+        "../../../../../../../../../../../shadow",
+        counters.join("link_downed"),
+    )
+    .unwrap();
     let eth0 = root.join("sys/class/net/eth0");
     std::fs::remove_file(eth0.join("operstate")).unwrap();
     symlink(&secret, eth0.join("operstate")).unwrap();
@@ -121,7 +124,10 @@ fn fifos_are_refused_without_blocking() {
     );
     let nd = s.netdevs.iter().find(|n| n.name == "eth0").unwrap();
     assert_eq!(nd.operstate, None);
-    assert!(matches!(nd.statistics.get("rx_bytes"), Some(Reading::Unreadable(_))));
+    assert!(matches!(
+        nd.statistics.get("rx_bytes"),
+        Some(Reading::Unreadable(_))
+    ));
     assert!(nd.problems.iter().any(|p| p.contains("not a regular file")));
 }
 

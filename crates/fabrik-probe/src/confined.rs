@@ -114,7 +114,12 @@ impl Root {
         } else {
             let resolved = resolve(self.fd(), logical, |_, _| {})?;
             let rel = relative(&resolved);
-            Ok(openat(&self.dir, &rel, flags | OFlags::NOFOLLOW, Mode::empty())?)
+            Ok(openat(
+                &self.dir,
+                &rel,
+                flags | OFlags::NOFOLLOW,
+                Mode::empty(),
+            )?)
         }
     }
 
@@ -275,8 +280,8 @@ pub fn read_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> io::Result
     if name.contains('/') || name == ".." {
         return Err(refused(format!("{name:?} is not a plain name")));
     }
-    let fd = openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty())
-        .map_err(|e| match e {
+    let fd =
+        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
             rustix::io::Errno::LOOP => refused("a symbolic link".into()),
             e => e.into(),
         })?;
@@ -381,8 +386,12 @@ mod tests {
             assert!(!r.exists("/sys/class/up"));
         }
         assert_eq!(
-            resolve(Root::open(dir.path()).unwrap().fd(), "/sys/class/abs/value", |_, _| {})
-                .unwrap(),
+            resolve(
+                Root::open(dir.path()).unwrap().fd(),
+                "/sys/class/abs/value",
+                |_, _| {}
+            )
+            .unwrap(),
             "/sys/devices/x/value"
         );
     }

@@ -399,7 +399,9 @@ fn remove_on_signal(dir: &Path) {
                 }
             });
         if spawned.is_err() {
-            tracing::warn!("cannot start the signal watcher: a killed unpack may leave its directory");
+            tracing::warn!(
+                "cannot start the signal watcher: a killed unpack may leave its directory"
+            );
         }
     });
     pending().push(dir.to_path_buf());
@@ -434,9 +436,7 @@ impl<R: Read> Read for Metered<R> {
                 .saturating_add(limits.max_entries.saturating_mul(1024));
             let reason = if total > stream_cap {
                 Some(format!("more than {stream_cap} bytes once decompressed"))
-            } else if total > limits.ratio_after
-                && total / packed.get().max(1) > limits.max_ratio
-            {
+            } else if total > limits.ratio_after && total / packed.get().max(1) > limits.max_ratio {
                 Some(format!(
                     "decompresses more than {}:1 ({} bytes from {})",
                     limits.max_ratio,
@@ -545,12 +545,16 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
         if written && kind.is_dir() {
             // A directory archived without search permission would block its own removal.
             let mut p = dest.clone();
-            p.extend(entry.path().iter().flat_map(|p| p.components()).filter_map(
-                |c| match c {
-                    std::path::Component::Normal(n) => Some(n.to_os_string()),
-                    _ => None,
-                },
-            ));
+            p.extend(
+                entry
+                    .path()
+                    .iter()
+                    .flat_map(|p| p.components())
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(n) => Some(n.to_os_string()),
+                        _ => None,
+                    }),
+            );
             if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));

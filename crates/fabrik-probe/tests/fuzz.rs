@@ -79,9 +79,21 @@ fn run_parsers(s: &str) {
 fn capture_parsers() {
     let mut paths = Vec::new();
     files_under(&fixtures().join("doctor/captures"), &mut paths);
-    for node in ["sandbox-vm", "roce-dualport", "ib-ndr-8gpu", "gcp-a3", "aws-p5"] {
-        files_under(&fixtures().join("nodes").join(node).join("fabrik"), &mut paths);
-        files_under(&fixtures().join("nodes").join(node).join("proc"), &mut paths);
+    for node in [
+        "sandbox-vm",
+        "roce-dualport",
+        "ib-ndr-8gpu",
+        "gcp-a3",
+        "aws-p5",
+    ] {
+        files_under(
+            &fixtures().join("nodes").join(node).join("fabrik"),
+            &mut paths,
+        );
+        files_under(
+            &fixtures().join("nodes").join(node).join("proc"),
+            &mut paths,
+        );
     }
     let corpus: Vec<Vec<u8>> = paths
         .iter()
@@ -120,7 +132,11 @@ fn copy_tree(from: &Path, to: &Path) {
 /// Every file and link of a tree (not following links).
 fn entries(dir: &Path, out: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) {
     dirs.push(dir.to_path_buf());
-    let mut v: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     v.sort();
     for path in v {
         let m = path.symlink_metadata().unwrap();
@@ -173,7 +189,9 @@ struct Tree {
 /// One hostile change to a tree; returns what to undo and a description.
 fn hostile_change(rng: &mut Rng, t: &Tree, secret: &Path) -> (Vec<(PathBuf, Saved)>, String) {
     let target = rng.pick(&t.files).clone();
-    let depth = target.strip_prefix(&t.root).map_or(0, |r| r.components().count());
+    let depth = target
+        .strip_prefix(&t.root)
+        .map_or(0, |r| r.components().count());
     let kind = rng.below(9);
     if kind == 8 {
         // A new link in a directory, making a loop or leading out.
@@ -186,7 +204,10 @@ fn hostile_change(rng: &mut Rng, t: &Tree, secret: &Path) -> (Vec<(PathBuf, Save
             _ => "fuzz-link".into(),
         };
         symlink(&to, &at).unwrap();
-        return (vec![(at.clone(), Saved::Nothing)], format!("link {} -> {}", at.display(), to.display()));
+        return (
+            vec![(at.clone(), Saved::Nothing)],
+            format!("link {} -> {}", at.display(), to.display()),
+        );
     }
     let saved = save(&target);
     let what = match kind {
@@ -250,7 +271,10 @@ fn hostile_change(rng: &mut Rng, t: &Tree, secret: &Path) -> (Vec<(PathBuf, Save
             "deleted".to_string()
         }
     };
-    (vec![(target.clone(), saved)], format!("{what}: {}", target.display()))
+    (
+        vec![(target.clone(), saved)],
+        format!("{what}: {}", target.display()),
+    )
 }
 
 #[test]

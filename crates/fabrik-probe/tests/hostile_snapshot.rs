@@ -105,7 +105,11 @@ fn the_probe_never_reads_outside_blocks_or_reads_huge_files() {
             .iter()
             .any(|w| w.path.ends_with(path) && w.message.contains(what))
     };
-    assert!(said("hca_type", "not a regular file"), "{:?}", node.warnings);
+    assert!(
+        said("hca_type", "not a regular file"),
+        "{:?}",
+        node.warnings
+    );
     assert!(said("node_guid", "more than"), "{:?}", node.warnings);
     assert!(said("ofed_info-s.txt", "more than"), "{:?}", node.warnings);
     assert!(
@@ -151,9 +155,7 @@ impl TarGz {
 
     fn link(&mut self, name: &str, target: &str) {
         let mut h = Self::header(tar::EntryType::Symlink, 0);
-        self.builder
-            .append_link(&mut h, name, target)
-            .unwrap();
+        self.builder.append_link(&mut h, name, target).unwrap();
     }
 
     fn finish(self) -> PathBuf {
@@ -328,7 +330,12 @@ fn signals_leave_no_temporary_directory() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["child_unpacks_and_holds", "--exact", "--ignored", "--nocapture"])
+            .args([
+                "child_unpacks_and_holds",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
             .env("FABRIK_TEST_UNPACK", tgz)
             .env("TMPDIR", tmp.path())
             .stdout(std::process::Stdio::piped())
@@ -345,7 +352,10 @@ fn signals_leave_no_temporary_directory() {
             assert!(held, "the child never finished unpacking");
         } else {
             while entries_under(tmp.path()) < wait_for_files {
-                assert!(Instant::now() < deadline, "the child never started unpacking");
+                assert!(
+                    Instant::now() < deadline,
+                    "the child never started unpacking"
+                );
                 std::thread::sleep(Duration::from_millis(5));
             }
         }

@@ -275,7 +275,11 @@ where
         .name(format!("fuzz-{name}"))
         .spawn(move || {
             // Seeds differ per target so that two targets never walk the same sequence.
-            let mut rng = Rng::new(seed ^ name.bytes().fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)));
+            let mut rng = Rng::new(
+                seed ^ name
+                    .bytes()
+                    .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)),
+            );
             let start = Instant::now();
             let mut n = 0u64;
             while start.elapsed() < budget {
@@ -316,7 +320,8 @@ where
                 out.slowest = out.slowest.max(took);
                 if let Some(p) = panic {
                     let saved = save(target, n, &current);
-                    out.panics.push((n, format!("{p} (input saved to {saved})")));
+                    out.panics
+                        .push((n, format!("{p} (input saved to {saved})")));
                 }
             }
             Ok(None) => break,
