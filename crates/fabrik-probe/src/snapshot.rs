@@ -415,12 +415,17 @@ fn forget_on_signal(dir: &Path) {
 struct Metered<R> {
     inner: R,
     count: std::rc::Rc<std::cell::Cell<u64>>,
-    /// For the decompressed side: (compressed count, limits, why it stopped).
-    check: Option<(
-        std::rc::Rc<std::cell::Cell<u64>>,
-        UnpackLimits,
-        std::rc::Rc<std::cell::RefCell<Option<String>>>,
-    )>,
+    /// For the decompressed side only.
+    check: Option<StreamCheck>,
+}
+
+/// What the decompressed side is held to.
+struct StreamCheck {
+    /// Bytes read from the file so far.
+    packed: std::rc::Rc<std::cell::Cell<u64>>,
+    limits: UnpackLimits,
+    /// Why the stream was stopped, for the error (the tar crate wraps the reader's error).
+    why: std::rc::Rc<std::cell::RefCell<Option<String>>>,
 }
 
 impl<R: Read> Read for Metered<R> {
@@ -428,7 +433,12 @@ impl<R: Read> Read for Metered<R> {
         let n = self.inner.read(buf)?;
         let total = self.count.get().saturating_add(n as u64);
         self.count.set(total);
-        if let Some((packed, limits, why)) = &self.check {
+        if let Some(StreamCheck {
+            packed,
+            limits,
+            why,
+        }) = &self.check
+        {
             // The tar stream is headers and padding as well as contents: allow it its 512-byte
             // blocks on top of the content budget.
             let stream_cap = limits
@@ -495,7 +505,11 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
     let stream = Metered {
         inner: gz,
         count: Rc::new(Cell::new(0)),
-        check: Some((packed, limits.clone(), why.clone())),
+        check: Some(StreamCheck {
+            packed,
+            limits: limits.clone(),
+            why: why.clone(),
+        }),
     };
     let mut archive = tar::Archive::new(stream);
     archive.set_preserve_permissions(false);
