@@ -153,7 +153,8 @@ pub fn mutate(rng: &mut Rng, data: &mut Vec<u8>) {
             let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
             let l = lines[rng.below(lines.len())].to_vec();
             let i = rng.below(len + 1);
-            let times = 1 + rng.below(2000);
+            // At most 1 MiB of repeats (the line may itself be a very long one).
+            let times = 1 + rng.below(2000).min((1 << 20) / (l.len() + 1));
             let mut block = Vec::with_capacity((l.len() + 1) * times);
             for _ in 0..times {
                 block.extend_from_slice(&l);
@@ -210,11 +211,17 @@ pub fn mutate(rng: &mut Rng, data: &mut Vec<u8>) {
     }
 }
 
+/// Inputs stay under this size: the campaign looks for crashes and hangs, not for the cost of
+/// building gigabyte inputs (the parsers' memory on huge inputs is measured in
+/// docs/benchmarks/logs.md).
+pub const MAX_INPUT: usize = 8 << 20;
+
 /// One to four stacked mutations of a corpus entry.
 pub fn mutated(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
     let mut data = rng.pick(corpus).clone();
     for _ in 0..=rng.below(4) {
         mutate(rng, &mut data);
+        data.truncate(MAX_INPUT);
     }
     data
 }
@@ -283,6 +290,9 @@ where
             let start = Instant::now();
             let mut n = 0u64;
             while start.elapsed() < budget {
+                if let Ok(mut c) = cur.lock() {
+                    *c = (n, b"(still being generated)".to_vec());
+                }
                 let (input, shown) = make_input(&mut rng);
                 if let Ok(mut c) = cur.lock() {
                     *c = (n, shown);
