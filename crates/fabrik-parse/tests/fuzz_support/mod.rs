@@ -335,7 +335,11 @@ where
                 }
             }
             Ok(None) => break,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Only a panic outside `run` (in making an input) ends the worker this way.
+                let n = current.lock().map(|c| c.0).unwrap_or(0);
+                panic!("fuzz {target}: the worker died making input #{n} (seed {seed:#x})");
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let n = current.lock().map(|c| c.0).unwrap_or(0);
                 let saved = save(target, n, &current);
