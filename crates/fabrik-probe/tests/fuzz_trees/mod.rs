@@ -55,6 +55,8 @@ fn entries(dir: &Path, out: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) {
 /// What was at a path before a mutation, to put it back.
 enum Saved {
     File(Vec<u8>),
+    /// A huge sparse file an earlier change of the same input made: never read back.
+    Sparse(u64),
     Link(PathBuf),
     Nothing,
 }
@@ -62,6 +64,7 @@ enum Saved {
 fn save(path: &Path) -> Saved {
     match path.symlink_metadata() {
         Ok(m) if m.file_type().is_symlink() => Saved::Link(std::fs::read_link(path).unwrap()),
+        Ok(m) if m.is_file() && m.len() > 64 << 20 => Saved::Sparse(m.len()),
         Ok(m) if m.is_file() => Saved::File(std::fs::read(path).unwrap()),
         _ => Saved::Nothing,
     }
@@ -79,6 +82,7 @@ fn restore(path: &Path, saved: &Saved) {
     clear(path);
     match saved {
         Saved::File(b) => std::fs::write(path, b).unwrap(),
+        Saved::Sparse(len) => std::fs::File::create(path).unwrap().set_len(*len).unwrap(),
         Saved::Link(t) => symlink(t, path).unwrap(),
         Saved::Nothing => {}
     }
