@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# Everything fabrik's build and tests need on a fresh Debian 12 machine: the Debian packages listed
-# in scripts/apt/*.txt (one name per line; each part of the project keeps its own list) and a Rust
-# toolchain on PATH. Idempotent; safe to run again.
+# Set-up on a fresh Debian 12 machine. Without arguments: what building and running fabrik needs
+# (the Debian packages in scripts/apt/*.txt and a Rust toolchain on PATH). With --tests: also what
+# the test suite and its testbeds need (scripts/apt/test/*.txt, and the Python tools listed in
+# scripts/pip/*.txt installed into the virtual environment $FABRIK_TEST_VENV, /opt/fabrik-test/venv
+# by default). Idempotent; safe to run again.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-mapfile -t wanted < <(cat "$here"/apt/*.txt 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) tests=1 ;;
+  *) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+esac
+
+lists=("$here"/apt/*.txt)
+[ "$tests" -eq 1 ] && lists+=("$here"/apt/test/*.txt)
+
+mapfile -t wanted < <(cat "${lists[@]}" 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -19,6 +31,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$tests" -eq 1 ]; then
+  venv=${FABRIK_TEST_VENV:-/opt/fabrik-test/venv}
+  mapfile -t reqs < <(cat "$here"/pip/*.txt 2>/dev/null | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+  if [ ${#reqs[@]} -gt 0 ]; then
+    [ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${reqs[@]}"
+    echo "setup: python test tools in $venv: ${reqs[*]}" >&2
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then

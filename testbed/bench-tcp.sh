@@ -5,7 +5,7 @@
 #      with four iperf3 pinned one per link beside it as the anchor of what the links can carry
 #   3. latency, 64-byte ping-pong on one link: fabrik vs qperf tcp_lat and sockperf ping-pong (target <= 1.1x)
 # Rounds alternate the tools so machine noise hits both alike; the medians are compared.
-# Needs root, iproute2, iperf3, qperf, sockperf, jq (scripts/apt/bench.txt).
+# Needs root, iproute2, iperf3, qperf, sockperf, jq (scripts/apt/test/bench.txt).
 #
 # Settings (environment): ROUNDS=5 DURATION=5 STREAMS=1 SIZE=128K RATE=500mbit MTU=9000
 #   LAT_ITERS=300000 (about as long as qperf's and sockperf's DURATION) SECTIONS="1 2 3"
@@ -28,7 +28,7 @@ TOKEN=bench-$$
 
 [ "$(id -u)" = 0 ] || { echo "bench-tcp.sh: needs root" >&2; exit 2; }
 for tool in iperf3 qperf sockperf jq ip tc; do
-  command -v "$tool" >/dev/null || { echo "bench-tcp.sh: $tool is missing (scripts/apt/bench.txt)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "bench-tcp.sh: $tool is missing (scripts/apt/test/bench.txt)" >&2; exit 2; }
 done
 if [ ! -x "$FABRIK" ]; then cargo build --release -p fabrik; fi
 FABRIK=$(realpath "$FABRIK")

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 if [ "$(id -u)" != 0 ]; then echo "bench.sh: skipped (needs root for network namespaces)"; exit 0; fi
 if ! ip netns add fabsmoke-probe$$ 2>/dev/null; then echo "bench.sh: skipped (cannot create network namespaces here)"; exit 0; fi
 ip netns del fabsmoke-probe$$
-command -v jq >/dev/null || { echo "bench.sh: jq is missing (scripts/apt/bench.txt)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "bench.sh: jq is missing (scripts/apt/test/bench.txt)" >&2; exit 1; }
 FABRIK=${FABRIK:-target/debug/fabrik}
 [ -x "$FABRIK" ] || cargo build -p fabrik
 FABRIK=$(realpath "$FABRIK")

@@ -68,7 +68,7 @@ set -e
 "$FABRIK" report "$WORK/ar.json" "$WORK/ag.json" "$WORK/m.json" -o "$WORK/report.html" --svg "$WORK/svg" --png "$WORK/png" 2>"$WORK/report.err"
 [ "$(ls "$WORK/svg" | wc -l)" = 3 ] || fail "expected 3 SVG plots, got: $(ls "$WORK/svg")"
 [ "$(ls "$WORK/png" | wc -l)" = 3 ] || fail "expected 3 PNG plots, got: $(ls "$WORK/png")"
-grep -q "no font found" "$WORK/report.err" && echo "cluster.sh: no system font, PNG plots have no text (scripts/apt/cluster.txt installs fonts-dejavu-core)"
+grep -q "no font found" "$WORK/report.err" && echo "cluster.sh: no system font, PNG plots have no text (scripts/apt/test/cluster.txt installs fonts-dejavu-core)"
 for p in "$WORK"/png/*.png; do
   c=$(png_colours "$p")
   [ "$c" -ge 20 ] || fail "$(basename "$p") looks blank ($c distinct colours)"
@@ -82,7 +82,7 @@ if [ "$outside" -gt 0 ]; then
 fi
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
-  echo "cluster.sh: browser check skipped (no chromium; scripts/apt/cluster.txt installs it)"
+  echo "cluster.sh: browser check skipped (no chromium; scripts/apt/test/cluster.txt installs it)"
 else
   timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
     --disable-background-networking --disable-component-update --disable-sync \
@@ -97,7 +97,7 @@ fi
 if [ "$(id -u)" != 0 ]; then echo "cluster.sh: testbed part skipped (needs root for network namespaces)"; exit 0; fi
 if ! ip netns add "fabclprobe$$" 2>/dev/null; then echo "cluster.sh: testbed part skipped (cannot create network namespaces here)"; exit 0; fi
 ip netns del "fabclprobe$$"
-command -v python3 >/dev/null || fail "python3 is missing (scripts/apt/cluster.txt)"
+command -v python3 >/dev/null || fail "python3 is missing (scripts/apt/test/cluster.txt)"
 N=8
 PORT=29555
 testbed/netns.sh up "$NAME" "$N" 1 >/dev/null

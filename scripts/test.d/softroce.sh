@@ -5,7 +5,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "$(id -u)" -ne 0 ]; then echo "softroce: SKIP: needs root (apt-get download, dpkg -x)"; exit 0; fi
 for c in qemu-system-x86_64 busybox cpio ib_write_bw ibv_devinfo; do
-  command -v "$c" >/dev/null || { echo "softroce: SKIP: $c missing (install scripts/apt/verbs.txt)"; exit 0; }
+  command -v "$c" >/dev/null || { echo "softroce: SKIP: $c missing (install scripts/apt/test/verbs.txt)"; exit 0; }
 done
 # The suite prints fabrik/perftest ratios, which only mean something for an optimised build;
 # cargo makes this a no-op when the release binary is fresh.

@@ -9,7 +9,7 @@
 #
 # The kernel package is downloaded once and kept in testbed/cache (gitignored); the initramfs is
 # rebuilt on every call (seconds) so that it always holds the current binary and tests.
-# Needs the Debian packages of scripts/apt/verbs.txt.
+# Needs the Debian packages of scripts/apt/test/verbs.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -20,7 +20,7 @@ if [ -z "$bin" ]; then
 fi
 bin=$(readlink -f "$bin" 2>/dev/null || echo "$bin")
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "build.sh: no fabrik binary (cargo build -p fabrik first)" >&2; exit 1; }
-need() { command -v "$1" >/dev/null || { echo "build.sh: missing $1 (install the packages of scripts/apt/verbs.txt)" >&2; exit 1; }; }
+need() { command -v "$1" >/dev/null || { echo "build.sh: missing $1 (install the packages of scripts/apt/test/verbs.txt)" >&2; exit 1; }; }
 for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache cc; do need "$c"; done
 [ -x /usr/sbin/ip ] || { echo "build.sh: missing /usr/sbin/ip (iproute2)" >&2; exit 1; }
 busybox_bin=$(command -v busybox)

@@ -2,7 +2,7 @@
 //! pair ([`fabrik_verbs::VerbsPipe`]), set up over the rendezvous' authenticated data
 //! connections (which carry only the queue-pair exchange; the bytes then move over verbs).
 
-use std::net::{IpAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::thread;
 
@@ -17,13 +17,10 @@ const TAG_RDMA_RING: u32 = 3 << 16;
 const TAG_RDMA_MESH: u32 = 4 << 16;
 
 /// Loads libibverbs and opens the device, port and GID of `opts` (the defaults of
-/// `bench p2p --transport rdma`); `local_ip` picks the RoCE v2 GID that carries it.
-pub fn open_device(
-    opts: &LocalOptions,
-    local_ip: Option<IpAddr>,
-) -> Result<Arc<PipeDevice>, ClusterError> {
+/// `bench p2p --transport rdma`: on RoCE, the GID NCCL would pick).
+pub fn open_device(opts: &LocalOptions) -> Result<Arc<PipeDevice>, ClusterError> {
     let verbs = Arc::new(Verbs::load()?);
-    Ok(PipeDevice::open(&verbs, opts, local_ip)?)
+    Ok(PipeDevice::open(&verbs, opts)?)
 }
 
 /// Opens the device on every rank and agrees on the outcome: every rank gets `Ok` only when all
@@ -33,7 +30,7 @@ pub fn open_everywhere(
     group: &mut Group,
     opts: &LocalOptions,
 ) -> Result<Arc<PipeDevice>, ClusterError> {
-    let opened = open_device(opts, data_ip(group));
+    let opened = open_device(opts);
     let mine = opened.as_ref().err().map(ToString::to_string);
     let all = group.gather(mine)?;
     let verdict = all.map(|v| first_failure(&v, |r| group.label(r)));
@@ -54,19 +51,9 @@ fn first_failure(per_rank: &[Option<String>], label: impl Fn(u32) -> String) -> 
 /// For `auto`: true when every rank has a usable RDMA device (libibverbs loads, and the device
 /// of `opts`, or any device, has an ACTIVE port), decided by rank 0 so that all ranks agree.
 pub fn all_ranks_have_rdma(group: &mut Group, opts: &LocalOptions) -> Result<bool, ClusterError> {
-    let usable = open_device(opts, data_ip(group)).is_ok();
+    let usable = open_device(opts).is_ok();
     let all = group.gather(usable)?;
     group.broadcast(all.map(|v| v.iter().all(|u| *u)))
-}
-
-/// The local address this rank's data connections leave from, for the GID choice.
-pub fn data_ip(group: &Group) -> Option<IpAddr> {
-    group
-        .peers()
-        .get(group.rank() as usize)
-        .and_then(|p| p.data_addrs.first())
-        .and_then(|a| a.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])))
-        .and_then(|h| h.parse().ok())
 }
 
 /// One end of an RDMA pipe as a collective [`Link`].
@@ -270,7 +257,7 @@ mod tests {
             device: Some("fabrik_no_such_dev".into()),
             ..LocalOptions::default()
         };
-        let e = open_device(&opts, None).unwrap_err().to_string();
+        let e = open_device(&opts).unwrap_err().to_string();
         assert!(
             e.contains("libibverbs.so.1")
                 || e.contains("no RDMA device")

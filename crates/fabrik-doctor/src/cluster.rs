@@ -3,6 +3,12 @@
 //! Each rule computes one value per node, groups the nodes by it and names the nodes outside
 //! the largest group (the drifted ones). With no strict majority (a 2-2 split) every node is
 //! named. Nodes where the value is unknown are left out rather than guessed.
+//!
+//! Severity follows what the job would do (the reasoning per rule is in docs/rules/FAB-X-*.md):
+//! an error where NCCL or the launcher cannot run the job across these nodes (InfiniBand beside
+//! RoCE, fewer GPUs or active rails than the peers, a rail in a subnet its peers cannot reach);
+//! a warning where the job runs, slower or less predictably (versions, firmware, rates, MTU, GID
+//! index).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,6 +26,7 @@ pub const COUNTS: &str = "FAB-X-006";
 pub const MTU: &str = "FAB-X-007";
 pub const GID_INDEX: &str = "FAB-X-008";
 pub const SUBNETS: &str = "FAB-X-009";
+pub const LINK_LAYER: &str = "FAB-X-010";
 
 /// A node and the name the report gives it (hostname, or the root directory).
 #[derive(Debug, Clone)]
@@ -168,12 +175,27 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
                 Some(counts.iter().map(|(r, c)| format!("{c}x {r}")).collect::<Vec<_>>().join(", "))
             }
         })));
-    out.extend(drift(Drift { rule: COUNTS, severity: Severity::Warning, what: "the number of GPUs / RDMA devices / active ports", path: "gpus/rdma_devices/active ports",
-        fix: "Find what is missing on the odd node (a GPU fallen off the bus, an HCA without driver, a port down) before running jobs across it; NCCL's rings and rails assume alike nodes." },
+    // NCCL's IB transport refuses a peer whose link layer differs from its own ("Remote %s
+    // device is incompatible with the local ...", net_ib connect since 2.19), and falls back to
+    // nothing: the job fails at its first inter-node connection.
+    out.extend(drift(Drift { rule: LINK_LAYER, severity: Severity::Error, what: "RDMA link layer of the active ports", path: "/sys/class/infiniband/*/ports/*/link_layer",
+        fix: "Run a job over nodes of one fabric: InfiniBand with InfiniBand, RoCE with RoCE (split the allocation by partition or node label); NCCL cannot connect an InfiniBand HCA to a RoCE NIC over RDMA." },
         per(&|n| {
-            let active = all_ports(n).filter(|(d, p)| !d.is_software() && is_active(p)).count();
-            Some(format!("{} GPUs / {} RDMA devices / {} active ports", n.gpus.len(), n.rdma_devices.len(), active))
+            let mut layers: Vec<String> = devices(n)
+                .into_iter()
+                .filter(|d| !d.is_software() && !d.is_iwarp())
+                .flat_map(|d| d.ports.iter().filter(|p| is_active(p)).map(move |p| (d, p)))
+                .filter_map(|(d, p)| if d.is_efa() { Some("EFA".to_string()) } else if is_ib(p) { Some("InfiniBand".to_string()) } else if is_roce(p) { Some("RoCE (Ethernet)".to_string()) } else { None })
+                .collect();
+            layers.sort();
+            layers.dedup();
+            if layers.is_empty() { None } else { Some(layers.join(" + ")) }
         })));
+    // torchrun/srun start one rank per GPU from one per-node count: a node with fewer GPUs fails
+    // the job at start (CUDA device ordinal out of range); a node with fewer active rails sends
+    // its share over the others or, on rail-isolated fabrics, cannot reach its peers' rail. The
+    // node with fewer is the one at fault, majority or not (two nodes, 8 and 7 GPUs).
+    out.extend(fewer(nodes));
     out.extend(drift(Drift { rule: MTU, severity: Severity::Warning, what: "RDMA MTU (RoCE netdev MTU / IB active MTU)", path: "/sys/class/net/*/mtu",
         fix: "Use one MTU for the RDMA network on every node and switch (9000 for RoCE, 4096 IB MTU)." },
         per(&|n| {
@@ -198,17 +220,167 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
                 .collect();
             if idx.is_empty() { None } else { Some(sorted_join(idx)) }
         })));
-    out.extend(drift(Drift { rule: SUBNETS, severity: Severity::Warning, what: "IPv4 subnets of the RoCE interfaces", path: "/sys/class/net/<roce netdev> addresses",
-        fix: "Put each rail's RoCE interfaces in the same subnet on every node (or route between the subnets with RoCE v2 and matching GID types)." },
+    let subnets = drift(Drift { rule: SUBNETS, severity: Severity::Warning, what: "IPv4 subnets of the RoCE interfaces", path: "/sys/class/net/<roce netdev> addresses",
+        fix: "Put each rail's RoCE interfaces in the same subnet on every node, or route between the subnets (RoCE v2) and check with `ip route get <peer address>` from each rail interface." },
         per(&|n| {
-            let nets: Vec<String> = all_ports(n)
-                .filter(|(d, p)| !d.is_software() && is_roce(p) && is_active(p))
-                .filter_map(|(_, p)| p.netdev.as_deref().and_then(|nd| n.net_interface(nd)))
-                .flat_map(|i| i.ipv4.iter().filter_map(|a| ipv4_network(a)).collect::<Vec<_>>())
-                .collect();
+            let nets: Vec<String> = roce_networks(n).into_iter().map(|(net, len, _)| format!("{net}/{len}")).collect();
             if nets.is_empty() { None } else { Some(sorted_join(nets)) }
-        })));
+        }));
+    out.extend(subnets.into_iter().map(|f| unroutable(f, nodes)));
     out
+}
+
+/// The count the job is shaped for: the most common one, the largest on a tie. A node above it
+/// (a spare GPU) runs the job; a node below it does not.
+fn reference(counts: impl Iterator<Item = usize>) -> usize {
+    let mut freq: BTreeMap<usize, usize> = BTreeMap::new();
+    for c in counts {
+        *freq.entry(c).or_default() += 1;
+    }
+    freq.iter()
+        .max_by_key(|(count, n)| (**n, **count))
+        .map_or(0, |(count, _)| *count)
+}
+
+/// Nodes with fewer GPUs or fewer active RDMA ports than the job's reference count.
+fn fewer(nodes: &[NamedNode]) -> Vec<Finding> {
+    let counts: Vec<(&str, usize, usize)> = nodes
+        .iter()
+        .map(|n| {
+            let active = all_ports(&n.node)
+                .filter(|(d, p)| !d.is_software() && is_active(p))
+                .count();
+            (n.name.as_str(), n.node.gpus.len(), active)
+        })
+        .collect();
+    let max_gpus = reference(counts.iter().map(|c| c.1));
+    let max_ports = reference(counts.iter().map(|c| c.2));
+    let evidence: Vec<_> = counts
+        .iter()
+        .map(|(n, g, p)| {
+            ev(
+                format!("{n}:gpus and /sys/class/infiniband/*/ports/*/state"),
+                format!("{g} GPUs / {p} active RDMA ports"),
+            )
+        })
+        .collect();
+    let mut out = vec![];
+    for (name, g, p) in &counts {
+        let mut short = vec![];
+        if *g < max_gpus {
+            short.push(format!("{g} GPUs where peers have {max_gpus}: a launcher starting {max_gpus} processes per node fails here"));
+        }
+        if *p < max_ports {
+            short.push(format!("{p} active RDMA ports where peers have {max_ports}: a rail is missing, and NCCL's connections to it from the peers fall on the other rails or, on rail-isolated fabrics, hang"));
+        }
+        if short.is_empty() {
+            continue;
+        }
+        out.push(finding(
+            COUNTS,
+            Severity::Error,
+            name.to_string(),
+            format!("{name} has fewer than its peers: {}", short.join("; ")),
+            evidence.clone(),
+            "Drain the node and find what it is missing (a GPU fallen off the bus: `nvidia-smi -q`, dmesg Xid 79; an HCA without driver or a port down: `ibstat`, cable and switch port) before scheduling multi-node jobs on it.",
+        ));
+    }
+    out
+}
+
+/// The networks of a node's active RoCE netdevs: (network, prefix length, netdev carries the
+/// default route).
+fn roce_networks(n: &Node) -> Vec<(std::net::Ipv4Addr, u32, bool)> {
+    all_ports(n)
+        .filter(|(d, p)| !d.is_software() && is_roce(p) && is_active(p))
+        .filter_map(|(_, p)| p.netdev.as_deref().and_then(|nd| n.net_interface(nd)))
+        .flat_map(|i| {
+            i.ipv4
+                .iter()
+                .filter_map(|a| parse_cidr(a))
+                .map(|(net, len)| (net, len, i.default_route))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn parse_cidr(cidr: &str) -> Option<(std::net::Ipv4Addr, u32)> {
+    let (addr, len) = cidr.split_once('/')?;
+    let len: u32 = len.parse().ok()?;
+    let ip: std::net::Ipv4Addr = addr.parse().ok()?;
+    let mask = mask(len)?;
+    Some((std::net::Ipv4Addr::from(u32::from(ip) & mask), len))
+}
+
+fn mask(len: u32) -> Option<u32> {
+    match len {
+        0 => Some(0),
+        1..=32 => Some(u32::MAX << (32 - len)),
+        _ => None,
+    }
+}
+
+/// Two networks reach each other on-link when one contains the other.
+fn overlaps(a: (std::net::Ipv4Addr, u32), b: (std::net::Ipv4Addr, u32)) -> bool {
+    let m = mask(a.1.min(b.1)).unwrap_or(0);
+    u32::from(a.0) & m == u32::from(b.0) & m
+}
+
+/// A subnet drift is an error when, on the evidence, the odd node's rails cannot reach a peer:
+/// one of its RoCE networks (or one of a peer's) has no on-link counterpart on the other side,
+/// its rail interfaces carry no default route (so nothing routes them off-link), and the
+/// addressing is not point-to-point (/31, /32: an L3 fabric, routed by design, where every
+/// node's subnets differ). NCCL then waits on a connection that never completes: a hang, not a
+/// slow job. /proc/net/route's main table is all fabrik reads; routes in other tables (policy
+/// routing) are not seen, which the L3 exemption above is for.
+fn unroutable(mut f: Finding, nodes: &[NamedNode]) -> Finding {
+    let Some(me) = nodes.iter().find(|n| n.name == f.subject) else {
+        return f;
+    };
+    let mine = roce_networks(&me.node);
+    let routed = mine.iter().any(|(_, _, dr)| *dr);
+    let point_to_point = mine.iter().any(|(_, len, _)| *len >= 31);
+    if routed || point_to_point || mine.is_empty() {
+        return f;
+    }
+    let cut_off: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.name != me.name)
+        .filter_map(|peer| {
+            let theirs = roce_networks(&peer.node);
+            if theirs.is_empty() || theirs.iter().any(|(_, _, dr)| *dr) {
+                return None;
+            }
+            let missing: Vec<String> = mine
+                .iter()
+                .filter(|(a, al, _)| {
+                    !theirs
+                        .iter()
+                        .any(|(b, bl, _)| overlaps((*a, *al), (*b, *bl)))
+                })
+                .chain(theirs.iter().filter(|(b, bl, _)| {
+                    !mine.iter().any(|(a, al, _)| overlaps((*a, *al), (*b, *bl)))
+                }))
+                .map(|(n, l, _)| format!("{n}/{l}"))
+                .collect();
+            (!missing.is_empty())
+                .then(|| format!("{} (no counterpart for {})", peer.name, missing.join(", ")))
+        })
+        .collect();
+    if cut_off.is_empty() {
+        return f;
+    }
+    f.severity = Severity::Error;
+    f.message = format!(
+        "{}; no default route leaves through its RoCE interfaces, so its rails cannot reach {}: NCCL hangs connecting them",
+        f.message,
+        cut_off.join(", ")
+    );
+    f.evidence.push(ev(
+        format!("{}:/proc/net/route", me.name),
+        "no default route through the RoCE interfaces",
+    ));
+    f
 }
 
 /// `192.168.10.7/24` → `192.168.10.0/24`.
@@ -310,7 +482,121 @@ mod tests {
         assert_eq!(by[MTU], vec!["r2"]);
         assert_eq!(by[GID_INDEX], vec!["r2"]);
         assert_eq!(by[SUBNETS], vec!["r2"]);
-        assert_eq!(by[COUNTS], vec!["r3"]);
+        // r3 has a GPU more than the two others: the job (8 per node) still runs.
+        assert!(!by.contains_key(COUNTS));
+        // Consequences: the MTU and GID index drifts let the job run; the extra GPU and the
+        // rail nobody else can reach do not.
+        let sev = |rule: &str| f.iter().find(|x| x.rule == rule).unwrap().severity;
+        assert_eq!(sev(MTU), Severity::Warning);
+        assert_eq!(sev(GID_INDEX), Severity::Warning);
+        assert_eq!(sev(SUBNETS), Severity::Error);
+    }
+
+    #[test]
+    fn infiniband_beside_roce_is_an_error() {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        nodes.push(healthy_roce_node("gpu4", 4));
+        let f = check(&named(nodes));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == LINK_LAYER).collect();
+        assert_eq!(x.len(), 1);
+        assert_eq!(x[0].subject, "gpu4");
+        assert_eq!(x[0].severity, Severity::Error);
+        assert!(
+            x[0].message
+                .contains("`RoCE (Ethernet)` on gpu4, `InfiniBand` on 3 of 4 nodes"),
+            "{}",
+            x[0].message
+        );
+        assert_eq!(x[0].evidence.len(), 4);
+        // Alike fabrics: nothing.
+        let ib = named((1..=2).map(|i| healthy_ib_node(&format!("g{i}"))).collect());
+        assert!(check(&ib).iter().all(|x| x.rule != LINK_LAYER));
+    }
+
+    #[test]
+    fn fewer_gpus_or_rails_is_an_error_with_the_counts() {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        let gone = nodes[1].gpus.len() - 1;
+        nodes[1].gpus.truncate(gone);
+        nodes[2].rdma_devices[0].ports[0].state = state("1: DOWN");
+        let f = check(&named(nodes));
+        let c: Vec<&Finding> = f.iter().filter(|x| x.rule == COUNTS).collect();
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(c.iter().all(|x| x.severity == Severity::Error));
+        assert!(c.iter().any(|x| x.subject == "gpu2"
+            && x.message
+                .contains(&format!("{gone} GPUs where peers have {}", gone + 1))));
+        assert!(c.iter().any(
+            |x| x.subject == "gpu3" && x.message.contains("active RDMA ports where peers have")
+        ));
+        assert_eq!(c[0].evidence.len(), 3);
+        // Two nodes, no majority: still only the one with fewer.
+        let mut two: Vec<Node> = (1..=2).map(|i| healthy_ib_node(&format!("g{i}"))).collect();
+        two[0].gpus.pop();
+        let f = check(&named(two));
+        let c: Vec<&Finding> = f.iter().filter(|x| x.rule == COUNTS).collect();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].subject, "g1");
+    }
+
+    #[test]
+    fn a_subnet_is_unroutable_only_without_a_route_or_point_to_point_addressing() {
+        let moved = |nodes: &mut Vec<Node>, cidr: &str| {
+            nodes[1]
+                .net_interfaces
+                .iter_mut()
+                .find(|i| i.name == "ens11f0np0")
+                .unwrap()
+                .ipv4 = vec![cidr.into()];
+        };
+        let base = || -> Vec<Node> {
+            (1..=3)
+                .map(|i| healthy_roce_node(&format!("r{i}"), i))
+                .collect()
+        };
+        let mut nodes = base();
+        moved(&mut nodes, "10.9.0.2/24");
+        let f = check(&named(nodes.clone()));
+        let s = f.iter().find(|x| x.rule == SUBNETS).unwrap();
+        assert_eq!(s.severity, Severity::Error);
+        assert!(
+            s.message
+                .contains("cannot reach r1 (no counterpart for 10.9.0.0/24, 192.168.11.0/24), r3"),
+            "{}",
+            s.message
+        );
+        // The same drift through a routed interface is a warning.
+        nodes[1]
+            .net_interfaces
+            .iter_mut()
+            .find(|i| i.name == "ens11f0np0")
+            .unwrap()
+            .default_route = true;
+        let f = check(&named(nodes));
+        assert_eq!(
+            f.iter().find(|x| x.rule == SUBNETS).unwrap().severity,
+            Severity::Warning
+        );
+        // /31 per NIC: an L3 fabric, routed by design.
+        let mut nodes = base();
+        moved(&mut nodes, "10.9.0.3/31");
+        let f = check(&named(nodes));
+        assert_eq!(
+            f.iter().find(|x| x.rule == SUBNETS).unwrap().severity,
+            Severity::Warning
+        );
+        // A wider prefix that contains the peers' subnet reaches them on-link.
+        let mut nodes = base();
+        moved(&mut nodes, "192.168.11.2/16");
+        let f = check(&named(nodes));
+        assert_eq!(
+            f.iter().find(|x| x.rule == SUBNETS).unwrap().severity,
+            Severity::Warning
+        );
     }
 
     #[test]

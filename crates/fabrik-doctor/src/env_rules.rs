@@ -240,7 +240,7 @@ pub fn gid_index(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
             continue;
         }
         let suggestion = crate::rules::roce::recommended_gid_index(port)
-            .map(|i| format!("use NCCL_IB_GID_INDEX={i} (the RoCE v2 GID with an IPv4 address on this port), or leave it unset with NCCL ≥ 2.21"))
+            .map(|i| format!("use NCCL_IB_GID_INDEX={i} (the RoCE v2 IPv4 GID NCCL ≥ 2.21 selects by itself on this port), or leave it unset with NCCL ≥ 2.21"))
             .unwrap_or_else(|| "give the netdev an IP address first (FAB-ROCE-001)".to_string());
         let path = port_path(dev, port, &format!("gid_attrs/types/{index}"));
         match port.gids.iter().find(|g| i64::from(g.index) == index) {

@@ -95,6 +95,28 @@ pub fn table(report: &Report) -> String {
     out
 }
 
+/// Health-check lines in the style of LBNL NHC, one per error (and per warning with `strict`):
+/// `ERROR: fabrik: RULE SUBJECT: MESSAGE`. A scheduler wrapper takes the first line as the drain
+/// reason, so each line stands alone and carries no newline from the message.
+pub fn health_lines(report: &Report, strict: bool) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let word = match f.severity {
+            Severity::Error => "ERROR",
+            Severity::Warning if strict => "WARNING",
+            _ => continue,
+        };
+        let _ = writeln!(
+            out,
+            "{word}: fabrik: {} {}: {}",
+            f.rule,
+            visible(&f.subject),
+            visible(&f.message)
+        );
+    }
+    out
+}
+
 fn md_cell(s: &str) -> String {
     visible(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
 }
@@ -204,5 +226,31 @@ mod tests {
         }
         // The report itself (the JSON) keeps the exact text.
         assert!(r.nodes[0].contains('\x1b'));
+    }
+
+    #[test]
+    fn health_lines_name_each_error_and_warnings_only_when_strict() {
+        let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1")]), None);
+        assert_eq!(health_lines(&r, true), "");
+        let mut n = healthy_ib_node("gpu1");
+        n.rdma_devices[1].ports[0].state = state("2: INIT");
+        n.rdma_devices[1].ports[0].phys_state = state("6: LinkErrorRecovery");
+        n.memlock = Some(fabrik_model::MemlockLimit {
+            soft_bytes: Some(65536),
+            hard_bytes: Some(65536),
+        });
+        let r = diagnose(&name_nodes(vec![n]), None);
+        let plain = health_lines(&r, false);
+        assert!(plain
+            .lines()
+            .all(|l| l.starts_with("ERROR: fabrik: FAB-") && !l.contains('\t')));
+        assert_eq!(plain.lines().count(), r.summary.errors);
+        assert!(plain.lines().next().unwrap().contains(" mlx5_1:1: "));
+        let strict = health_lines(&r, true);
+        assert_eq!(
+            strict.lines().count(),
+            r.summary.errors + r.summary.warnings
+        );
+        assert!(strict.contains("\nWARNING: fabrik: "));
     }
 }

@@ -17,6 +17,60 @@ pub(crate) fn docker_size(q: &str) -> String {
     lower
 }
 
+/// GPU device flags: `--gpus all`, or device nodes where the platform documents them.
+fn gpu_flags(env: &Env, shape: &JobShape, flags: &mut Vec<Word>) {
+    if env.runtime.gpu_device_nodes {
+        // GCP documents device nodes and driver mounts for Container-Optimized OS, which has no
+        // NVIDIA container toolkit for --gpus.
+        for i in 0..shape.gpus_per_node {
+            flags.push(Word::lit("--device"));
+            flags.push(Word::lit(format!("/dev/nvidia{i}:/dev/nvidia{i}")));
+        }
+        for d in ["/dev/nvidia-uvm", "/dev/nvidiactl"] {
+            flags.push(Word::lit("--device"));
+            flags.push(Word::lit(format!("{d}:{d}")));
+        }
+    } else {
+        flags.push(Word::lit("--gpus"));
+        flags.push(Word::lit("all"));
+    }
+}
+
+/// `docker run --detach` of the platform's receive-datapath manager (GCP TCPX/TCPXO), built
+/// from the same sidecar the Kubernetes pod runs: image, entrypoint, arguments, capabilities,
+/// mounts and environment, on the host network beside the trainer.
+pub(crate) fn sidecar_words(env: &Env, shape: &JobShape) -> Option<(String, Vec<Word>)> {
+    let s = env.runtime.k8s_sidecar.as_ref()?;
+    let mut w: Vec<Word> = ["docker", "run", "--detach", "--rm", "--name"]
+        .into_iter()
+        .map(Word::lit)
+        .collect();
+    w.push(Word::lit(s.name.clone()));
+    w.extend(["--network", "host"].into_iter().map(Word::lit));
+    gpu_flags(env, shape, &mut w);
+    for c in &s.capabilities {
+        w.push(Word::lit("--cap-add"));
+        w.push(Word::lit(c.clone()));
+    }
+    for m in &s.mounts {
+        w.push(Word::lit("--volume"));
+        w.push(Word::lit(format!("{}:{}", m.host_path, m.container_path)));
+    }
+    for (k, v) in &s.env {
+        w.push(Word::lit("-e"));
+        w.push(Word::lit(format!("{k}={v}")));
+    }
+    let mut cmd = s.command.iter();
+    if let Some(entry) = cmd.next() {
+        w.push(Word::lit("--entrypoint"));
+        w.push(Word::lit(entry.clone()));
+    }
+    w.push(Word::lit(s.image.clone()));
+    w.extend(cmd.cloned().map(Word::Lit));
+    w.extend(s.args.iter().cloned().map(Word::Lit));
+    Some((s.name.clone(), w))
+}
+
 pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
     let rt = &env.runtime;
     let master = shape.rendezvous_host().unwrap_or("127.0.0.1");
@@ -37,21 +91,7 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     .collect();
     flags.push(Word::lit("--shm-size"));
     flags.push(Word::lit(docker_size(&rt.shm_size)));
-    if rt.gpu_device_nodes {
-        // GCP documents device nodes and driver mounts for Container-Optimized OS, which has no
-        // NVIDIA container toolkit for --gpus.
-        for i in 0..shape.gpus_per_node {
-            flags.push(Word::lit("--device"));
-            flags.push(Word::lit(format!("/dev/nvidia{i}:/dev/nvidia{i}")));
-        }
-        for d in ["/dev/nvidia-uvm", "/dev/nvidiactl"] {
-            flags.push(Word::lit("--device"));
-            flags.push(Word::lit(format!("{d}:{d}")));
-        }
-    } else {
-        flags.push(Word::lit("--gpus"));
-        flags.push(Word::lit("all"));
-    }
+    gpu_flags(env, shape, &mut flags);
     if rt.ipc_lock {
         flags.push(Word::lit("--cap-add"));
         flags.push(Word::lit("IPC_LOCK"));
@@ -93,15 +133,31 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
         shape.gpus_per_node,
         shape.nodes - 1
     ));
-    if env.runtime.k8s_sidecar.is_some() {
-        out.push_str("# Start the platform's receive-datapath-manager container on each VM first (see the notes below).\n");
-    }
     out.push_str("set -euo pipefail\n\n");
     out.push_str(&exports(env)?);
     out.push('\n');
     out.push_str(&format!("export MASTER_ADDR={}\n", quote(master)?));
     out.push_str(&format!("export MASTER_PORT={}\n", shape.master_port));
     out.push_str("export NODE_RANK=\"${NODE_RANK:?set NODE_RANK to the rank of this node}\"\n\n");
+    if let Some((name, words)) = sidecar_words(env, shape) {
+        let src = env
+            .runtime
+            .k8s_sidecar
+            .as_ref()
+            .map_or("", |s| s.source.as_str());
+        out.push_str(&format!(
+            "# The receive-datapath manager ({name}) runs beside the trainer on this VM, as the Kubernetes pod's sidecar does ({src}); stopped when this script exits.\n"
+        ));
+        out.push_str(&shell_lines(
+            &words,
+            &["-e", "--volume", "--device", "--cap-add"],
+        )?);
+        out.push('\n');
+        out.push_str(&format!(
+            "trap {} EXIT\n\n",
+            quote(&format!("docker stop {name} >/dev/null"))?
+        ));
+    }
     out.push_str(&shell_lines(
         &flags,
         &["-e", "--volume", "--device", "torchrun"],

@@ -58,9 +58,13 @@ pub struct JobShape {
     pub master_addr: Option<String>,
     pub hosts: Vec<String>,
     pub k8s_kind: K8sKind,
-    /// A device-plugin resource that gives pods the RDMA devices (`rdma/hca_shared_devices_a`),
-    /// instead of a privileged `/dev/infiniband` host path.
+    /// A device-plugin resource that gives pods the RDMA devices (`rdma/hca_shared_devices_a`,
+    /// `vpc.amazonaws.com/efa=32`: NAME or NAME=COUNT, 1 by default), instead of a privileged
+    /// `/dev/infiniband` host path. Always requested when given.
     pub rdma_resource: Option<String>,
+    /// The cloud instance type (`p5.48xlarge`): for AWS EFA, how many EFA interfaces to request
+    /// when no node was probed.
+    pub instance_type: Option<String>,
 }
 
 impl JobShape {

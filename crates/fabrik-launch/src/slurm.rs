@@ -36,6 +36,32 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
         ),
     }
     out.push_str(&format!("export MASTER_PORT={}\n\n", shape.master_port));
+    if let Some((name, words)) = crate::docker::sidecar_words(env, shape) {
+        let src = env
+            .runtime
+            .k8s_sidecar
+            .as_ref()
+            .map_or("", |s| s.source.as_str());
+        let per_node = |cmd: String| {
+            shell_line(&[
+                Word::lit("srun"),
+                Word::lit(format!("--nodes={}", shape.nodes)),
+                Word::lit("--ntasks-per-node=1"),
+                Word::lit("bash"),
+                Word::lit("-c"),
+                Word::lit(cmd),
+            ])
+        };
+        out.push_str(&format!(
+            "# The receive-datapath manager ({name}) on every node before the job, as the Kubernetes pod's sidecar does ({src}); stopped when the job ends.\n"
+        ));
+        out.push_str(&per_node(shell_line(&words)?)?);
+        out.push('\n');
+        out.push_str(&format!(
+            "trap {} EXIT\n\n",
+            quote(&per_node(format!("docker stop {name} >/dev/null"))?)?
+        ));
+    }
     let inner = torchrun_words(
         shape,
         Word::var("", "SLURM_NODEID"),

@@ -32,6 +32,7 @@ pub(crate) fn shape(k8s_kind: K8sKind) -> JobShape {
         hosts: vec!["node-0".into(), "node-1".into()],
         k8s_kind,
         rdma_resource: None,
+        instance_type: Some("p5.48xlarge".into()),
     }
 }
 
@@ -436,4 +437,50 @@ fn efa_pods_get_devices_from_the_efa_resource_not_a_privileged_host_path() {
     assert!(!text.contains("dev-infiniband"), "{text}");
     let docker = render(Kind::Docker, &env, &shape(K8sKind::Job)).unwrap();
     assert!(docker.contains("--device /dev/infiniband"));
+}
+
+#[test]
+fn aws_efa_always_requests_efa_and_rdma_resource_is_honoured() {
+    let env = env_for(Profile::AwsEfa);
+    let efa = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("vpc.amazonaws.com/efa:"))
+            .map(|l| l.trim().to_string())
+    };
+    // No node: the instance type's count.
+    for (t, n) in [
+        ("p4d.24xlarge", "4"),
+        ("p5.48xlarge", "32"),
+        ("p5en.48xlarge", "16"),
+    ] {
+        let mut s = shape(K8sKind::JobSet);
+        s.instance_type = Some(t.into());
+        let text = render(Kind::K8s, &env, &s).unwrap();
+        assert_eq!(
+            efa(&text),
+            Some(format!("vpc.amazonaws.com/efa: '{n}'")),
+            "{t}"
+        );
+    }
+    // Neither an instance type nor a resource: refused, not a manifest without EFA.
+    let mut s = shape(K8sKind::Job);
+    s.instance_type = None;
+    let e = render(Kind::K8s, &env, &s).unwrap_err().to_string();
+    assert!(
+        e.contains("--instance-type") && e.contains("p5.48xlarge 32"),
+        "{e}"
+    );
+    s.instance_type = Some("m5.large".into());
+    assert!(render(Kind::K8s, &env, &s).is_err());
+    // --rdma-resource NAME=COUNT wins, with or without an instance type.
+    s.rdma_resource = Some("vpc.amazonaws.com/efa=8".into());
+    let text = render(Kind::K8s, &env, &s).unwrap();
+    assert_eq!(efa(&text).as_deref(), Some("vpc.amazonaws.com/efa: '8'"));
+    s.rdma_resource = Some("vpc.amazonaws.com/efa=0".into());
+    assert!(render(Kind::K8s, &env, &s).is_err());
+    // On a profile without verbs, --rdma-resource is still requested, not dropped.
+    let mut s = shape(K8sKind::Job);
+    s.rdma_resource = Some("rdma/hca_shared_devices_a".into());
+    let text = render(Kind::K8s, &env_for(Profile::Socket), &s).unwrap();
+    assert!(text.contains("rdma/hca_shared_devices_a: '1'"), "{text}");
 }

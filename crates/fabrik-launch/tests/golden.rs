@@ -26,6 +26,7 @@ fn shape(k8s_kind: K8sKind) -> JobShape {
         hosts: vec!["node-0".into(), "node-1".into()],
         k8s_kind,
         rdma_resource: None,
+        instance_type: Some("p5.48xlarge".into()),
     }
 }
 

@@ -55,6 +55,7 @@ fn shape() -> JobShape {
         hosts: vec!["node-a".into(), "node-b".into()],
         k8s_kind: K8sKind::Job,
         rdma_resource: None,
+        instance_type: None,
     }
 }
 
@@ -163,4 +164,42 @@ fn mpirun_gets_x_for_every_variable() {
         &a[a.len() - 5..],
         &["train.py", "--data", "/data/my set", "--note", "it's"]
     );
+}
+
+#[test]
+fn tcpx_docker_and_slurm_start_the_receive_datapath_manager() {
+    for (profile, name, image) in [
+        (
+            Profile::GcpA3Tcpx,
+            "tcpx-daemon",
+            "gpudirect-tcpx/tcpgpudmarxd",
+        ),
+        (
+            Profile::GcpA3MegaTcpxo,
+            "tcpxo-daemon",
+            "gpudirect-tcpxo/tcpgpudmarxd",
+        ),
+    ] {
+        for (kind, rank) in [(Kind::Docker, "0"), (Kind::Slurm, "")] {
+            let rec = run(kind, profile, rank);
+            let calls: Vec<&str> = rec.split("argv0=").filter(|c| !c.is_empty()).collect();
+            // The daemon first, detached on the host network, then the trainer, then its stop.
+            let daemon = calls
+                .iter()
+                .position(|c| c.contains("arg=--detach\n") && c.contains(&format!("arg={name}\n")))
+                .unwrap_or_else(|| panic!("{kind} {profile:?}: no daemon start in\n{rec}"));
+            assert!(calls[daemon].contains(image), "{}", calls[daemon]);
+            assert!(calls[daemon].contains("arg=NET_ADMIN\n"));
+            let trainer = calls
+                .iter()
+                .position(|c| c.contains("arg=--nnodes=2\n"))
+                .unwrap();
+            assert!(daemon < trainer, "{kind}: daemon after trainer");
+            let stop = calls
+                .iter()
+                .position(|c| c.contains("arg=stop\n") && c.contains(&format!("arg={name}\n")))
+                .unwrap_or_else(|| panic!("{kind}: no stop in\n{rec}"));
+            assert!(stop > trainer);
+        }
+    }
 }

@@ -8,6 +8,7 @@ pub mod input;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod perftest;
+pub mod ras;
 mod text;
 
 pub use error::ParseError;

@@ -33,6 +33,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 mod rate;
+pub mod slurm;
+pub mod tools;
 
 pub use rate::parse_rate;
 

@@ -3,7 +3,6 @@
 //! perftest's ib_*_bw / ib_*_lat measure them. The client drives; the server follows its lead over
 //! the control channel.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,13 +17,14 @@ use crate::device::{
 };
 use crate::error::VerbsError;
 use crate::ffi::*;
-use crate::gid::{format_gid, parse_gid, read_gid_table, select_gid};
+use crate::gid::{format_gid, parse_gid, roce_gid_index};
 use crate::gpuref::{self, Registration};
 use crate::loader::Verbs;
 use crate::mem::{pattern, Buffer, Cuda, MemKind};
 use crate::proto::{Ctrl, Endpoint, Op, QpEndpoint, TestParams, PROTOCOL_VERSION};
 use crate::stats::{bw_row, lat_row};
 use crate::watch::PeerWatch;
+use fabrik_nccl::gid::GidSettings;
 
 /// How this end uses its hardware (not negotiated: each end picks its own).
 #[derive(Debug, Clone)]
@@ -157,14 +157,10 @@ pub(crate) struct PortChoice {
     pub(crate) mtu: u32,
 }
 
-/// Opens `opts`' device and port and picks the GID index (the RoCE v2 GID carrying `local_ip`
-/// unless `--gid-index` names one) and the MTU (the active one, or `--mtu` capped by it): the
+/// Opens `opts`' device and port and picks the GID index (the one NCCL would use under this
+/// process's NCCL_IB_* variables, unless `--gid-index` names one) and the MTU (the active one, or `--mtu` capped by it): the
 /// defaults every RDMA user of fabrik shares, each refusal a typed error naming the device.
-pub(crate) fn open_port(
-    verbs: &Arc<Verbs>,
-    opts: &LocalOptions,
-    local_ip: Option<IpAddr>,
-) -> Result<PortChoice, VerbsError> {
+pub(crate) fn open_port(verbs: &Arc<Verbs>, opts: &LocalOptions) -> Result<PortChoice, VerbsError> {
     let ctx = open_device(verbs, opts.device.as_deref(), opts.port)?;
     let count = ctx.phys_port_cnt()?;
     if opts.port == 0 || opts.port > count {
@@ -185,15 +181,12 @@ pub(crate) fn open_port(
     let gid_index = match opts.gid_index {
         Some(i) => i,
         None if !port_info.is_ethernet() => 0,
-        None => {
-            let table = read_gid_table(&opts.root, &ctx.name, u32::from(opts.port));
-            let ips: Vec<String> = local_ip
-                .filter(IpAddr::is_ipv4)
-                .map(|a| a.to_string())
-                .into_iter()
-                .collect();
-            select_gid(&table, &ips).unwrap_or(0)
-        }
+        None => roce_gid_index(
+            &opts.root,
+            &ctx.name,
+            u32::from(opts.port),
+            &GidSettings::from_env(|k| std::env::var(k).ok()),
+        ),
     };
     let tbl = u32::try_from(port_info.gid_tbl_len).unwrap_or(0);
     if gid_index >= tbl {
@@ -246,7 +239,6 @@ impl Resources {
         verbs: &Arc<Verbs>,
         opts: &LocalOptions,
         params: &TestParams,
-        local_ip: Option<IpAddr>,
     ) -> Result<Self, VerbsError> {
         // The GPU first: on a node without one, `--mem cuda` says so before any RDMA detail.
         let cuda = match opts.mem {
@@ -259,7 +251,7 @@ impl Resources {
             gid_index,
             gid,
             mtu,
-        } = open_port(verbs, opts, local_ip)?;
+        } = open_port(verbs, opts)?;
 
         let pd = Pd::new(ctx.clone())?;
         let max_size = params.max_size();
@@ -1106,8 +1098,7 @@ pub fn run_client(
 ) -> Result<P2pReport, VerbsError> {
     params.validate().map_err(VerbsError::Unsupported)?;
     validate_for_memory(params, opts.mem)?;
-    let local_ip = ch.stream().local_addr().ok().map(|a| a.ip());
-    let mut res = Resources::new(verbs, opts, params, local_ip)?;
+    let mut res = Resources::new(verbs, opts, params)?;
     // GPU memory is compared with host memory on this same link: a host buffer of the same
     // size, registered the same way, used by the same QPs against the same peer buffer.
     let want_ref = opts.mem != MemKind::Host && opts.host_reference && params.test == P2pTest::Bw;
@@ -1255,8 +1246,7 @@ fn serve_inner(
 ) -> Result<(), VerbsError> {
     params.validate().map_err(VerbsError::Unsupported)?;
     validate_for_memory(params, opts.mem)?;
-    let local_ip = ch.stream().local_addr().ok().map(|a| a.ip());
-    let mut res = Resources::new(verbs, opts, params, local_ip)?;
+    let mut res = Resources::new(verbs, opts, params)?;
     res.connect(remote)?;
     res.watch = PeerWatch::new(ch.stream());
     if params.op == Op::Send {

@@ -1,68 +1,23 @@
-//! Which GID to use: the RoCE v2 entry carrying the interface's IPv4 address, the one NCCL picks
-//! (and `fabrik env` recommends), so that RoCE traffic is routable and gets the DSCP/ECN treatment
-//! of IP.
+//! GID tables as sysfs lists them, and the GID the bench uses on a RoCE port: the one NCCL would
+//! use in the same environment (fabrik-nccl's [`fabrik_nccl::gid`] is the one policy), so that
+//! the bench measures the path a job takes.
 
 use std::path::Path;
 
-use fabrik_model::{Gid, GidType, LinkLayer, Node};
+use fabrik_model::{Gid, GidType, LinkLayer, Port};
+pub use fabrik_nccl::gid::parse_gid;
+use fabrik_nccl::gid::{nccl_gid_index, GidSettings};
 
-/// The default GID index for `port` of `device` in `node`.
-pub fn default_gid_index(node: &Node, device: &str, port: u32) -> Option<u32> {
-    let p = node
-        .rdma_device(device)?
-        .ports
-        .iter()
-        .find(|p| p.number == port)?;
-    if matches!(p.link_layer, Some(LinkLayer::Infiniband)) {
-        return Some(0);
-    }
-    let ipv4: Vec<String> = p
-        .netdev
-        .as_deref()
-        .and_then(|n| node.net_interface(n))
-        .map(|i| {
-            i.ipv4
-                .iter()
-                .map(|a| a.split('/').next().unwrap_or(a).to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    select_gid(&p.gids, &ipv4)
-}
-
-/// Picks from a GID table: a RoCE v2 GID whose IPv4 is one of `ipv4` (the interface's addresses,
-/// without prefix length); else the first RoCE v2 IPv4-mapped GID; else the first RoCE v2 GID;
-/// else the first non-zero GID.
-pub fn select_gid(gids: &[Gid], ipv4: &[String]) -> Option<u32> {
-    let v2 = |g: &&Gid| g.gid_type == Some(GidType::RoceV2);
-    gids.iter()
-        .filter(v2)
-        .find(|g| g.ipv4.as_ref().is_some_and(|a| ipv4.iter().any(|x| x == a)))
-        .or_else(|| gids.iter().filter(v2).find(|g| g.ipv4.is_some()))
-        .or_else(|| gids.iter().find(v2))
-        .or_else(|| gids.iter().find(|g| !is_zero_gid_text(&g.gid)))
-        .map(|g| g.index)
-}
-
-fn is_zero_gid_text(s: &str) -> bool {
-    s.chars().all(|c| c == '0' || c == ':')
-}
-
-/// Parses a GID as sysfs writes it (`fe80:0000:...:0001`, 8 groups of 4 hex digits).
-pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
-    let groups: Vec<&str> = s.trim().split(':').collect();
-    if groups.len() != 8 {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, g) in groups.iter().enumerate() {
-        if g.is_empty() || g.len() > 4 {
-            return None;
-        }
-        let v = u16::from_str_radix(g, 16).ok()?;
-        out[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
-    }
-    Some(out)
+/// The GID index NCCL would use on RoCE `port` of `device` under `settings`, from the table under
+/// `root` (the bench passes the process's own NCCL_IB_* variables, as NCCL reads them).
+pub fn roce_gid_index(root: &Path, device: &str, port: u32, settings: &GidSettings) -> u32 {
+    let p = Port {
+        number: port,
+        link_layer: Some(LinkLayer::Ethernet),
+        gids: read_gid_table(root, device, port),
+        ..Default::default()
+    };
+    nccl_gid_index(&p, settings)
 }
 
 /// Formats a GID as sysfs does.
@@ -135,104 +90,6 @@ pub fn parse_ip_addr_ipv4(text: &str) -> Vec<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use fabrik_model::{NetInterface, NetKind, Port, RdmaDevice};
-
-    fn gid(index: u32, text: &str, t: Option<GidType>) -> Gid {
-        let raw = parse_gid(text).unwrap();
-        Gid {
-            index,
-            gid: text.into(),
-            gid_type: t,
-            netdev: Some("eth0".into()),
-            ipv4: gid_ipv4(&raw),
-        }
-    }
-
-    fn table() -> Vec<Gid> {
-        vec![
-            gid(
-                0,
-                "fe80:0000:0000:0000:5054:00ff:fe12:3401",
-                Some(GidType::IbRoceV1),
-            ),
-            gid(
-                1,
-                "fe80:0000:0000:0000:5054:00ff:fe12:3401",
-                Some(GidType::RoceV2),
-            ),
-            gid(
-                2,
-                "0000:0000:0000:0000:0000:ffff:0a00:0005",
-                Some(GidType::IbRoceV1),
-            ),
-            gid(
-                3,
-                "0000:0000:0000:0000:0000:ffff:0a00:0005",
-                Some(GidType::RoceV2),
-            ),
-            gid(
-                4,
-                "0000:0000:0000:0000:0000:ffff:c000:0201",
-                Some(GidType::IbRoceV1),
-            ),
-            gid(
-                5,
-                "0000:0000:0000:0000:0000:ffff:c000:0201",
-                Some(GidType::RoceV2),
-            ),
-        ]
-    }
-
-    #[test]
-    fn picks_roce_v2_of_the_interface_address() {
-        assert_eq!(select_gid(&table(), &["192.0.2.1".into()]), Some(5));
-        assert_eq!(select_gid(&table(), &["10.0.0.5".into()]), Some(3));
-        // Unknown address: first IPv4-mapped RoCE v2.
-        assert_eq!(select_gid(&table(), &["198.51.100.7".into()]), Some(3));
-        // No IPv4 at all: the link-local RoCE v2 entry.
-        let t: Vec<Gid> = table().into_iter().take(2).collect();
-        assert_eq!(select_gid(&t, &[]), Some(1));
-        assert_eq!(select_gid(&[], &[]), None);
-    }
-
-    #[test]
-    fn gid_from_node() {
-        let port = Port {
-            number: 1,
-            link_layer: Some(LinkLayer::Ethernet),
-            netdev: Some("eth0".into()),
-            gids: table(),
-            ..Default::default()
-        };
-        let node = Node {
-            rdma_devices: vec![RdmaDevice {
-                name: "rxe0".into(),
-                ports: vec![port],
-                ..Default::default()
-            }],
-            net_interfaces: vec![NetInterface {
-                name: "eth0".into(),
-                kind: NetKind::Ethernet,
-                mtu: None,
-                operstate: None,
-                speed_mbps: None,
-                mac: None,
-                ipv4: vec!["10.0.0.5/24".into()],
-                ipv6: vec![],
-                driver: None,
-                pci: None,
-                rdma_device: Some("rxe0".into()),
-                default_route: false,
-                ecn: None,
-                pfc: None,
-                statistics: Default::default(),
-            }],
-            ..Default::default()
-        };
-        assert_eq!(default_gid_index(&node, "rxe0", 1), Some(3));
-        assert_eq!(default_gid_index(&node, "rxe0", 2), None);
-        assert_eq!(default_gid_index(&node, "mlx5_0", 1), None);
-    }
 
     #[test]
     fn gid_text_round_trip() {
@@ -271,7 +128,10 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t[1].gid_type, Some(GidType::RoceV2));
         assert_eq!(t[1].netdev.as_deref(), Some("va"));
-        assert_eq!(select_gid(&t, &["192.0.2.1".into()]), Some(1));
+        assert_eq!(
+            roce_gid_index(dir.path(), "rxe0", 1, &GidSettings::default()),
+            1
+        );
     }
 
     #[test]

@@ -13,7 +13,6 @@
 //! the peer and what was awaited.
 
 use std::io::{Read, Write};
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -254,12 +253,8 @@ impl std::fmt::Debug for PipeDevice {
 
 impl PipeDevice {
     /// Opens the device, port, GID index and MTU of `opts` (the defaults of `bench p2p`: the
-    /// first ACTIVE device, the RoCE v2 GID carrying `local_ip`). Host memory only.
-    pub fn open(
-        verbs: &Arc<Verbs>,
-        opts: &LocalOptions,
-        local_ip: Option<IpAddr>,
-    ) -> Result<Arc<Self>, VerbsError> {
+    /// first ACTIVE device, the GID NCCL would pick). Host memory only.
+    pub fn open(verbs: &Arc<Verbs>, opts: &LocalOptions) -> Result<Arc<Self>, VerbsError> {
         if opts.mem != MemKind::Host {
             return Err(VerbsError::Unsupported(
                 "the RDMA pipe of the collectives uses host memory only".into(),
@@ -271,7 +266,7 @@ impl PipeDevice {
             gid_index,
             gid,
             mtu,
-        } = open_port(verbs, opts, local_ip)?;
+        } = open_port(verbs, opts)?;
         let pd = Pd::new(ctx.clone())?;
         Ok(Arc::new(PipeDevice {
             pd,

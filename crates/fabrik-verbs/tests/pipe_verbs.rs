@@ -31,7 +31,7 @@ fn device() -> Option<Arc<PipeDevice>> {
         device: Some(name),
         ..LocalOptions::default()
     };
-    Some(PipeDevice::open(&verbs, &opts, None).unwrap())
+    Some(PipeDevice::open(&verbs, &opts).unwrap())
 }
 
 fn cfg(timeout: Duration) -> PipeConfig {

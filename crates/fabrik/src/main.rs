@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod cmd;
@@ -26,6 +27,8 @@ enum Command {
     Snapshot(cmd::snapshot::Args),
     /// Find what makes multi-node GPU training slow or broken, with evidence and the fix.
     Doctor(cmd::doctor::Args),
+    /// The doctor as a node health check: one line per problem, exit 1 to drain, a time budget.
+    Check(cmd::check::Args),
     /// List the doctor's rules: id, severity, title.
     Rules(cmd::rules::Args),
     /// Print a rule's page: what it checks, why it matters, evidence, fix and sources.
@@ -50,6 +53,11 @@ enum Command {
     Cluster(cmd::cluster::Args),
     /// One self-contained HTML page from result files: busbw curves, pair heatmap, findings, nodes.
     Report(cmd::report::Args),
+    /// Shell completions for bash, zsh, fish, elvish or powershell, on stdout.
+    Completions { shell: clap_complete::Shell },
+    /// The manual page (roff), on stdout: `fabrik manpage | man -l -`.
+    #[command(hide = true)]
+    Manpage,
 }
 
 fn main() -> ExitCode {
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inventory(args) => cmd::inventory::run(args),
         Command::Snapshot(args) => cmd::snapshot::run(args),
+        Command::Check(args) => cmd::check::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Rules(args) => cmd::rules::run(args),
         Command::Explain(args) => cmd::explain::run(args),
@@ -71,6 +80,8 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Cluster(args) => cmd::cluster::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Manpage => manpage(),
     };
     match result {
         Ok(code) => code,
@@ -79,6 +90,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "fabrik",
+        &mut bytes,
+    );
+    output::print_text(&String::from_utf8_lossy(&bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn manpage() -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut bytes)
+        .context("rendering the manual page")?;
+    output::print_text(&String::from_utf8_lossy(&bytes))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init_tracing(verbose: u8) {

@@ -58,7 +58,7 @@ fn verbs_here() -> bool {
     if ld_cache_has("libibverbs.so.1") {
         return true;
     }
-    eprintln!("skipped: no libibverbs.so.1 here (install scripts/apt/verbs.txt)");
+    eprintln!("skipped: no libibverbs.so.1 here (install scripts/apt/test/verbs.txt)");
     false
 }
 

@@ -246,8 +246,17 @@ fn the_drifted_node_of_four_is_named() {
 
     let r = fixtures().join("cluster-roce");
     let roots: Vec<String> = (1..=3).map(|i| root(&r.join(format!("node{i}")))).collect();
-    let (_, report) = doctor_json(&args_for_roots(&roots));
+    let (code, report) = doctor_json(&args_for_roots(&roots));
+    // A missing GPU and a rail its peers cannot reach stop the job; MTU and GID index do not.
+    assert_eq!(code, 1);
     let cross = cross_findings(&report);
+    for f in &cross {
+        let want = match f["rule"].as_str().unwrap() {
+            "FAB-X-006" | "FAB-X-009" => "error",
+            _ => "warning",
+        };
+        assert_eq!(f["severity"], want, "{f}");
+    }
     let rules: BTreeSet<&str> = cross.iter().map(|f| f["rule"].as_str().unwrap()).collect();
     let want: BTreeSet<&str> = ["FAB-X-006", "FAB-X-007", "FAB-X-008", "FAB-X-009"]
         .into_iter()
@@ -512,4 +521,23 @@ fn real_procfs_tree_reports_only_what_is_there() {
         assert!(!rules.contains(quiet), "{quiet}: {report}");
     }
     assert!(rules.contains("FAB-DATA-001"), "{report}");
+}
+
+#[test]
+fn an_infiniband_node_beside_a_roce_node_is_an_error() {
+    let roots = vec![
+        root(&fixtures().join("cluster/node1")),
+        root(&fixtures().join("cluster/node2")),
+        root(&fixtures().join("cluster-roce/node1")),
+    ];
+    let (code, report) = doctor_json(&args_for_roots(&roots));
+    assert_eq!(code, 1);
+    let x: Vec<&Value> = cross_findings(&report)
+        .into_iter()
+        .filter(|f| f["rule"] == "FAB-X-010")
+        .collect();
+    assert_eq!(x.len(), 1, "{report}");
+    assert_eq!(x[0]["severity"], "error");
+    assert_eq!(x[0]["subject"], "gpu-roce-01");
+    assert!(x[0]["message"].as_str().unwrap().contains("InfiniBand"));
 }

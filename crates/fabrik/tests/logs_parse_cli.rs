@@ -94,6 +94,33 @@ fn logs_reads_stdin() {
 }
 
 #[test]
+fn logs_job_level_errors_and_silence() {
+    // Sockets on `lo` across two hosts: a job-level error, so exit 1.
+    let lo = "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n\
+              n1:1:1 [0] NCCL INFO Using network Socket\n\
+              n2:2:2 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n\
+              n2:2:2 [0] NCCL INFO Using network Socket\n";
+    let out = fabrik()
+        .args(["logs", "--format", "json", "-"])
+        .write_stdin(lo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["findings"][0]["rule"], "FAB-NCCL-SOCKET-LOOPBACK");
+    // No NCCL lines: a hint, not an error.
+    let out = fabrik()
+        .args(["logs", "-"])
+        .write_stdin("epoch 1 loss 0.5\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("FAB-NCCL-NO-LINES"), "{text}");
+    assert!(text.contains("NCCL_DEBUG=INFO"), "{text}");
+}
+
+#[test]
 fn missing_file_is_a_clear_error() {
     let out = fabrik()
         .args(["parse", "perftest", "/nonexistent/file"])

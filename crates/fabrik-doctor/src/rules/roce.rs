@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use fabrik_model::{Finding, Gid, GidType, Node, Port, Severity};
+use fabrik_model::{Finding, Gid, GidType, Node, Severity};
 
 use crate::util::*;
 
@@ -21,19 +21,9 @@ fn is_ip_gid(g: &Gid) -> bool {
     g.ipv4.is_some() || !g.gid.starts_with("fe80:")
 }
 
-/// RoCE v2 GIDs that carry an IPv4 address: the ones NCCL can route over IPv4.
-pub fn v2_ipv4_gids(port: &Port) -> Vec<&Gid> {
-    port.gids
-        .iter()
-        .filter(|g| g.gid_type == Some(GidType::RoceV2) && g.ipv4.is_some())
-        .collect()
-}
-
-/// The GID index fabrik recommends for NCCL_IB_GID_INDEX on one port: the lowest RoCE v2 GID
-/// with an IPv4 address.
-pub fn recommended_gid_index(port: &Port) -> Option<u32> {
-    v2_ipv4_gids(port).iter().map(|g| g.index).min()
-}
+/// The index NCCL 2.21+ selects by itself on a RoCE port, when it is a routable RoCE v2 IPv4
+/// GID: fabrik-nccl's one GID policy, shared with `fabrik env`, launch and the bench.
+pub use fabrik_nccl::gid::recommended_gid_index;
 
 pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
@@ -111,7 +101,7 @@ pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
         GID_INDEX_DIFFERS,
         Severity::Warning,
         "node",
-        format!("the first RoCE v2 IPv4 GID sits at different indexes on different ports ({layout}); a single NCCL_IB_GID_INDEX cannot fit them all"),
+        format!("the RoCE v2 IPv4 GID NCCL selects sits at different indexes on different ports ({layout}); a single NCCL_IB_GID_INDEX cannot fit them all"),
         evidence,
         "Leave NCCL_IB_GID_INDEX unset with NCCL 2.21 or newer (it then picks a RoCE v2 GID per device); with older NCCL make the GID tables alike (same IP setup on every RoCE netdev, no extra addresses or VLANs on some of them).",
     )]

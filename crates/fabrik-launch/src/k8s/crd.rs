@@ -44,7 +44,14 @@ pub struct ReplicatedJob {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobSetNetwork {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // jobset_types.go: `json:"enableDNSHostnames,omitempty"`; camelCase would write
+    // `enableDnsHostnames`, which the API server drops (and strict validation rejects), leaving
+    // pods without the DNS names the rendezvous uses.
+    #[serde(
+        default,
+        rename = "enableDNSHostnames",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub enable_dns_hostnames: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subdomain: Option<String>,

@@ -33,7 +33,8 @@ fn meta(name: &str) -> ObjectMeta {
 }
 
 fn yaml<T: Serialize>(v: &T) -> Result<String, LaunchError> {
-    serde_yaml_ng::to_string(v).map_err(|e| LaunchError::Yaml(e.to_string()))
+    // YAML 1.1 readers (kubectl, PyYAML) must read what YAML 1.2 readers read: `on` quoted.
+    fabrik_nccl::yaml::to_string(v).map_err(|e| LaunchError::Yaml(e.to_string()))
 }
 
 fn indexed_rendezvous(shape: &JobShape, master: &str) -> Result<Rendezvous, LaunchError> {
@@ -89,6 +90,8 @@ fn header(env: &Env, shape: &JobShape) -> String {
 
 /// The manifests for `shape.k8s_kind`, as multi-document YAML.
 pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    // Refuse before writing anything: an EFA job without its EFA request runs on sockets.
+    pod::rdma_requests(env, shape)?;
     let mut out = header(env, shape);
     let name = shape.name.as_str();
     match shape.k8s_kind {

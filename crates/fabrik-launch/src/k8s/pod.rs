@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use fabrik_nccl::{Env, Runtime};
+use fabrik_nccl::{Env, Runtime, Transport};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
     ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext, Volume,
@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::words::Word;
-use crate::JobShape;
+use crate::{JobShape, LaunchError};
 
 /// How the trainer learns its node rank and the rendezvous address.
 pub(crate) struct Rendezvous {
@@ -72,6 +72,82 @@ pub(crate) fn uses_dev_infiniband_host_path(rt: &Runtime, shape: &JobShape) -> b
     rt.needs_rdma_devices && !rt.k8s_rdma_injected && shape.rdma_resource.is_none()
 }
 
+pub(crate) const EFA_RESOURCE: &str = "vpc.amazonaws.com/efa";
+
+/// EFA interfaces (network cards) per EFA instance type, from AWS's instance type
+/// specifications (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, "Network
+/// cards") and its multi-card EFA guide
+/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html: P5 and P5e up
+/// to 32 network cards, G6e up to 4). The EKS EFA device plugin advertises one
+/// `vpc.amazonaws.com/efa` per interface.
+pub const EFA_INTERFACES: &[(&str, u32)] = &[
+    ("p4d.24xlarge", 4),
+    ("p4de.24xlarge", 4),
+    ("p5.48xlarge", 32),
+    ("p5e.48xlarge", 32),
+    ("p5en.48xlarge", 16),
+    ("g6e.48xlarge", 4),
+];
+
+/// `NAME` or `NAME=COUNT`.
+fn parse_resource(r: &str) -> (String, String) {
+    match r.split_once('=') {
+        Some((n, c)) => (n.trim().to_string(), c.trim().to_string()),
+        None => (r.trim().to_string(), "1".to_string()),
+    }
+}
+
+/// The device resources the trainer requests: the profile's (EFA counted on a probed node),
+/// for EFA without a node the instance type's count, and `--rdma-resource` whenever given (it
+/// overrides a profile's count for the same resource). EFA with none of them is an error: a
+/// pod without `vpc.amazonaws.com/efa` gets no EFA device and NCCL falls back to sockets.
+pub(crate) fn rdma_requests(
+    env: &Env,
+    shape: &JobShape,
+) -> Result<BTreeMap<String, String>, LaunchError> {
+    let mut out: BTreeMap<String, String> = env.runtime.k8s_resources.clone();
+    if env.transport == Transport::Efa && !out.contains_key(EFA_RESOURCE) {
+        if let Some(t) = &shape.instance_type {
+            match EFA_INTERFACES.iter().find(|(name, _)| name == t) {
+                Some((_, n)) => {
+                    out.insert(EFA_RESOURCE.into(), n.to_string());
+                }
+                None if shape.rdma_resource.is_none() => {
+                    return Err(LaunchError::Shape(format!(
+                        "instance type {t:?} has no known EFA count (known: {}); pass --rdma-resource {EFA_RESOURCE}=N",
+                        known_efa()
+                    )))
+                }
+                None => {}
+            }
+        }
+    }
+    if let Some(r) = &shape.rdma_resource {
+        let (name, count) = parse_resource(r);
+        if name.is_empty() || count.parse::<u32>().map_or(true, |c| c == 0) {
+            return Err(LaunchError::Shape(format!(
+                "--rdma-resource {r:?} is not NAME or NAME=COUNT with COUNT ≥ 1"
+            )));
+        }
+        out.insert(name, count);
+    }
+    if env.transport == Transport::Efa && !out.contains_key(EFA_RESOURCE) {
+        return Err(LaunchError::Shape(format!(
+            "--profile aws-efa needs the number of EFA interfaces to request {EFA_RESOURCE}: pass --instance-type ({}), --rdma-resource {EFA_RESOURCE}=N, or probe the node (--root)",
+            known_efa()
+        )));
+    }
+    Ok(out)
+}
+
+fn known_efa() -> String {
+    EFA_INTERFACES
+        .iter()
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(crate) fn pod_template(
     env: &Env,
     shape: &JobShape,
@@ -120,13 +196,8 @@ pub(crate) fn pod_template(
         "nvidia.com/gpu".to_string(),
         Quantity(shape.gpus_per_node.to_string()),
     );
-    for (k, v) in &rt.k8s_resources {
-        limits.insert(k.clone(), Quantity(v.clone()));
-    }
-    if rt.needs_rdma_devices && !rt.k8s_rdma_injected {
-        if let Some(r) = &shape.rdma_resource {
-            limits.insert(r.clone(), Quantity("1".into()));
-        }
+    for (k, v) in rdma_requests(env, shape).unwrap_or_default() {
+        limits.insert(k, Quantity(v));
     }
 
     let mut env_list: Vec<EnvVar> = env

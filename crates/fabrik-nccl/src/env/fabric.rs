@@ -1,7 +1,9 @@
 //! What the RDMA side of a node offers NCCL: active ports by link layer, the RoCE v2 GID index,
 //! and the traffic class that lands RoCE on the lossless priority.
 
-use fabrik_model::{GidType, LinkLayer, Node, PortState, RdmaDevice};
+use fabrik_model::{LinkLayer, Node, PortState, RdmaDevice};
+
+use crate::gid::{nccl_gid_index, routable_v2, GidSettings};
 
 /// One RDMA port NCCL could use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,57 +130,26 @@ pub fn hca_list(ports: &[UsablePort]) -> String {
 /// The RoCE v2 GID index per port, or why none was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GidChoice {
-    /// Every port has its RoCE v2 IPv4 GID at the same index.
+    /// NCCL picks the same routable RoCE v2 IPv4 GID index on every port.
     Same(u32),
     /// Ports disagree; `(port, index)` for those that have one.
     Differs(Vec<(String, u32)>),
-    /// Ports without a RoCE v2 IPv4-mapped GID.
+    /// Ports where NCCL's pick is not a routable RoCE v2 IPv4 GID (no IPv4 address).
     Missing(Vec<String>),
 }
 
-fn strip_prefix_len(cidr: &str) -> &str {
-    cidr.split('/').next().unwrap_or(cidr)
-}
-
-/// Finds, for each RoCE port, the GID of type RoCE v2 whose IPv4-mapped address is an address of
-/// the port's netdev (NCCL needs the GID that routes over IPv4; the link-local and v1 entries
-/// do not).
+/// For each RoCE port, the GID NCCL ≥ 2.21 picks by itself ([`crate::gid`], the one policy),
+/// when that is a routable RoCE v2 IPv4 GID; the ports whose pick is not are `Missing`.
 pub fn roce_gid_index(node: &Node, ports: &[UsablePort]) -> GidChoice {
+    let settings = GidSettings::default();
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for up in ports {
-        let port = node
+        let gid = node
             .rdma_device(&up.device)
-            .and_then(|d| d.ports.iter().find(|p| p.number == up.port));
-        let addrs: Vec<String> = up
-            .netdev
-            .as_deref()
-            .and_then(|n| node.net_interface(n))
-            .map(|i| {
-                i.ipv4
-                    .iter()
-                    .map(|a| strip_prefix_len(a).to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let gid = port.and_then(|p| {
-            let mut v2: Vec<_> = p
-                .gids
-                .iter()
-                .filter(|g| g.gid_type == Some(GidType::RoceV2) && g.ipv4.is_some())
-                .collect();
-            v2.sort_by_key(|g| g.index);
-            // Prefer the GID carrying one of the netdev's own addresses; with the netdev's
-            // addresses unknown, the first IPv4 RoCE v2 GID is what NCCL's auto-selection takes.
-            v2.iter()
-                .find(|g| {
-                    g.ipv4
-                        .as_ref()
-                        .is_some_and(|ip| addrs.iter().any(|a| a == ip))
-                })
-                .or_else(|| if addrs.is_empty() { v2.first() } else { None })
-                .map(|g| g.index)
-        });
+            .and_then(|d| d.ports.iter().find(|p| p.number == up.port))
+            .and_then(|p| routable_v2(p, nccl_gid_index(p, &settings), &settings))
+            .map(|g| g.index);
         match gid {
             Some(i) => found.push((up.hca(), i)),
             None => missing.push(up.hca()),

@@ -97,6 +97,9 @@ pub fn generate(req: &Request<'_>) -> Result<Env, EnvError> {
     };
     if let Some(node) = req.node {
         host_limits(&mut b, node, transport);
+        if req.profile == Profile::Auto && node.gpus.is_empty() {
+            not_a_gpu_node(&mut b);
+        }
     }
     let existing = existing::merge(&mut b, req.existing, req.keep_env);
     let summary = summary(&b, transport);
@@ -111,6 +114,26 @@ pub fn generate(req: &Request<'_>) -> Result<Env, EnvError> {
         existing,
         runtime: b.runtime,
     })
+}
+
+/// `--profile auto` read a machine without GPUs (a login or head node): the interface and HCA
+/// names it chose are that machine's, and the GPU nodes the job runs on may name theirs
+/// otherwise.
+fn not_a_gpu_node(b: &mut Builder) {
+    let baked: Vec<String> = b
+        .vars
+        .iter()
+        .filter(|v| v.name.ends_with("_IFNAME") || v.name.ends_with("_HCA"))
+        .map(|v| format!("{}={}", v.name, v.value))
+        .collect();
+    let what = if baked.is_empty() {
+        "its fabric (no RDMA, no interface chosen)".to_string()
+    } else {
+        baked.join(", ")
+    };
+    b.note(Note::warning(format!(
+        "this machine has no GPU (a login or head node?): the job is built from its interfaces, {what}, which the GPU nodes may not share; run fabrik on a GPU node, pass one's snapshot (--root) or inventory (--node), or name a --profile"
+    )));
 }
 
 fn auto(b: &mut Builder, node: &Node) -> (Profile, Transport) {
@@ -342,7 +365,7 @@ fn roce(b: &mut Builder, node: Option<&Node>) -> Transport {
         GidChoice::Same(i) => b.set(
             "NCCL_IB_GID_INDEX",
             i.to_string(),
-            format!("GID {i} of every RoCE port is RoCE v2 with the netdev's IPv4 address (::ffff:a.b.c.d), the entry that routes over IPv4"),
+            format!("GID {i} is the one NCCL 2.21+ selects by itself on every RoCE port (the first RoCE v2 IPv4-mapped entry); set so that NCCL before 2.21, whose default is 0, uses it too"),
             sources::NCCL_ENV,
         ),
         GidChoice::Differs(list) => b.note(

@@ -390,7 +390,7 @@ fn aws_efa(b: &mut Builder, node: Option<&Node>) -> Transport {
         .contains_key("vpc.amazonaws.com/efa")
     {
         b.note(Note::warning(
-            "the number of EFA interfaces is unknown: request vpc.amazonaws.com/efa equal to the instance type's EFA count in Kubernetes manifests",
+            "the number of EFA interfaces is unknown without a probed node: `fabrik launch k8s` requests vpc.amazonaws.com/efa for --instance-type (p4d 4, p5 32, p5en 16) or --rdma-resource vpc.amazonaws.com/efa=N",
         ));
     }
     b.note(

@@ -145,7 +145,7 @@ pub fn k8s_env(env: &Env) -> Result<String, RenderError> {
     let mut out = String::new();
     header(env, &mut out);
     out.push_str(
-        &serde_yaml_ng::to_string(&list).map_err(|e| RenderError::Serialize(e.to_string()))?,
+        &crate::yaml::to_string(&list).map_err(|e| RenderError::Serialize(e.to_string()))?,
     );
     Ok(out)
 }

@@ -51,8 +51,13 @@ fn port(n: u32, state: &str, layer: &str, netdev: Option<&str>, gids: Vec<Gid>) 
 fn gid(index: u32, ty: &str, ipv4: Option<&str>, netdev: &str) -> Gid {
     Gid {
         index,
+        // As sysfs writes an IPv4-mapped GID: `::ffff:a.b.c.d` in hex groups.
         gid: ipv4.map_or("fe80:0000:0000:0000:0000:5eff:fe00:0001".into(), |ip| {
-            format!("0000:0000:0000:0000:0000:ffff:{ip}")
+            let o = ip.parse::<std::net::Ipv4Addr>().unwrap().octets();
+            format!(
+                "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+                o[0], o[1], o[2], o[3]
+            )
         }),
         gid_type: Some(GidType::parse(ty)),
         netdev: Some(netdev.into()),
@@ -187,7 +192,10 @@ fn val<'a>(env: &'a Env, name: &str) -> Option<&'a str> {
 
 #[test]
 fn auto_on_infiniband_lists_active_ports_in_natural_order() {
-    let env = gen(Profile::Auto, Some(&ib_node()));
+    // A GPU node (a node without GPUs is warned about, see below).
+    let mut node = ib_node();
+    node.gpus.push(a_gpu());
+    let env = gen(Profile::Auto, Some(&node));
     assert_eq!(env.profile, "generic-ib");
     assert_eq!(env.transport, Transport::Infiniband);
     assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
@@ -268,17 +276,39 @@ fn roce_gid_index_that_differs_between_ports_is_not_guessed() {
 }
 
 #[test]
-fn roce_gid_must_carry_the_netdev_address() {
+fn roce_gid_index_is_the_one_nccl_selects_even_with_a_vlan_address_first() {
+    // A VLAN on the port put its GIDs (2, 3) before the netdev's own (now 4, 5). NCCL's
+    // ncclIbGetGidIndex takes the first RoCE v2 IPv4 entry, 3, whatever its netdev; fabrik used
+    // to say 5 here (the netdev's own address) while the doctor said 3.
     let mut node = roce_node();
-    // The IPv4 GID belongs to another address than the netdev's.
-    for g in &mut node.rdma_devices[0].ports[0].gids {
-        if g.ipv4.is_some() {
-            g.ipv4 = Some("192.168.99.1".into());
+    for d in &mut node.rdma_devices {
+        let p = &mut d.ports[0];
+        let nd = p.netdev.clone().unwrap();
+        let own: Vec<Gid> = p
+            .gids
+            .iter()
+            .filter(|g| g.ipv4.is_some())
+            .cloned()
+            .collect();
+        p.gids.retain(|g| g.ipv4.is_none());
+        p.gids.push(gid(
+            2,
+            "IB/RoCE v1",
+            Some("10.0.100.5"),
+            &format!("{nd}.100"),
+        ));
+        p.gids
+            .push(gid(3, "RoCE v2", Some("10.0.100.5"), &format!("{nd}.100")));
+        for (k, mut g) in own.into_iter().enumerate() {
+            g.index = 4 + k as u32;
+            p.gids.push(g);
         }
     }
     let env = gen(Profile::GenericRoce, Some(&node));
-    assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), None);
-    assert!(env.warnings().any(|n| n.message.contains("mlx5_0:1")));
+    assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), Some("3"));
+    for d in &node.rdma_devices {
+        assert_eq!(crate::gid::recommended_gid_index(&d.ports[0]), Some(3));
+    }
 }
 
 #[test]
@@ -792,4 +822,33 @@ fn hcas_far_from_every_gpu_are_left_out_when_others_are_near() {
     node.gpu_nic_paths.retain(|p| p.nic != "mlx5_0");
     let env = gen(Profile::Auto, Some(&node));
     assert_eq!(val(&env, "NCCL_IB_HCA"), Some("=mlx5_0:1,mlx5_10:1"));
+}
+
+#[test]
+fn auto_on_a_machine_without_gpus_says_it_bakes_its_interfaces_in() {
+    let node = socket_node();
+    assert!(node.gpus.is_empty());
+    let env = gen(Profile::Auto, Some(&node));
+    let w: Vec<_> = env.warnings().map(|n| n.message.clone()).collect();
+    assert!(
+        w.iter()
+            .any(|m| m.contains("no GPU") && m.contains("NCCL_SOCKET_IFNAME==eth0")),
+        "{w:?}"
+    );
+    // A named profile is the user's choice; a GPU node is what auto is for.
+    let env = gen(Profile::Socket, Some(&node));
+    assert!(!env.warnings().any(|n| n.message.contains("no GPU")));
+    let mut gpu_node = socket_node();
+    gpu_node.gpus.push(a_gpu());
+    let env = gen(Profile::Auto, Some(&gpu_node));
+    assert!(!env.warnings().any(|n| n.message.contains("no GPU")));
+}
+
+fn a_gpu() -> Gpu {
+    Gpu {
+        pci: PciFunction::default(),
+        model: Some("NVIDIA H100 80GB HBM3".into()),
+        uuid: None,
+        minor: Some(0),
+    }
 }

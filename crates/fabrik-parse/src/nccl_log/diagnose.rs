@@ -18,6 +18,24 @@ const BOOTSTRAP_NO_IF: Diagnosis = Diagnosis {
     cause: "NCCL found no usable IP interface for bootstrap: NCCL_SOCKET_IFNAME names an interface that does not exist or has no address on this host",
     fix: "Set NCCL_SOCKET_IFNAME to an interface that exists on every host (`ip -br addr`), or use an exclusion list such as `^lo,docker`; run `fabrik doctor` to list the interfaces",
 };
+const ADDRESS_FAMILY: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-ADDRESS-FAMILY",
+    severity: Severity::Error,
+    cause: "NCCL was handed a peer address that is neither IPv4 nor IPv6 (misc/socket.cc `connecting to address with family N is neither AF_INET nor AF_INET6`): the connection information the ranks exchanged was garbage, which happens when ranks disagree on what they are doing (ncclSend/ncclRecv not paired inside one group, mismatched collectives, different NCCL builds across ranks) rather than from the network",
+    fix: "Check that every rank calls the same NCCL operations in the same order (pair sends and receives inside ncclGroupStart/End), and that every rank runs the same NCCL; if NCCL_SOCKET_IFNAME is set, check the interface exists on every host",
+};
+
+/// `neither AF_INET nor AF_INET6` names a missing bootstrap interface only when
+/// NCCL_SOCKET_IFNAME points somewhere (fixture 12: `eth2` on a host without it); otherwise the
+/// exchanged address itself was garbage.
+pub(super) fn refine(d: Diagnosis, message: &[u8], ifname_set: bool) -> Diagnosis {
+    if d.rule == BOOTSTRAP_NO_IF.rule && has(message, "neither AF_INET") && !ifname_set {
+        ADDRESS_FAMILY
+    } else {
+        d
+    }
+}
+
 const REG_MR: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-REGMR",
     severity: Severity::Error,
@@ -28,7 +46,7 @@ const IB_RETRY_EXCEEDED: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-TIMEOUT",
     severity: Severity::Error,
     cause: "RDMA transport retries exceeded (IBV_WC_RETRY_EXC_ERR, status 12 / vendor err 129): the peer NIC is unreachable over RDMA (wrong GID index or RoCE routing, link down, ACL) or the fabric drops packets under congestion",
-    fix: "Check that both NICs can talk with `ib_write_bw` (`fabrik bench`), set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed interface, check PFC/ECN; raising NCCL_IB_TIMEOUT only helps a congested but working fabric",
+    fix: "Check that both NICs can talk with `ib_write_bw` (`fabrik bench`); on RoCE set NCCL_IB_GID_INDEX to the RoCE v2 GID that carries the routed IPv4 address, the same kind on both hosts (`show_gids`; often 3, the confirmed fix of NVIDIA/nccl#426); check PFC/ECN; raising NCCL_IB_TIMEOUT only helps a congested but working fabric",
 };
 const IB_LOCAL_PROT: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-IB-PROTECTION",
@@ -41,6 +59,18 @@ const IB_COMPLETION: Diagnosis = Diagnosis {
     severity: Severity::Error,
     cause: "An RDMA work request completed with an error: the connection to the named peer broke",
     fix: "Look at the first rank that failed and at the NIC counters of both hosts (`fabrik doctor`); run `ib_write_bw` between the two hosts",
+};
+const IB_SETUP: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-IB-SETUP",
+    severity: Severity::Error,
+    cause: "Setting up the RDMA connection to a peer failed (queue pair, completion queue, protection domain, device or GID): ibv_modify_qp to RTR/RTS is refused or times out when the peer's address is not reachable over RDMA (wrong or different NCCL_IB_GID_INDEX, RoCE v1 vs v2 or IPv4 vs IPv6 GIDs on the two hosts, different subnets without routing, MTU mismatch); ibv_create_qp/ibv_create_cq/ibv_alloc_pd fail when the NIC is out of resources or the locked-memory limit is low; a device that cannot be opened is missing from the container",
+    fix: "Compare the GID tables of both hosts (`show_gids`, `fabrik doctor`) and set NCCL_IB_GID_INDEX to the RoCE v2 GID with an IPv4 address on both; check that the two NICs reach each other (`ib_write_bw -x <gid>`); set `ulimit -l unlimited`; pass /dev/infiniband into the container",
+};
+const PROXY_OP: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-PROXY-OP",
+    severity: Severity::Error,
+    cause: "NCCL's proxy service thread failed an operation it ran for a rank (Connect: setting up a network connection to a peer; Setup, Register, ...), with the ncclResult code shown: the reason is in the WARN and `-> N` lines of this process just before it (an RDMA set-up failure, a peer that died, a memory registration)",
+    fix: "Read the first WARN of this process before this line and the first failing process of the job; this line only reports that the operation failed",
 };
 const SOCKET_ERR: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-SOCKET",
@@ -127,6 +157,24 @@ const PLUGIN_SYMBOL: Diagnosis = Diagnosis {
     cause: "A network plugin library was found but exports no plugin API this NCCL accepts, so NCCL ignored it",
     fix: "Install the plugin build that matches this NCCL version (TCPX/FasTrak on GCP, aws-ofi-nccl on AWS, nccl-rdma-sharp-plugins on IB), or set NCCL_NET_PLUGIN=none if it is not wanted",
 };
+const INVALID_USAGE: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-INVALID-USAGE",
+    severity: Severity::Error,
+    cause: "NCCL reported invalid usage or an invalid argument (ncclInvalidUsage 5, ncclInvalidArgument 4): the program called NCCL wrongly (two ranks on one GPU, mismatched collectives, a bad communicator), not a network fault",
+    fix: "Run with NCCL_DEBUG=WARN to see the message; check the rank-to-GPU mapping (LOCAL_RANK) and that every rank calls the same collectives in the same order",
+};
+const CRASH: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-CRASH",
+    severity: Severity::Error,
+    cause: "A process died on a fatal signal (segmentation fault, abort, bus error): UCX's `Caught signal 11 (Segmentation fault ...)`, Open MPI's `*** Process received signal ***`; the backtrace after it says where (libnccl.so frames: inside NCCL or a plugin it loaded), and every peer of this process fails after it",
+    fix: "Read the backtrace: frames in libnccl.so or libnccl-net.so point at NCCL or its plugin (upgrade, or try without the plugin: NCCL_NET_PLUGIN=none), frames in libucs/libucp at UCX (UCX_* settings, its version); get a core dump (`ulimit -c unlimited`) for a bug report",
+};
+const RESULT_CHAIN: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-RESULT",
+    severity: Severity::Error,
+    cause: "An NCCL call failed and the error propagated up to the caller (the `file.cc:N -> code` lines); the first line of the chain is where it started and the code names the kind of failure",
+    fix: "Read the WARN lines just before the chain, if any; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET for more context",
+};
 const GENERIC_WARN: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-WARN",
     severity: Severity::Warning,
@@ -158,17 +206,42 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
         return REG_MR;
     }
     if has(message, "Got completion") {
-        if has(message, "error 12") || has(message, "status=12") {
-            return IB_RETRY_EXCEEDED;
-        }
-        if has(message, "error 4,")
-            || has(message, "status=4 ")
-            || has(message, "error 10,")
-            || has(message, "status=10 ")
-        {
-            return IB_LOCAL_PROT;
-        }
-        return IB_COMPLETION;
+        return match completion_status(message) {
+            // IBV_WC_RETRY_EXC_ERR
+            Some(12) => IB_RETRY_EXCEEDED,
+            // IBV_WC_LOC_PROT_ERR, IBV_WC_REM_ACCESS_ERR
+            Some(4) | Some(10) => IB_LOCAL_PROT,
+            _ => IB_COMPLETION,
+        };
+    }
+    // Before the socket and timeout keys: `Call to ibv_modify_qp failed with 110 Connection
+    // timed out, on dev mlx5_0:1, curr state INIT, next state RTR, ...` is an RDMA set-up
+    // failure, not a collective timeout.
+    if [
+        "ibv_modify_qp",
+        "ibv_create_qp",
+        "ibv_create_cq",
+        "ibv_alloc_pd",
+        "ibv_query_gid",
+        "ibv_open_device",
+        "ibv_query_port",
+        "Unable to open device",
+        "connect incompatible devices",
+        "async fatal event on QP",
+        "GID table changed",
+    ]
+    .iter()
+    .any(|k| has(message, k))
+    {
+        return IB_SETUP;
+    }
+    // `[Proxy Service N] Failed to execute operation Connect from rank N, retcode 3` and
+    // `[Service thread] Error encountered progressing operation=Connect, res=3, closing
+    // connection` (proxy.cc) report a failed proxy operation, not a broken TCP connection.
+    if has(message, "Failed to execute operation")
+        || has(message, "Error encountered progressing operation")
+    {
+        return PROXY_OP;
     }
     if has(src, "tcpx") || has(message, "tcpx") {
         return TCPX;
@@ -191,7 +264,6 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
         || has(message, "Call to send")
         || has(message, "Call to connect")
         || has(message, "socketProgress")
-        || has(message, "Failed to execute operation")
     {
         return SOCKET_ERR;
     }
@@ -214,6 +286,127 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     GENERIC_WARN
 }
 
+/// The work-completion status of a `Got completion` warning: `with error 12,` (NCCL <= 2.2x),
+/// `status=12 ` and `status=transport retry counter exceeded(12)` (2.28: `status=%s(%d)`).
+fn completion_status(message: &[u8]) -> Option<u32> {
+    let digits = |s: &[u8]| -> Option<u32> {
+        let end = s
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(s.len());
+        std::str::from_utf8(&s[..end]).ok()?.parse().ok()
+    };
+    if let Some(p) = memchr::memmem::find(message, b"with error ") {
+        return digits(&message[p + 11..]);
+    }
+    let p = memchr::memmem::find(message, b"status=")?;
+    let rest = &message[p + 7..];
+    if rest.first().is_some_and(u8::is_ascii_digit) {
+        return digits(rest);
+    }
+    // `status=<text>(<code>)`: the text has spaces, so look for the parenthesis before `opcode`.
+    let end = memchr::memmem::find(rest, b" opcode").unwrap_or(rest.len());
+    let open = memchr::memrchr(b'(', &rest[..end])?;
+    digits(&rest[open + 1..])
+}
+
+/// The name of an ncclResult_t code (nccl.h.in: 0-5 since 2.0, ncclRemoteError 6 and
+/// ncclInProgress 7 since 2.13/2.14).
+pub fn result_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "ncclSuccess",
+        1 => "ncclUnhandledCudaError",
+        2 => "ncclSystemError",
+        3 => "ncclInternalError",
+        4 => "ncclInvalidArgument",
+        5 => "ncclInvalidUsage",
+        6 => "ncclRemoteError",
+        7 => "ncclInProgress",
+        _ => return None,
+    })
+}
+
+/// The ncclResult code a line carries: `retcode 3` and `res=3` (proxy.cc), `file.cc:N -> 3`
+/// (NCCLCHECK's trace), `NCCL error ... 3` is read by name elsewhere.
+pub fn result_code(message: &[u8]) -> Option<u32> {
+    let digits = |s: &[u8]| -> Option<u32> {
+        let s = s.trim_ascii_start();
+        let end = s
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(s.len());
+        if end == 0 || end > 3 {
+            return None;
+        }
+        std::str::from_utf8(&s[..end]).ok()?.parse().ok()
+    };
+    for key in [&b"retcode "[..], b"res=", b"-> "] {
+        if let Some(p) = memchr::memmem::rfind(message, key) {
+            if let Some(c) = digits(&message[p + key.len()..]) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// `transport/net_ib.cc:1012 -> 3`, `group.cc:75 -> 2 [Async thread]`, `misc/socket.cc:535 ->
+/// 6 (Connection refused)`: NCCLCHECK's trace of a failed call. Returns the site and the code.
+pub fn chain_site(message: &[u8]) -> Option<(&[u8], u32)> {
+    let arrow = memchr::memmem::find(message, b" -> ")?;
+    let site = &message[..arrow];
+    let colon = memchr::memrchr(b':', site)?;
+    let file = &site[..colon];
+    if file.is_empty()
+        || file.contains(&b' ')
+        || ![&b".cc"[..], b".c", b".h", b".cpp", b".cu"]
+            .iter()
+            .any(|e| file.ends_with(e))
+        || !site[colon + 1..].iter().all(u8::is_ascii_digit)
+        || site.len() == colon + 1
+    {
+        return None;
+    }
+    let code = result_code(message)?;
+    Some((site, code))
+}
+
+/// Rules that report what followed a failure elsewhere (a peer that died, an abort, a watchdog,
+/// a proxy operation that failed): never the root cause of a job while another rule fired.
+pub fn is_consequence(rule: &str) -> bool {
+    matches!(
+        rule,
+        "FAB-NCCL-REMOTE-ERROR"
+            | "FAB-NCCL-ABORT"
+            | "FAB-NCCL-TIMEOUT"
+            | "FAB-NCCL-SOCKET"
+            | "FAB-NCCL-PROXY-OP"
+    )
+}
+
+/// Rules that only say "something failed" without naming what: a root cause only when nothing
+/// more specific fired.
+pub fn is_generic(rule: &str) -> bool {
+    matches!(
+        rule,
+        "FAB-NCCL-RESULT"
+            | "FAB-NCCL-SYSTEM-ERROR"
+            | "FAB-NCCL-INTERNAL-ERROR"
+            | "FAB-NCCL-IB-COMPLETION"
+            | "FAB-NCCL-WARN"
+    )
+}
+
+/// The diagnosis of a `-> N` chain no WARN explains: ncclRemoteError (6) says a peer died or
+/// the network failed, so it is that consequence; every other code is a generic failure.
+pub(super) fn result_chain(code: u32) -> Diagnosis {
+    match code {
+        6 => REMOTE_ERROR,
+        1 => CUDA,
+        _ => RESULT_CHAIN,
+    }
+}
+
 /// Diagnoses a line that is not an NCCL line but reports an NCCL failure (PyTorch, Horovod, the
 /// `Last error:` detail). `None` when the line is not such a report.
 pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
@@ -223,10 +416,26 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
     if has(line, "ncclRemoteError") || has(line, "remote process exited") {
         return Some(REMOTE_ERROR);
     }
-    if has(line, "ncclInternalError") {
+    let nccl_error = has(line, "NCCL error") || has(line, "NCCL Error");
+    if has(line, "ncclInternalError")
+        || has(line, "internal error - please report")
+        || nccl_error && has(line, "internal error")
+    {
         return Some(INTERNAL_ERROR);
     }
-    if has(line, "ncclUnhandledCudaError") || has(line, "unhandled cuda error") {
+    if has(line, "ncclInvalidUsage")
+        || has(line, "ncclInvalidArgument")
+        || has(line, "invalid usage (run with NCCL_DEBUG=WARN")
+        || has(line, "invalid argument (run with NCCL_DEBUG=WARN")
+        || nccl_error && (has(line, "invalid usage") || has(line, "invalid argument"))
+    {
+        return Some(INVALID_USAGE);
+    }
+    // nccl-tests: `node: Test CUDA failure common.cu:297 'an illegal memory access ...'`.
+    if has(line, "ncclUnhandledCudaError")
+        || has(line, "unhandled cuda error")
+        || has(line, "Test CUDA failure")
+    {
         return Some(CUDA);
     }
     if has(line, "Watchdog caught collective operation timeout")
@@ -237,11 +446,32 @@ pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
     if has(line, "NCCL communicator was aborted") {
         return Some(ABORT);
     }
+    if has(line, "Caught signal ") || has(line, "*** Process received signal ***") {
+        return Some(CRASH);
+    }
     None
 }
 
+const CONNECT_RETRY: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-IFNAME-UNREACHABLE",
+    severity: Severity::Warning,
+    cause: "NCCL could not connect to a peer's address and is retrying (misc/socket.cc `connect to ... returned ..., retrying`): the address it advertised is not reachable from here (NAT, a container or WSL address, a firewall, an interface that does not route between the hosts); when the retries run out the job fails or hangs",
+    fix: "Make NCCL_SOCKET_IFNAME pick an interface whose address every host can reach (`ip -br addr`, ping it from the peer), open the ports between hosts, and avoid NATed container or WSL addresses",
+};
+
 /// Diagnoses INFO lines that are really problems NCCL chose to print at INFO level.
 pub fn diagnose_info(message: &[u8]) -> Option<Diagnosis> {
+    // `socketPollConnect: connect to 172.17.194.153<43893> returned No route to host, retrying
+    // (1/34) after sleep for 100 msec` (2.2x); refused connections during start-up are normal
+    // while the peer is not listening yet, so only unreachable routes and time-outs count.
+    if has(message, "connect to ")
+        && has(message, "retrying")
+        && (has(message, "No route to host")
+            || has(message, "Network is unreachable")
+            || has(message, "timed out"))
+    {
+        return Some(CONNECT_RETRY);
+    }
     if message.starts_with(b"Failed to open libibverbs") {
         return Some(IB_NO_VERBS);
     }

@@ -81,17 +81,18 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         if !is_internal_net(name) {
             r.plugin.status = PluginStatus::Loaded;
             r.plugin.name = Some(lossy(name));
+            // plugin/net.cc prints this only after the plugin reported at least one device.
+            st.hints.plugin_devices = true;
         }
     } else if let Some(rest) = msg
         .strip_prefix(b"Failed to initialize NET plugin ")
         .or_else(|| msg.strip_prefix(b"External network plugin "))
     {
         let name = rest.split(u8::is_ascii_whitespace).next().unwrap_or(b"");
-        if is_internal_net(name) {
-            if name.starts_with(b"IB") {
-                st.hints.ib_attempt = true;
-            }
-        } else if st.report.plugin.status != PluginStatus::Loaded {
+        // NCCL >= 2.27 prints `Failed to initialize NET plugin IB` whenever its IB transport
+        // found no device (plugin/net.cc: `devices() ... ndev <= 0` goes to `fail`): the normal
+        // path on a host without RDMA, so it is no evidence that IB was there.
+        if !is_internal_net(name) && st.report.plugin.status != PluginStatus::Loaded {
             st.report.plugin.status = PluginStatus::Unusable;
             st.report.plugin.name.get_or_insert_with(|| lossy(name));
         }
@@ -99,21 +100,58 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         r.plugin.status = PluginStatus::Loaded;
         r.plugin.path = Some(lossy(rest.trim_ascii()));
     } else if let Some(rest) = msg.strip_prefix(b"P2P plugin ") {
+        // `P2P plugin IBext` and, from the v8 plugin on, `P2P plugin v8 IBext_v8`.
+        let rest = rest.trim_ascii();
+        let name = match rest.split_first() {
+            Some((b'v', tail)) if tail.first().is_some_and(u8::is_ascii_digit) => {
+                match memchr::memchr(b' ', rest) {
+                    Some(sp) => rest[sp + 1..].trim_ascii(),
+                    None => rest,
+                }
+            }
+            _ => rest,
+        };
         r.plugin.status = PluginStatus::Loaded;
-        r.plugin.name = Some(lossy(rest.trim_ascii()));
+        r.plugin.name = Some(lossy(name));
     } else if let Some(rest) = msg.strip_prefix(b"Using network ") {
         r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Using internal Network ") {
+        // NCCL 2.2: `Using internal Network Socket` / `Using internal Network IB`.
+        r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"NET/IB: [") {
+        // NCCL 2.3: one line per NIC, `NET/IB: [9] mlx5_28:1/IB`.
+        let tok: Vec<u8> = [&b"["[..], rest.trim_ascii()]
+            .concat()
+            .into_iter()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
+        if let Some(nic) = ib_nic(&tok) {
+            if !r.ib_nics.iter().any(|n| n.index == nic.index) && r.ib_nics.len() < MAX_KEYS {
+                r.ib_nics.push(nic);
+            }
+        }
     } else if let Some(rest) = msg.strip_prefix(b"Initializing network ") {
         let name = rest.split(|&b| b == b',').next().unwrap_or(rest);
         r.network = Some(lossy(name.trim_ascii()));
+    } else if msg.starts_with(b"Failed to open libibverbs") {
+        st.hints.no_verbs = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, " : Using ") {
         ib_using(r, msg);
+    } else if msg.starts_with(b"NET/IB") && has(msg, " IbDev ") && has(msg, " qpn ") {
+        // net_ib.cc `NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d ...`: a queue pair to a peer
+        // was set up, so IB carried this connection.
+        st.hints.ib_attempt = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, "No device found") {
         r.ib_no_device = true;
     } else if msg.starts_with(b"NET/Socket : Using ") {
         socket_using(r, &msg[b"NET/Socket : Using ".len()..]);
     } else if msg.starts_with(b"NET/OFI") {
         st.hints.ofi = true;
+        // aws-ofi-nccl: `Could not disable CUDA API usage for HMEM, disabling GDR`, `Need to
+        // force simple protocol: GDR not supported`.
+        if has(msg, "disabling GDR") || has(msg, "GDR not supported") {
+            st.hints.gdr_off = true;
+        }
         // Only the aws-ofi-nccl plugin prints `NET/OFI` lines: it was loaded.
         if st.report.plugin.status != PluginStatus::Unusable {
             st.report.plugin.status = PluginStatus::Loaded;
@@ -185,9 +223,19 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     if msg.starts_with(b"NET/OFI") || has(src, "ofi") {
         st.hints.ofi = true;
     }
-    if msg.starts_with(b"NET/IB") || has(msg, "ibv_") || has(src, "net_ib") || has(src, "ib_plugin")
+    // An IB warning means NCCL (or the IBext plugin) had an RDMA device to talk to, except the
+    // two that net_ib.cc prints before it looks at any device.
+    let before_devices = has(msg, "No IP interface found") || has(msg, "No device found");
+    if (msg.starts_with(b"NET/IB")
+        || has(msg, "ibv_")
+        || has(src, "net_ib")
+        || has(src, "ib_plugin"))
+        && !before_devices
     {
         st.hints.ib_attempt = true;
+    }
+    if msg.starts_with(b"NET/Socket") || has(src, "net_socket") {
+        st.hints.socket_net = true;
     }
     if has(msg, "CollNet is not supported") && st.report.collnet.is_none() {
         st.report.collnet = Some(false);
@@ -681,6 +729,16 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         None if hints.fastrak => Transport::FasTrak,
         None if hints.tcpx => Transport::GpuDirectTcpx,
         None if hints.ofi || r.ofi_provider.is_some() => Transport::Ofi,
+        // An IB warning about a device, a completion or a queue pair, or a `-> N` trace
+        // through net_ib.cc / the IBext plugin's ib_plugin.c: IB was the network.
+        None if hints.ib_attempt
+            && r.env.get("NCCL_IB_DISABLE").is_none_or(|v| v.trim() != "1") =>
+        {
+            Transport::Ib
+        }
+        // A trace through net_socket.cc or a `NET/Socket` warning: the socket network ran
+        // (misc/socket.cc alone is also the bootstrap's, so it proves nothing).
+        None if hints.socket_net => Transport::Socket,
         // NCCL < 2.6 prints `NET/Socket : Using` for its bootstrap in every process, so the
         // socket list alone proves nothing; after `NET/IB : No device found` it is the network.
         None if sockets_are_the_net => Transport::Socket,
@@ -708,32 +766,96 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         Some(false)
     } else if r.gdr_hcas.iter().any(|h| h.enabled) {
         Some(true)
-    } else if !r.gdr_hcas.is_empty() {
+    } else if !r.gdr_hcas.is_empty() || hints.gdr_off {
         Some(false)
     } else {
         None
     };
     let uses_socket = r.transport == Some(Transport::Socket)
         || r.channels.keys().any(|k| k.starts_with("NET/Socket"));
+    // Google's FastSocket plugin is a socket transport by design.
     let deliberate_socket_plugin = net
         .as_deref()
+        .or(r
+            .plugin
+            .name
+            .as_deref()
+            .filter(|_| r.plugin.status == PluginStatus::Loaded))
         .is_some_and(|n| n.to_ascii_lowercase().starts_with("fastsocket"));
-    let plugin_tried = matches!(
-        r.plugin.status,
-        PluginStatus::Unusable | PluginStatus::Loaded
-    ) && !deliberate_socket_plugin;
-    let ib_disabled = r
-        .env
-        .get("NCCL_IB_DISABLE")
-        .is_some_and(|v| v.trim() == "1");
-    let rdma_seen = !r.ib_nics.is_empty() || (hints.ib_attempt && !ib_disabled) || hints.ofi;
-    // The OFI plugin on its `tcp`/`sockets` provider is TCP with extra steps: EFA was not used.
+    let env_is = |k: &str, v: &str| {
+        r.env
+            .get(k)
+            .is_some_and(|x| x.trim().eq_ignore_ascii_case(v))
+    };
+    let ib_disabled = env_is("NCCL_IB_DISABLE", "1");
+    let net_socket_asked = env_is("NCCL_NET", "Socket");
+    // RDMA was usable: NCCL listed RDMA NICs, an IB call or completion failed on a real device,
+    // a plugin reported devices, the OFI plugin ran, or the host carries IPoIB interfaces
+    // (`ib0`, `ibp12s0`, `ibs85f0`: named so by the ipoib driver and udev), which only exist
+    // where an InfiniBand HCA is.
+    let ipoib = r
+        .bootstrap
+        .iter()
+        .chain(r.socket_interfaces.iter())
+        .chain(r.ib_oob.iter())
+        .any(|e| is_ipoib_name(&e.interface));
+    let plugin_usable = r.plugin.status == PluginStatus::Loaded
+        && !deliberate_socket_plugin
+        && (hints.plugin_devices || !r.ib_no_device);
+    let rdma_usable = !r.ib_nics.is_empty()
+        || (hints.ib_attempt && !ib_disabled)
+        || hints.ofi
+        || plugin_usable
+        || ipoib;
+    // RDMA or a plugin was asked for: IB settings, a named net or plugin, or a plugin library
+    // someone installed that this NCCL cannot use.
+    let asked = r.env.iter().any(|(k, v)| {
+        (k.starts_with("NCCL_IB_") && k != "NCCL_IB_DISABLE")
+            || (k == "NCCL_NET" && !v.trim().eq_ignore_ascii_case("socket"))
+            || (k == "NCCL_NET_PLUGIN" && !v.trim().eq_ignore_ascii_case("none"))
+    }) || (r.plugin.status == PluginStatus::Unusable && !deliberate_socket_plugin);
+    // A communicator of one rank sends nothing over the network.
+    let one_rank = !r.ranks.is_empty() && r.ranks.iter().all(|x| x.nranks == Some(1));
     let ofi_over_tcp = r
         .ofi_provider
         .as_deref()
         .is_some_and(|p| p.starts_with("tcp") || p.starts_with("sockets"));
-    r.socket_fallback =
-        (uses_socket && !deliberate_socket_plugin && (rdma_seen || plugin_tried)) || ofi_over_tcp;
+    r.socket_fallback = (uses_socket
+        && !deliberate_socket_plugin
+        && !ib_disabled
+        && !net_socket_asked
+        && !one_rank
+        && (rdma_usable || asked))
+        || ofi_over_tcp;
+    if uses_socket && !deliberate_socket_plugin {
+        r.socket_reason = Some(
+            if ib_disabled {
+                "NCCL_IB_DISABLE=1 turned InfiniBand/RoCE off"
+            } else if net_socket_asked {
+                "NCCL_NET=Socket asked for TCP sockets"
+            } else if hints.no_verbs {
+                "libibverbs could not be loaded, so NCCL could not look for RDMA devices"
+            } else if r.ib_no_device {
+                "NCCL found no RDMA device (`NET/IB : No device found`)"
+            } else {
+                "the log shows no RDMA NIC and no network plugin"
+            }
+            .to_string(),
+        );
+    }
+}
+
+/// IPoIB interface names: `ib0` (the ipoib driver's own `ib%d`) and udev's predictable
+/// `ibp<bus>s<slot>` / `ibs<slot>` forms.
+fn is_ipoib_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("ib") else {
+        return false;
+    };
+    let rest = rest
+        .strip_prefix('p')
+        .or_else(|| rest.strip_prefix('s'))
+        .unwrap_or(rest);
+    rest.chars().next().is_some_and(|c| c.is_ascii_digit())
 }
 
 /// Maps NCCL's network names (and plugins') to the transport kinds of the summary.
@@ -749,7 +871,8 @@ fn version_at_least(v: Option<&str>, major: u64, minor: u64) -> bool {
 
 pub fn transport_of(name: &str) -> Transport {
     let l = name.to_ascii_lowercase();
-    if l.starts_with("ib") {
+    // `IB`, `IBext_v8`, and the nccl-rdma-sharp-plugins' `NCCL RDMA Plugin`.
+    if l.starts_with("ib") || l.contains("ibext") || l.contains("rdma plugin") {
         Transport::Ib
     } else if l == "socket" || l.starts_with("fastsocket") {
         Transport::Socket

@@ -12,9 +12,11 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-pub use diagnose::{diagnose_program_line, diagnose_warn, Diagnosis};
+pub use diagnose::{diagnose_program_line, diagnose_warn, result_code, result_name, Diagnosis};
 pub use prefix::{Level, NcclLine, Splitter};
 pub use report::*;
+
+use fabrik_model::Severity;
 
 use crate::error::ParseError;
 use crate::input::{for_each_line, open_input};
@@ -46,6 +48,10 @@ pub struct LogAnalyzer {
     /// The previous non-NCCL line said `Last error:`; the next one is the detail.
     last_error_pending: bool,
     gate: ProgramGate,
+    ras: crate::ras::RasTextParser,
+    /// A RAS JSON document being collected (from a line `{` to a line `}`).
+    ras_json: Option<String>,
+    ras_json_report: Option<crate::ras::RasReport>,
 }
 
 /// Substrings without which a program line cannot report an NCCL failure; searched with
@@ -53,7 +59,7 @@ pub struct LogAnalyzer {
 struct ProgramGate {
     upper: memchr::memmem::Finder<'static>,
     lower: memchr::memmem::Finder<'static>,
-    others: [memchr::memmem::Finder<'static>; 4],
+    others: [memchr::memmem::Finder<'static>; 6],
 }
 
 impl ProgramGate {
@@ -67,6 +73,10 @@ impl ProgramGate {
                 memchr::memmem::Finder::new(b"Last error"),
                 // RCCL (ROCm) prints its version as `RCCL version 2.18.3+hip6.0 <git hash>`.
                 memchr::memmem::Finder::new(b"RCCL version "),
+                // nccl-tests' own CUDA check: `Test CUDA failure common.cu:297 '...'`.
+                memchr::memmem::Finder::new(b"Test CUDA failure"),
+                // UCX's `Caught signal 11 (...)`, Open MPI's `*** Process received signal ***`.
+                memchr::memmem::Finder::new(b" signal "),
             ],
         }
     }
@@ -79,6 +89,14 @@ struct ProcState {
     channels: Vec<(String, u64)>,
     issues: Vec<LogIssue>,
     hints: Hints,
+    /// The previous NCCL line of this process was a `-> N` trace line.
+    in_chain: bool,
+    /// The issue of the WARN this process printed last, while no other INFO line followed it:
+    /// the `-> N` chain after it carries that WARN's result code.
+    warn_issue: Option<usize>,
+    /// A chain not explained by a WARN: (first site line, code, location, order), waiting to
+    /// reach a caller that shows the error propagated (init, group, enqueue, proxy).
+    pending_chain: Option<(String, u32, String, u64)>,
 }
 
 /// Facts that decide the transport when NCCL did not print `Using network`.
@@ -87,8 +105,16 @@ struct Hints {
     ofi: bool,
     tcpx: bool,
     fastrak: bool,
-    /// An IB-specific warning: NCCL tried to use IB.
+    /// An IB-specific warning about a device: NCCL had an RDMA device and tried to use it.
     ib_attempt: bool,
+    /// `Initialized NET plugin X` of an external plugin (NCCL >= 2.27): it reported devices.
+    plugin_devices: bool,
+    /// `Failed to open libibverbs`.
+    no_verbs: bool,
+    /// A `NET/Socket` warning or a trace through net_socket.cc.
+    socket_net: bool,
+    /// A plugin said it turned GPUDirect RDMA off.
+    gdr_off: bool,
 }
 
 impl Default for LogAnalyzer {
@@ -112,6 +138,9 @@ impl LogAnalyzer {
             bare_versions: Vec::new(),
             last_error_pending: false,
             gate: ProgramGate::new(),
+            ras: crate::ras::RasTextParser::new(),
+            ras_json: None,
+            ras_json_report: None,
         }
     }
 
@@ -178,6 +207,7 @@ impl LogAnalyzer {
             input: &self.input_name,
             line: self.line_no,
         };
+        let seq = self.lines_read;
         let st = &mut self.processes[idx];
         st.report.lines += 1;
         if let Some(dev) = nl.cuda_dev {
@@ -187,20 +217,63 @@ impl LogAnalyzer {
         }
         match nl.level {
             Level::Info => {
+                if let Some((site, code)) = diagnose::chain_site(nl.message) {
+                    chain_line(st, site, code, nl.message, &location, seq);
+                    return;
+                }
+                st.in_chain = false;
+                st.warn_issue = None;
                 messages::info(st, nl.message, nl.cuda_dev);
                 if let Some(d) = diagnose::diagnose_info(nl.message) {
-                    add_issue(&mut st.issues, d, nl.message, &location);
+                    let i = add_issue(&mut st.issues, d, nl.message, &location, seq);
+                    set_dev(&mut st.issues, i, nl.cuda_dev);
                 }
             }
             Level::Warn => {
+                st.in_chain = false;
                 messages::warn_facts(st, nl.message, nl.source);
                 let d = diagnose::diagnose_warn(nl.message, nl.source);
-                add_issue(&mut st.issues, d, nl.message, &location);
+                let ifname = st.report.env.contains_key("NCCL_SOCKET_IFNAME");
+                let d = diagnose::refine(d, nl.message, ifname);
+                st.warn_issue = add_issue(&mut st.issues, d, nl.message, &location, seq);
+                set_dev(&mut st.issues, st.warn_issue, nl.cuda_dev);
             }
         }
     }
 
+    /// RAS reports are program output: text (`ncclras`) or a JSON document (`ncclras -f json`).
+    fn ras_line(&mut self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        self.ras.line(&text);
+        let t = text.trim_end();
+        if let Some(buf) = self.ras_json.as_mut() {
+            // jsonWriteHeader's first key follows the `{` line: any other document is not
+            // RAS's, and is not kept.
+            if buf.len() == 2 && !t.trim_start().starts_with("\"nccl_version\"") {
+                self.ras_json = None;
+                return;
+            }
+            if buf.len() + t.len() < crate::ras::MAX_JSON {
+                buf.push_str(t);
+                buf.push('\n');
+            } else {
+                self.ras_json = None;
+                return;
+            }
+            if t == "}" {
+                if let Some(doc) = self.ras_json.take() {
+                    if let Some(r) = crate::ras::parse_json(&doc) {
+                        self.ras_json_report = Some(r);
+                    }
+                }
+            }
+        } else if t == "{" && self.ras_json_report.is_none() {
+            self.ras_json = Some(String::from("{\n"));
+        }
+    }
+
     fn other_line(&mut self, line: &[u8]) {
+        self.ras_line(line);
         let has_upper = self.gate.upper.find(line).is_some();
         let interesting = has_upper
             || self.gate.lower.find(line).is_some()
@@ -244,7 +317,11 @@ impl LogAnalyzer {
             if pending {
                 // The detail line after `Last error:` is an NCCL WARN text without its prefix.
                 let text = strip_launcher_prefix(line);
-                let d = diagnose::diagnose_warn(text, None);
+                let ifname = self
+                    .current
+                    .and_then(|i| self.processes.get(i))
+                    .is_some_and(|p| p.report.env.contains_key("NCCL_SOCKET_IFNAME"));
+                let d = diagnose::refine(diagnose::diagnose_warn(text, None), text, ifname);
                 (d.rule != "FAB-NCCL-WARN").then_some(d)
             } else {
                 None
@@ -256,11 +333,13 @@ impl LogAnalyzer {
                 Some(i) => i,
                 None => self.unknown_process(),
             };
+            let seq = self.lines_read;
             add_issue(
                 &mut self.processes[idx].issues,
                 d,
                 strip_launcher_prefix(line),
                 &location,
+                seq,
             );
         }
     }
@@ -276,7 +355,8 @@ impl LogAnalyzer {
     }
 
     /// Builds the report.
-    pub fn finish(self) -> LogReport {
+    pub fn finish(mut self) -> LogReport {
+        merge_unknown_process(&mut self.processes);
         let processes: Vec<ProcessReport> = self
             .processes
             .into_iter()
@@ -291,14 +371,137 @@ impl LogAnalyzer {
                 st.report
             })
             .collect();
-        summary::build(
+        let ras = self.ras.finish().or(self.ras_json_report);
+        let mut report = summary::build(
             self.inputs,
             processes,
             self.bare_versions,
             self.lines_read,
             self.nccl_lines,
-        )
+            ras.is_some(),
+        );
+        if let Some(r) = &ras {
+            let mut extra = crate::ras::findings(r);
+            report.summary.errors += extra
+                .iter()
+                .filter(|f| f.severity == fabrik_model::Severity::Error)
+                .count() as u32;
+            report.summary.warnings += extra
+                .iter()
+                .filter(|f| f.severity == fabrik_model::Severity::Warning)
+                .count() as u32;
+            if report.nccl_lines == 0 || report.processes.is_empty() {
+                report.summary.hosts = r.nodes.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+                report.summary.processes = r
+                    .processes
+                    .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            if report.summary.nccl_version.is_none() {
+                report.summary.nccl_version = r.nccl_version.clone();
+            }
+            if report.nccl_lines == 0 {
+                // The transport sentence would say nothing: say what RAS saw instead.
+                report.summary.text = crate::ras::summary_text(r, report.summary.errors);
+            }
+            extra.append(&mut report.findings);
+            report.findings = extra;
+            fabrik_model::sort_findings(&mut report.findings);
+        }
+        report.ras = ras;
+        report
     }
+}
+
+/// Lines whose `host:pid` prefix was stripped (a paste, a collector) or program lines before
+/// the first NCCL line go to an unnamed process. When the input names exactly one process, they
+/// are that process's lines: merge them rather than count a second process.
+fn merge_unknown_process(processes: &mut Vec<ProcState>) {
+    let unnamed = |p: &ProcState| p.report.host.is_none() && p.report.pid.is_none();
+    let Some(u) = processes.iter().position(unnamed) else {
+        return;
+    };
+    if processes.len() != 2 {
+        return;
+    }
+    let from = processes.remove(u);
+    let to = &mut processes[0];
+    let (f, t) = (from.report, &mut to.report);
+    t.lines += f.lines;
+    for d in f.cuda_devices {
+        if !t.cuda_devices.contains(&d) {
+            t.cuda_devices.push(d);
+        }
+    }
+    for r in f.ranks {
+        if !t.ranks.contains(&r) {
+            t.ranks.push(r);
+        }
+    }
+    macro_rules! fill {
+        ($($field:ident),*) => {$(
+            if t.$field.is_none() {
+                t.$field = f.$field;
+            }
+        )*};
+    }
+    fill!(
+        nccl_version,
+        cuda_runtime,
+        cuda_driver,
+        bootstrap,
+        network,
+        ib_oob,
+        ofi_provider,
+        nvls,
+        collnet,
+        sharp
+    );
+    if t.plugin.status == PluginStatus::Unknown {
+        t.plugin = f.plugin;
+    }
+    if t.ib_nics.is_empty() {
+        t.ib_nics = f.ib_nics;
+    }
+    if t.socket_interfaces.is_empty() {
+        t.socket_interfaces = f.socket_interfaces;
+    }
+    if t.gdr_hcas.is_empty() {
+        t.gdr_hcas = f.gdr_hcas;
+    }
+    t.relaxed_ordering |= f.relaxed_ordering;
+    t.ib_no_device |= f.ib_no_device;
+    for (k, v) in f.env {
+        t.env.entry(k).or_insert(v);
+    }
+    for (k, n) in from.channels {
+        match to.channels.iter_mut().find(|(k2, _)| *k2 == k) {
+            Some(e) => e.1 += n,
+            None => to.channels.push((k, n)),
+        }
+    }
+    for i in from.issues {
+        match to.issues.iter_mut().find(|j| j.rule == i.rule) {
+            Some(j) => {
+                j.count += i.count;
+                if i.order < j.order {
+                    let count = j.count;
+                    *j = i;
+                    j.count = count;
+                }
+            }
+            None => to.issues.push(i),
+        }
+    }
+    let h = &mut to.hints;
+    let g = from.hints;
+    h.ofi |= g.ofi;
+    h.tcpx |= g.tcpx;
+    h.fastrak |= g.fastrak;
+    h.ib_attempt |= g.ib_attempt;
+    h.plugin_devices |= g.plugin_devices;
+    h.no_verbs |= g.no_verbs;
+    h.socket_net |= g.socket_net;
+    h.gdr_off |= g.gdr_off;
 }
 
 struct Location<'a> {
@@ -316,22 +519,138 @@ fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
     crate::text::strip_launcher_prefix(line).trim_ascii()
 }
 
+/// Top-level callers: a trace that reaches one of them was returned to the program (a trace
+/// inside net.cc alone is NCCL trying a plugin and moving on, as fixture 13 shows).
+fn is_top_site(site: &[u8], message: &[u8]) -> bool {
+    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    [
+        // `.cc` since 2.3, `.cu` before.
+        &b"init.c"[..],
+        b"group.c",
+        b"enqueue.c",
+        b"proxy.c",
+        b"collectives.c",
+        b"bootstrap.c",
+    ]
+    .iter()
+    .any(|p| file.starts_with(p))
+        || memchr::memmem::find(message, b" [").is_some_and(|p| message.ends_with(b"]") && p > 0)
+}
+
+/// A `file.cc:N -> code` line: the result code goes to the WARN it follows, or, when no WARN
+/// explains it, the first site becomes an issue of its own once the error reached a caller.
+fn chain_line(
+    st: &mut ProcState,
+    site: &[u8],
+    code: u32,
+    message: &[u8],
+    location: &dyn std::fmt::Display,
+    seq: u64,
+) {
+    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    if file.starts_with(b"net_ib.cc")
+        || file.starts_with(b"ib_plugin.c")
+        || file.starts_with(b"ucx_plugin.c")
+        || file.starts_with(b"ucx_rma_plugin.c")
+        || file.starts_with(b"ibvwrap")
+    {
+        st.hints.ib_attempt = true;
+    } else if file.starts_with(b"net_socket.c") {
+        st.hints.socket_net = true;
+    }
+    if !st.in_chain {
+        st.in_chain = true;
+        // A WARN that named an error explains the chain; one that only warned (a message
+        // nothing classified) does not, so the chain still makes the failure an error.
+        let mut warned: Option<String> = None;
+        let explained = match st.warn_issue.and_then(|i| st.issues.get_mut(i)) {
+            Some(issue) => {
+                if issue.result.is_none() {
+                    issue.result = result_label(code);
+                }
+                warned = Some(issue.message.clone());
+                issue.severity == Severity::Error
+            }
+            None => false,
+        };
+        if !explained && !matches!(code, 0 | 7) {
+            let site = String::from_utf8_lossy(message);
+            let text: String = match warned {
+                Some(w) => format!("{w} (then {site})"),
+                None => site.into_owned(),
+            }
+            .chars()
+            .take(300)
+            .collect();
+            st.pending_chain = Some((text, code, location.to_string(), seq));
+        }
+    }
+    if is_top_site(site, message) {
+        if let Some((text, code, loc, at)) = st.pending_chain.take() {
+            // Another thread of this process already reported the same failure with its WARN.
+            let label = result_label(code);
+            if let Some(known) = st
+                .issues
+                .iter_mut()
+                .find(|i| i.severity == Severity::Error && i.result == label)
+            {
+                known.count += 1;
+                return;
+            }
+            let i = add_issue(
+                &mut st.issues,
+                diagnose::result_chain(code),
+                text.as_bytes(),
+                &loc,
+                at,
+            );
+            if let Some(issue) = i.and_then(|i| st.issues.get_mut(i)) {
+                if issue.result.is_none() {
+                    issue.result = result_label(code);
+                }
+            }
+        }
+    }
+}
+
+fn result_label(code: u32) -> Option<String> {
+    Some(match diagnose::result_name(code) {
+        Some(n) => format!("{n} ({code})"),
+        None => format!("result {code}"),
+    })
+}
+
+/// The GPU of the line an issue was first seen on (`[3]` of the prefix): it tells which rank
+/// of a multi-GPU process failed.
+fn set_dev(issues: &mut [LogIssue], i: Option<usize>, dev: Option<u32>) {
+    if let Some(issue) = i.and_then(|i| issues.get_mut(i)) {
+        if issue.count == 1 {
+            issue.cuda_dev = dev;
+        }
+    }
+}
+
 fn add_issue(
     issues: &mut Vec<LogIssue>,
     d: Diagnosis,
     message: &[u8],
     location: &dyn std::fmt::Display,
-) {
-    if let Some(i) = issues.iter_mut().find(|i| i.rule == d.rule) {
-        i.count += 1;
-        return;
+    seq: u64,
+) -> Option<usize> {
+    if let Some(i) = issues.iter().position(|i| i.rule == d.rule) {
+        issues[i].count += 1;
+        return Some(i);
     }
     if issues.len() >= MAX_ISSUES {
         if let Some(last) = issues.last_mut() {
             last.count += 1;
         }
-        return;
+        return None;
     }
+    let result = diagnose::result_code(message)
+        .filter(|_| d.rule != "FAB-NCCL-RESULT")
+        .and_then(result_label)
+        .or_else(|| named_result(message));
     let text = String::from_utf8_lossy(message);
     let message: String = text.chars().take(300).collect();
     issues.push(LogIssue {
@@ -342,7 +661,40 @@ fn add_issue(
         fix: d.fix.to_string(),
         count: 1,
         first_seen: location.to_string(),
+        result,
+        order: seq,
+        cuda_dev: None,
     });
+    Some(issues.len() - 1)
+}
+
+/// `ncclSystemError`, `unhandled system error (run with NCCL_DEBUG=INFO for details)`: the
+/// result a program printed by name or by ncclGetErrorString's text.
+fn named_result(message: &[u8]) -> Option<String> {
+    const TEXTS: [(&str, u32); 7] = [
+        ("unhandled cuda error", 1),
+        ("unhandled system error", 2),
+        ("internal error", 3),
+        ("invalid argument", 4),
+        ("invalid usage", 5),
+        ("remote process exited or there was a network error", 6),
+        ("NCCL operation in progress", 7),
+    ];
+    for code in 1..=7 {
+        let name = diagnose::result_name(code)?;
+        if memchr::memmem::find(message, name.as_bytes()).is_some() {
+            return result_label(code);
+        }
+    }
+    let is_nccl_error = memchr::memmem::find(message, b"NCCL").is_some()
+        || memchr::memmem::find(message, b"nccl").is_some();
+    if !is_nccl_error {
+        return None;
+    }
+    TEXTS
+        .iter()
+        .find(|(t, _)| memchr::memmem::find(message, t.as_bytes()).is_some())
+        .and_then(|(_, c)| result_label(*c))
 }
 
 /// Analyses the given inputs (`-` is stdin) into one report.

@@ -29,14 +29,34 @@ pub struct NcclLine<'a> {
 /// Finds the markers of NCCL lines; built once per parse.
 pub struct Splitter {
     marker: memmem::FinderRev<'static>,
+    old_info: memmem::Finder<'static>,
+    old_warn: memmem::Finder<'static>,
 }
 
 impl Default for Splitter {
     fn default() -> Self {
         Splitter {
             marker: memmem::FinderRev::new(b"NCCL "),
+            old_info: memmem::Finder::new(b"] INFO "),
+            old_warn: memmem::Finder::new(b" WARN "),
         }
     }
+}
+
+/// Cuts what collectors append to a message: ANSI colour codes and Ray's
+/// `[repeated 6x across cluster]` de-duplication note.
+fn cut_decorations(message: &[u8]) -> &[u8] {
+    let mut m = message;
+    if let Some(p) = memchr::memchr(0x1b, m) {
+        m = &m[..p];
+    }
+    if let Some(p) = memmem::find(m, b" [repeated ") {
+        m = &m[..p];
+    }
+    // A paste's closing Markdown backticks.
+    let m = trim(m);
+    let end = m.len() - m.iter().rev().take_while(|b| **b == b'`').count();
+    trim(&m[..end])
 }
 
 impl Splitter {
@@ -45,7 +65,9 @@ impl Splitter {
     pub fn split<'a>(&self, line: &'a [u8]) -> Option<NcclLine<'a>> {
         let mut end = line.len();
         loop {
-            let pos = self.marker.rfind(&line[..end])?;
+            let Some(pos) = self.marker.rfind(&line[..end]) else {
+                return self.split_old(line);
+            };
             let after = &line[pos + 5..];
             let level = if after.starts_with(b"INFO") {
                 Some(Level::Info)
@@ -56,14 +78,32 @@ impl Splitter {
             };
             let boundary_ok = pos == 0 || line[pos - 1].is_ascii_whitespace();
             if let (Some(level), true) = (level, boundary_ok) {
-                let message = trim(&after[4..]);
+                let message = cut_decorations(&after[4..]);
                 return Some(parse_head(&line[..pos], level, message));
             }
             if pos == 0 {
-                return None;
+                return self.split_old(line);
             }
             end = pos;
         }
+    }
+
+    /// NCCL 2.2 and older print no `NCCL` word: `host:pid:tid [0] INFO NET : Using interface
+    /// ...` and `host:pid:tid [0] include/socket.h:360 WARN Call to connect failed`. Accepted only
+    /// with a `host:pid:tid [dev]` head, so program output that says INFO or WARN is not taken.
+    fn split_old<'a>(&self, line: &'a [u8]) -> Option<NcclLine<'a>> {
+        let (head, level, message) = if let Some(p) = self.old_info.find(line) {
+            (&line[..p + 1], Level::Info, &line[p + 7..])
+        } else {
+            let p = self.old_warn.find(line)?;
+            (&line[..p], Level::Warn, &line[p + 6..])
+        };
+        let out = parse_head(head, level, cut_decorations(message));
+        // A clock (`10:00:00 [0] INFO`) also reads as host:pid:tid; a host name has a letter.
+        let real_host = out
+            .host
+            .is_some_and(|h| h.iter().any(u8::is_ascii_alphabetic));
+        (real_host && out.pid.is_some() && out.cuda_dev.is_some()).then_some(out)
     }
 }
 
@@ -129,6 +169,10 @@ fn parse_host_pid_tid<'a>(tok: &'a [u8], out: &mut NcclLine<'a>) {
         Some(c0) => &host_part[c0 + 1..],
         None => host_part,
     };
+    // Markdown and quoting left in pastes: `` `host ``, `"host`, `>host`, `|host`.
+    let junk = |b: &u8| matches!(b, b'`' | b'"' | b'\'' | b'>' | b'|' | b'*' | b'(');
+    let skip = host.iter().take_while(|b| junk(b)).count();
+    let host = &host[skip..];
     let key_start = c1 - host.len();
     out.pid = Some(pid);
     if !host.is_empty() {
@@ -234,6 +278,33 @@ mod tests {
         assert_eq!(l.source, Some(&b"misc/ibvwrap.cc:182"[..]));
         assert!(split("NCCL version 2.4.7+cuda9.2").is_none());
         assert!(split("plain program output").is_none());
+        assert!(split("2024-01-01 10:00:00 [0] INFO starting epoch").is_none());
+        assert!(split("[W socket.cpp:601] [c10d] WARN something").is_none());
+    }
+
+    #[test]
+    fn nccl_2_2_lines_without_the_nccl_word() {
+        let l = split(
+            "gpu-bql-144-103:18553:18553 [0] INFO NET : Using interface enp3s0:192.168.144.103<0>",
+        )
+        .unwrap();
+        assert_eq!(l.host, Some(&b"gpu-bql-144-103"[..]));
+        assert_eq!(l.level, Level::Info);
+        assert_eq!(
+            l.message,
+            b"NET : Using interface enp3s0:192.168.144.103<0>"
+        );
+        let l = split("gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out").unwrap();
+        assert_eq!(l.level, Level::Warn);
+        assert_eq!(l.source, Some(&b"include/socket.h:360"[..]));
+        assert_eq!(l.message, b"Call to connect failed : Connection timed out");
+    }
+
+    #[test]
+    fn ansi_colours_and_ray_repeat_notes_are_cut() {
+        let l = split("\x1b[36m(RayWorkerVllm pid=5310)\x1b[0m pod:5310:5433 [7] NCCL INFO P2P plugin IBext \x1b[32m [repeated 6x across cluster]\x1b[0m").unwrap();
+        assert_eq!(l.host, Some(&b"pod"[..]));
+        assert_eq!(l.message, b"P2P plugin IBext");
     }
 
     #[test]

@@ -102,6 +102,15 @@ pub struct LogIssue {
     pub count: u64,
     /// `FILE:LINE` of the first occurrence.
     pub first_seen: String,
+    /// The ncclResult the line or its `-> N` trace carries: `ncclInternalError (3)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Position of the first occurrence among all lines read (orders failures across processes).
+    #[serde(default)]
+    pub order: u64,
+    /// The CUDA device of the line it was first seen on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_dev: Option<u32>,
 }
 
 /// What one process (`host:pid`) printed.
@@ -142,6 +151,9 @@ pub struct ProcessReport {
     pub env: BTreeMap<String, String>,
     /// Sockets carried this process's traffic although it saw RDMA NICs, a plugin, or tried IB.
     pub socket_fallback: bool,
+    /// Why TCP sockets carried this process's traffic, when they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_reason: Option<String>,
     pub issues: Vec<LogIssue>,
     pub lines: u64,
 }
@@ -182,4 +194,7 @@ pub struct LogReport {
     pub findings: Vec<Finding>,
     pub lines_read: u64,
     pub nccl_lines: u64,
+    /// An NCCL RAS report (`ncclras` text or JSON) found among the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ras: Option<crate::ras::RasReport>,
 }

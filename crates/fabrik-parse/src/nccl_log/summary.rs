@@ -12,6 +12,7 @@ pub(super) fn build(
     bare_versions: Vec<String>,
     lines_read: u64,
     nccl_lines: u64,
+    has_ras: bool,
 ) -> LogReport {
     let mut host_names: Vec<String> = processes.iter().filter_map(|p| p.host.clone()).collect();
     host_names.sort();
@@ -83,15 +84,59 @@ pub(super) fn build(
         &versions,
         &mut findings,
     );
-    for p in &processes {
+    socket_findings(
+        &processes,
+        &host_names,
+        transport,
+        socket_fallback,
+        &mut findings,
+    );
+    // Loopback across hosts is an error of the job, not of one process's lines.
+    errors += findings
+        .iter()
+        .filter(|f| f.rule == "FAB-NCCL-SOCKET-LOOPBACK")
+        .count() as u32;
+    if nccl_lines == 0 && !has_ras {
+        findings.push(Finding {
+            rule: "FAB-NCCL-NO-LINES".into(),
+            severity: Severity::Info,
+            subject: "input".into(),
+            message: format!(
+                "No NCCL lines in {lines_read} line(s) read: the program ran without NCCL_DEBUG=INFO (or these are not NCCL logs), so nothing can be said about the transport"
+            ),
+            evidence: Vec::new(),
+            fix: "Rerun with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,NET to keep the log short); NCCL_DEBUG_FILE=/path/nccl.%h.%p writes one file per process".into(),
+        });
+    }
+    let root = first_failure(&processes);
+    for (pi, p) in processes.iter().enumerate() {
         let subject = process_name(p);
-        for i in &p.issues {
+        for (ii, i) in p.issues.iter().enumerate() {
+            let result = i
+                .result
+                .as_deref()
+                .map(|r| format!("result {r}; "))
+                .unwrap_or_default();
+            let role = match root {
+                Some((rp, ri)) if (rp, ri) == (pi, ii) => {
+                    "; the first failure of the job".to_string()
+                }
+                Some((rp, _))
+                    if i.severity == Severity::Error && i.order > root_order(&processes, root) =>
+                {
+                    format!(
+                        "; after the first failure, on {}",
+                        process_name(&processes[rp])
+                    )
+                }
+                _ => String::new(),
+            };
             findings.push(Finding {
                 rule: i.rule.clone(),
                 severity: i.severity,
                 subject: subject.clone(),
                 message: format!(
-                    "{} (cause: {}; seen {} time(s))",
+                    "{} ({result}cause: {}; seen {} time(s){role})",
                     i.message, i.cause, i.count
                 ),
                 evidence: vec![Evidence::new(i.first_seen.clone(), i.message.clone())],
@@ -100,6 +145,10 @@ pub(super) fn build(
         }
     }
     sort_findings(&mut findings);
+    if let Some(f) = root.and_then(|r| root_finding(&processes, r)) {
+        // The root cause leads; what followed it is ranked below.
+        findings.insert(0, f);
+    }
 
     let hosts = u32::try_from(host_names.len()).unwrap_or(u32::MAX);
     let nproc = u32::try_from(processes.len()).unwrap_or(u32::MAX);
@@ -138,6 +187,7 @@ pub(super) fn build(
         findings,
         lines_read,
         nccl_lines,
+        ras: None,
     }
 }
 
@@ -214,7 +264,7 @@ fn job_findings(
             rule: "FAB-NCCL-SOCKET-FALLBACK".into(),
             severity: Severity::Error,
             subject: "job".into(),
-            message: "NCCL carried traffic over TCP sockets although the log shows RDMA NICs, a network plugin, or an IB attempt".into(),
+            message: "NCCL carried traffic over TCP sockets although RDMA or a network plugin was usable or asked for (RDMA NICs listed, an IB device error, IPoIB interfaces, a loaded or installed plugin, NCCL_IB_*/NCCL_NET settings)".into(),
             evidence,
             fix: "Find why the RDMA transport was not usable: `fabrik doctor` on each host (devices, ports ACTIVE, /dev/infiniband in the container, memlock), the plugin's own warnings, NCCL_IB_HCA and NCCL_NET settings".into(),
         });
@@ -275,4 +325,233 @@ fn job_findings(
             fix: "Use one container image (one NCCL) on every node".into(),
         });
     }
+}
+
+/// Sockets by design across hosts: said plainly (warning), and loopback across hosts (error:
+/// `lo` cannot reach another host, so the job hangs or fails to connect).
+fn socket_findings(
+    processes: &[ProcessReport],
+    host_names: &[String],
+    transport: Transport,
+    socket_fallback: bool,
+    out: &mut Vec<Finding>,
+) {
+    let sockets: Vec<&ProcessReport> = processes
+        .iter()
+        .filter(|p| p.transport == Some(Transport::Socket))
+        .collect();
+    if sockets.is_empty() {
+        return;
+    }
+    // Hosts from prefixes, or from the distinct addresses the processes bound to when the
+    // prefixes were stripped.
+    // One address per process (its bootstrap, else its first socket interface): a process
+    // lists every interface of its host, which says nothing about other hosts.
+    let mut addrs: Vec<&str> = processes
+        .iter()
+        .filter_map(|p| {
+            p.bootstrap
+                .iter()
+                .chain(p.socket_interfaces.iter())
+                .find_map(|e| e.address.as_deref())
+        })
+        .filter(|a| !a.starts_with("127.") && *a != "::1")
+        .collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    let nranks = processes
+        .iter()
+        .flat_map(|p| p.ranks.iter().filter_map(|r| r.nranks))
+        .max();
+    let multi_host = host_names.len() > 1 || (host_names.is_empty() && addrs.len() > 1);
+    let loopback: Vec<&ProcessReport> = sockets
+        .iter()
+        .copied()
+        .filter(|p| {
+            !p.socket_interfaces.is_empty()
+                && p.socket_interfaces.iter().all(|e| e.interface == "lo")
+        })
+        .collect();
+    if multi_host && !loopback.is_empty() {
+        out.push(Finding {
+            rule: "FAB-NCCL-SOCKET-LOOPBACK".into(),
+            severity: Severity::Error,
+            subject: "job".into(),
+            message: format!(
+                "NCCL's socket transport uses the loopback interface `lo` on a job that spans {} hosts: lo cannot reach another host, so connections hang or fail",
+                host_names.len().max(addrs.len())
+            ),
+            evidence: loopback
+                .iter()
+                .take(8)
+                .map(|p| {
+                    Evidence::new(
+                        process_name(p),
+                        p.socket_interfaces
+                            .iter()
+                            .map(|e| format!("{}:{}", e.interface, e.address.as_deref().unwrap_or("?")))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    )
+                })
+                .collect(),
+            fix: "Set NCCL_SOCKET_IFNAME to the interface that routes between the hosts (`ip -br addr`; e.g. `eth0`, or `^lo,docker` to exclude), the same on every host".into(),
+        });
+    }
+    let all_socket = transport == Transport::Socket;
+    if all_socket && multi_host && !socket_fallback && nranks != Some(1) {
+        let mut reasons: Vec<&str> = sockets
+            .iter()
+            .filter_map(|p| p.socket_reason.as_deref())
+            .collect();
+        reasons.sort_unstable();
+        reasons.dedup();
+        let why = if reasons.is_empty() {
+            "the log does not say why".to_string()
+        } else {
+            reasons.join("; ")
+        };
+        out.push(Finding {
+            rule: "FAB-NCCL-SOCKET-ONLY".into(),
+            severity: Severity::Warning,
+            subject: "job".into(),
+            message: format!(
+                "All inter-node traffic of this {}-host job ran over TCP sockets (no RDMA, no network plugin): {why}. Expect a fraction of the bandwidth an RDMA fabric gives",
+                host_names.len().max(addrs.len())
+            ),
+            evidence: sockets
+                .iter()
+                .take(8)
+                .map(|p| {
+                    Evidence::new(
+                        process_name(p),
+                        format!(
+                            "network {}, interfaces {}",
+                            p.network.as_deref().unwrap_or("Socket"),
+                            p.socket_interfaces
+                                .iter()
+                                .map(|e| e.interface.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ),
+                    )
+                })
+                .collect(),
+            fix: "If the hosts have RDMA NICs, make them visible to NCCL (`fabrik doctor`: devices, /dev/infiniband in the container, rdma-core installed) or install the cloud's network plugin; if they have none, this is expected and NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD tune socket throughput".into(),
+        });
+    }
+}
+
+/// The job's first failure: per process, the earliest error that names a cause (an RDMA set-up
+/// failure, a registration, a bootstrap interface...) before the generic reports (a result
+/// code, `unhandled system error`) and before the consequences (a peer's remote error, an
+/// abort, a watchdog timeout, a failed proxy operation); across processes, the earliest in log
+/// order of the best class. Returns (process index, issue index).
+fn first_failure(processes: &[ProcessReport]) -> Option<(usize, usize)> {
+    let class = |rule: &str| {
+        if super::diagnose::is_consequence(rule) {
+            2
+        } else if super::diagnose::is_generic(rule) {
+            1
+        } else {
+            0
+        }
+    };
+    processes
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, p)| {
+            p.issues
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.severity == Severity::Error)
+                .map(move |(ii, i)| ((class(&i.rule), i.order), (pi, ii)))
+        })
+        .min_by_key(|(k, _)| *k)
+        .map(|(_, at)| at)
+}
+
+fn root_order(processes: &[ProcessReport], root: Option<(usize, usize)>) -> u64 {
+    root.and_then(|(p, i)| processes.get(p)?.issues.get(i))
+        .map_or(u64::MAX, |i| i.order)
+}
+
+fn ranks_of(p: &ProcessReport) -> String {
+    let mut ranks: Vec<u32> = p.ranks.iter().map(|r| r.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    match ranks.as_slice() {
+        [] => "rank unknown".to_string(),
+        [one] => format!("rank {one}"),
+        many => format!(
+            "ranks {}",
+            many.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }
+}
+
+fn root_finding(processes: &[ProcessReport], (pi, ii): (usize, usize)) -> Option<Finding> {
+    let p = processes.get(pi)?;
+    let i = p.issues.get(ii)?;
+    let after: Vec<(&ProcessReport, &super::report::LogIssue)> = processes
+        .iter()
+        .enumerate()
+        .filter(|(qi, _)| *qi != pi)
+        .filter_map(|(_, q)| {
+            q.issues
+                .iter()
+                .filter(|j| j.severity == Severity::Error)
+                .min_by_key(|j| j.order)
+                .map(|j| (q, j))
+        })
+        .collect();
+    let host = p.host.as_deref().unwrap_or("host unknown");
+    let pid = p
+        .pid
+        .map_or_else(|| "pid unknown".to_string(), |v| format!("pid {v}"));
+    let result = i
+        .result
+        .as_deref()
+        .map(|r| format!(" [{r}]"))
+        .unwrap_or_default();
+    // The line's GPU picks the rank among those of a multi-GPU process.
+    let who = match i.cuda_dev {
+        Some(d) => match p.ranks.iter().find(|r| r.cuda_dev == Some(d)) {
+            Some(r) => format!("rank {} (GPU {d})", r.rank),
+            None => format!("{}, GPU {d}", ranks_of(p)),
+        },
+        None => ranks_of(p),
+    };
+    let mut message = format!(
+        "The failure started on {who} ({host}, {pid}) at {}: {}{result}. Cause: {}",
+        i.first_seen, i.message, i.cause
+    );
+    if !after.is_empty() {
+        let mut kinds: Vec<&str> = after.iter().map(|(_, j)| j.rule.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        message.push_str(&format!(
+            ". {} other process(es) failed after it ({}): consequences, not causes",
+            after.len(),
+            kinds.join(", ")
+        ));
+    }
+    let mut evidence = vec![Evidence::new(i.first_seen.clone(), i.message.clone())];
+    evidence.extend(after.iter().take(7).map(|(q, j)| {
+        Evidence::new(
+            format!("{} {}", process_name(q), j.first_seen),
+            j.message.clone(),
+        )
+    }));
+    Some(Finding {
+        rule: "FAB-NCCL-FIRST-FAILURE".into(),
+        severity: Severity::Error,
+        subject: process_name(p),
+        message,
+        evidence,
+        fix: i.fix.clone(),
+    })
 }

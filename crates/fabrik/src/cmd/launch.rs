@@ -77,10 +77,15 @@ pub struct Args {
     /// Job name (Kubernetes object names, Slurm job name).
     #[arg(long, default_value = "fabrik-job")]
     pub name: String,
-    /// Kubernetes device-plugin resource for RDMA devices (`rdma/hca_shared_devices_a`) instead
-    /// of a privileged /dev/infiniband host path.
+    /// Kubernetes device-plugin resource for RDMA devices (`rdma/hca_shared_devices_a`, or
+    /// NAME=COUNT such as `vpc.amazonaws.com/efa=32`) instead of a privileged /dev/infiniband
+    /// host path.
     #[arg(long)]
     pub rdma_resource: Option<String>,
+    /// Cloud instance type (`p5.48xlarge`): with --profile aws-efa and no probed node, how many
+    /// EFA interfaces the pods request.
+    #[arg(long)]
+    pub instance_type: Option<String>,
     #[command(flatten)]
     pub env: NodeArgs,
     /// Write to this file (atomically) instead of stdout.
@@ -124,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hosts: args.hosts.clone(),
         k8s_kind,
         rdma_resource: args.rdma_resource.clone(),
+        instance_type: args.instance_type.clone(),
     };
     let kind: Kind = args.kind.into();
     let text = fabrik_launch::render(kind, &env, &shape)?;

@@ -30,7 +30,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Table => print!("{}", render_table(&report)),
         Format::Markdown => print!("{}", render_markdown(&report)),
     }
-    let failed = report.summary.errors > 0 || report.summary.socket_fallback;
+    // Job-level findings (loopback across hosts, the first failure) are errors too.
+    let failed = report.summary.errors > 0
+        || report.summary.socket_fallback
+        || report
+            .findings
+            .iter()
+            .any(|f| f.severity == fabrik_model::Severity::Error);
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap arguments and a `run` that wires library calls to output.
 
 pub mod bench;
+pub mod check;
 pub mod cluster;
 pub mod coll_rdma;
 pub mod collective;

@@ -1,0 +1,537 @@
+//! Verdicts on logs written line by line from NCCL's own format strings (NVIDIA/nccl src/ at
+//! the tags named in each test), for the mistakes a new user's real logs exposed: false
+//! alarms on healthy hosts, silence, the wrong cause, `Unknown` where a line names the
+//! transport.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fabrik_model::Severity;
+use fabrik_parse::nccl_log::{analyze_str, LogReport, Transport};
+
+fn has_rule(r: &LogReport, rule: &str) -> bool {
+    r.findings.iter().any(|f| f.rule == rule)
+}
+
+fn errors(r: &LogReport) -> Vec<&str> {
+    r.findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.rule.as_str())
+        .collect()
+}
+
+/// NCCL 2.27/2.28 on a host without RDMA: plugin/plugin_open.cc `%s/Plugin: Could not
+/// find:%s. %s`, net_ib.cc `NET/IB : No device found.`, plugin/net.cc `Failed to initialize
+/// NET plugin %s` (its `fail:` path when `devices()` returns 0), net_socket.cc `NET/Socket :
+/// Using%s`, `Initialized NET plugin %s`, init.cc `Using network %s`.
+fn no_rdma_host(host: &str, pid: u32, addr: &str, rank: u32, nranks: u32) -> String {
+    format!(
+        "{host}:{pid}:{pid} [0] NCCL INFO NCCL version 2.27.7+cuda12.9\n\
+         {host}:{pid}:{pid} [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.\n\
+         {host}:{pid}:{pid} [0] NCCL INFO NET/IB : No device found.\n\
+         {host}:{pid}:{pid} [0] NCCL INFO Failed to initialize NET plugin IB\n\
+         {host}:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]eth0:{addr}<0>\n\
+         {host}:{pid}:{pid} [0] NCCL INFO Initialized NET plugin Socket\n\
+         {host}:{pid}:{pid} [0] NCCL INFO Assigned NET plugin Socket to comm\n\
+         {host}:{pid}:{pid} [0] NCCL INFO Using network Socket\n\
+         {host}:{pid}:{pid} [0] NCCL INFO ncclCommInitRank comm 0x55d0c8e0 rank {rank} nranks {nranks} cudaDev 0 nvmlDev 0 busId 1000 commId 0x1b2c3d4e5f60718 - Init START\n"
+    )
+}
+
+#[test]
+fn no_rdma_device_on_2_27_is_the_normal_path_not_a_fallback() {
+    let r = analyze_str("one.log", &no_rdma_host("vm-1", 4242, "10.0.0.5", 0, 1));
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    assert!(errors(&r).is_empty(), "{:?}", r.findings);
+    assert!(!r.summary.text.contains("FELL BACK"));
+    // Two ranks on one host: still healthy, and no multi-host warning.
+    let log = no_rdma_host("vm-1", 4242, "10.0.0.5", 0, 2)
+        + &no_rdma_host("vm-1", 4243, "10.0.0.5", 1, 2);
+    let r = analyze_str("two.log", &log);
+    assert!(!r.summary.socket_fallback);
+    assert!(errors(&r).is_empty());
+    assert!(!has_rule(&r, "FAB-NCCL-SOCKET-ONLY"));
+}
+
+#[test]
+fn multi_host_socket_job_is_a_warning_with_its_reason() {
+    let log = no_rdma_host("node-a", 100, "10.0.0.1", 0, 2)
+        + &no_rdma_host("node-b", 200, "10.0.0.2", 1, 2);
+    let r = analyze_str("job.log", &log);
+    assert_eq!(r.summary.hosts, 2);
+    assert!(!r.summary.socket_fallback);
+    assert!(errors(&r).is_empty());
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "FAB-NCCL-SOCKET-ONLY")
+        .unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("2-host"), "{}", f.message);
+    assert!(f.message.contains("No device found"), "{}", f.message);
+    assert_eq!(f.evidence.len(), 2);
+}
+
+#[test]
+fn ib_disabled_multi_host_says_why() {
+    let log = "a:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n\
+               a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+               a:1:1 [0] NCCL INFO Using network Socket\n\
+               b:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n\
+               b:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n\
+               b:2:2 [0] NCCL INFO Using network Socket\n";
+    let r = analyze_str("x.log", log);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "FAB-NCCL-SOCKET-ONLY")
+        .unwrap();
+    assert!(f.message.contains("NCCL_IB_DISABLE=1"), "{}", f.message);
+}
+
+#[test]
+fn loopback_across_hosts_is_an_error_but_not_on_one_host() {
+    let lo = |h: &str, pid: u32| {
+        format!(
+            "{h}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n\
+             {h}:{pid}:{pid} [0] NCCL INFO NET/IB : No device found.\n\
+             {h}:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>\n\
+             {h}:{pid}:{pid} [0] NCCL INFO Using network Socket\n"
+        )
+    };
+    let r = analyze_str("lo.log", &(lo("n1", 10) + &lo("n2", 20)));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "FAB-NCCL-SOCKET-LOOPBACK")
+        .unwrap();
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.evidence[0].value.contains("lo:127.0.0.1"));
+    assert_eq!(r.summary.errors, 1);
+    let r = analyze_str("lo1.log", &(lo("n1", 10) + &lo("n1", 11)));
+    assert!(!has_rule(&r, "FAB-NCCL-SOCKET-LOOPBACK"));
+    assert!(errors(&r).is_empty());
+}
+
+/// The shape of https://github.com/NVIDIA/nccl/issues/952: the HPC-X plugin of an NGC image,
+/// bootstrap on the IPoIB interface `ibp12s0`, and `NET/IB : No device found.`: the host has an
+/// InfiniBand HCA that the container cannot see, so sockets are a real fallback.
+#[test]
+fn ipoib_interface_with_no_device_is_a_fallback() {
+    let log = "node:924:924 [5] NCCL INFO Bootstrap : Using ibp12s0:10.149.0.32<0>\n\
+               node:924:1152 [5] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n\
+               node:924:1152 [5] NCCL INFO P2P plugin IBext\n\
+               node:924:1152 [5] NCCL INFO NET/IB : No device found.\n\
+               node:924:1152 [5] NCCL INFO NET/Socket : Using [0]ibp12s0:10.149.0.32<0>\n\
+               node:924:1152 [5] NCCL INFO Using network Socket\n";
+    let r = analyze_str("952.log", log);
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(r.summary.socket_fallback);
+    assert!(has_rule(&r, "FAB-NCCL-SOCKET-FALLBACK"));
+}
+
+#[test]
+fn ib_settings_with_sockets_is_a_fallback() {
+    let log = "h:1:1 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0\n\
+               h:1:1 [0] NCCL INFO NET/IB : No device found.\n\
+               h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n\
+               h:1:1 [0] NCCL INFO Using network Socket\n";
+    let r = analyze_str("hca.log", log);
+    assert!(r.summary.socket_fallback);
+}
+
+#[test]
+fn a_file_without_nccl_lines_says_how_to_get_them() {
+    let r = analyze_str("train.log", "epoch 1 loss 0.5\nepoch 2 loss 0.4\n");
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "FAB-NCCL-NO-LINES")
+        .unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.fix.contains("NCCL_DEBUG=INFO"));
+    assert!(f.fix.contains("NCCL_DEBUG_SUBSYS=INIT,NET"));
+    let r = analyze_str("nccl.log", "h:1:1 [0] NCCL INFO Using network IB\n");
+    assert!(!has_rule(&r, "FAB-NCCL-NO-LINES"));
+}
+
+fn rules_of<'a>(r: &'a LogReport, host: &str) -> Vec<&'a str> {
+    r.processes
+        .iter()
+        .filter(|p| p.host.as_deref() == Some(host))
+        .flat_map(|p| p.issues.iter().map(|i| i.rule.as_str()))
+        .collect()
+}
+
+/// NCCL 2.28: ibvwrap.cc `Call to ibv_modify_qp failed with %d %s, %s` (qpMsg `on dev %s:%d,
+/// curr state %s, next state %s, local GID index %d, local GID %s, remote GID %s`), the
+/// NCCLCHECK trace `%s:%d -> %d`, and proxy.cc `[Proxy Service %d] Failed to execute operation
+/// %s from rank %d, retcode %d`. Rank 1 (node-b) fails first, but node-a's lines come first.
+const QP_FAILURE: &str = "\
+node-a:100:100 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init START
+node-b:200:200 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0xabc - Init START
+node-a:100:130 [0] NCCL INFO transport/net.cc:1120 -> 6
+node-a:100:130 [0] NCCL INFO proxy.cc:1500 -> 6
+node-b:200:230 [0] misc/ibvwrap.cc:307 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.2, remote GID ::ffff:10.0.9.1
+node-b:200:230 [0] NCCL INFO transport/net_ib.cc:1105 -> 2
+node-b:200:230 [0] NCCL INFO transport/net_ib.cc:1290 -> 2
+node-b:200:230 [0] NCCL INFO transport/net.cc:708 -> 3
+node-b:200:230 [0] NCCL INFO proxy.cc:1545 -> 3
+node-b:200:230 [0] proxy.cc:1734 NCCL WARN [Proxy Service 1] Failed to execute operation Connect from rank 1, retcode 3
+node-a:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Abort COMPLETE
+[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.28.9
+";
+
+#[test]
+fn rdma_setup_failure_is_the_root_cause_not_a_timeout_or_tcp_break() {
+    let r = analyze_str("qp.log", QP_FAILURE);
+    let b = rules_of(&r, "node-b");
+    assert_eq!(b, vec!["FAB-NCCL-IB-SETUP", "FAB-NCCL-PROXY-OP"]);
+    assert!(!b.contains(&"FAB-NCCL-TIMEOUT") && !b.contains(&"FAB-NCCL-SOCKET"));
+    let pb = r
+        .processes
+        .iter()
+        .find(|p| p.host.as_deref() == Some("node-b"))
+        .unwrap();
+    // The modify_qp WARN returned ncclSystemError; the proxy op reports ncclInternalError.
+    assert_eq!(pb.issues[0].result.as_deref(), Some("ncclSystemError (2)"));
+    assert_eq!(
+        pb.issues[1].result.as_deref(),
+        Some("ncclInternalError (3)")
+    );
+    // node-a only saw consequences: a remote error through its proxy, then the watchdog.
+    assert_eq!(rules_of(&r, "node-a"), vec!["FAB-NCCL-REMOTE-ERROR"]);
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert_eq!(first.subject, "node-b:200");
+    assert!(
+        first.message.contains("rank 1 (GPU 0) (node-b, pid 200)"),
+        "{}",
+        first.message
+    );
+    assert!(first.message.contains("ibv_modify_qp"), "{}", first.message);
+    assert!(
+        first.message.contains("FAB-NCCL-REMOTE-ERROR"),
+        "{}",
+        first.message
+    );
+    // IB was the network, though no `Using network` line was printed.
+    assert_eq!(r.summary.transport, Transport::Ib);
+}
+
+#[test]
+fn result_codes_are_named_wherever_they_appear() {
+    use fabrik_parse::nccl_log::{result_code, result_name};
+    assert_eq!(
+        result_code(
+            b"[Proxy Service 9] Failed to execute operation Connect from rank 9, retcode 3"
+        ),
+        Some(3)
+    );
+    assert_eq!(result_code(b"[Service thread] Error encountered progressing operation=Connect, res=3, closing connection"), Some(3));
+    assert_eq!(result_code(b"group.cc:75 -> 2 [Async thread]"), Some(2));
+    assert_eq!(result_name(3), Some("ncclInternalError"));
+    // proxy.cc's service-thread form is a proxy operation failure with its code, not a TCP break.
+    let r = analyze_str(
+        "svc.log",
+        "h:1:2 [4] proxy.cc:1448 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-PROXY-OP");
+    assert_eq!(i.result.as_deref(), Some("ncclInternalError (3)"));
+    assert_eq!(result_name(6), Some("ncclRemoteError"));
+    assert_eq!(result_name(8), None);
+    // init.cc ncclGetErrorString text in a program's error line.
+    let r = analyze_str(
+        "torch.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n\
+         RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-SYSTEM-ERROR");
+    assert_eq!(i.result.as_deref(), Some("ncclSystemError (2)"));
+    let r = analyze_str(
+        "usage.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n\
+         torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-INVALID-USAGE");
+    assert_eq!(
+        r.processes[0].issues[0].result.as_deref(),
+        Some("ncclInvalidUsage (5)")
+    );
+}
+
+#[test]
+fn a_trace_that_stays_inside_plugin_loading_is_no_failure() {
+    // Fixture 13's `net.cc:79 -> 3`: NCCL tried a disabled plugin and moved on.
+    let r = analyze_str(
+        "x.log",
+        "axa:1:2 [0] NCCL INFO NCCL_IBEXT_DISABLE set by environment to 1.\n\
+         axa:1:2 [0] NCCL INFO net.cc:79 -> 3\n\
+         axa:1:2 [0] NCCL INFO Using network Socket\n",
+    );
+    assert!(r.processes[0].issues.is_empty());
+    // A trace without a WARN that reaches init.cc is a failure of its own, named by its code.
+    let r = analyze_str(
+        "y.log",
+        "h:1:2 [0] NCCL INFO graph/topo.cc:700 -> 3\n\
+         h:1:2 [0] NCCL INFO init.cc:1100 -> 3\n\
+         h:1:2 [0] NCCL INFO group.cc:75 -> 3 [Async thread]\n",
+    );
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.rule, "FAB-NCCL-RESULT");
+    assert_eq!(i.message, "graph/topo.cc:700 -> 3");
+    assert_eq!(i.result.as_deref(), Some("ncclInternalError (3)"));
+}
+
+#[test]
+fn completion_status_of_2_28_is_read_by_its_code() {
+    // net_ib.cc 2.28: `NET/IB: Got completion from peer %s with status=%s(%d) opcode=%s(%d) ...`
+    let r = analyze_str(
+        "c.log",
+        "h:1:2 [3] transport/net_ib.cc:2543 NCCL WARN NET/IB: Got completion from peer 10.0.0.7<41234> with status=transport retry counter exceeded(12) opcode=RDMA_WRITE(1) reqSize=524288 vendor_err=129 req_type=Send localGid ::ffff:10.0.0.6 remoteGids ::ffff:10.0.0.7 hca mlx5_3\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-IB-TIMEOUT");
+    assert_eq!(r.summary.transport, Transport::Ib);
+}
+
+#[test]
+fn plugin_names_and_lines_name_the_transport() {
+    // nccl-rdma-sharp-plugins v8: `P2P plugin v8 IBext_v8`; older: `Loaded net plugin NCCL RDMA
+    // Plugin (v4)`. Both are the IB transport.
+    let r = analyze_str(
+        "p.log",
+        "w0:5663:5712 [0] NCCL INFO P2P plugin v8 IBext_v8\n\
+         w0:5663:5712 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n",
+    );
+    assert_eq!(r.processes[0].plugin.name.as_deref(), Some("IBext_v8"));
+    assert_eq!(r.summary.transport, Transport::Ib);
+    let r = analyze_str(
+        "q.log",
+        "q:1:1 [1] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v4)\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    // Google's FastSocket plugin without a `Using network` line is sockets by design.
+    let r = analyze_str(
+        "fs.log",
+        "n:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin FastSocket (v6)\n\
+         n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/FastSocket/0\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    // aws-ofi-nccl turning GDR off says so at INFO level.
+    let r = analyze_str(
+        "ofi.log",
+        "g:1:1 [0] NCCL INFO NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR\n\
+         g:1:1 [0] NCCL INFO NET/OFI Need to force simple protocol: GDR not supported\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ofi);
+    assert_eq!(r.summary.gdr, Some(false));
+}
+
+#[test]
+fn an_unclassified_warn_followed_by_a_propagated_chain_is_an_error() {
+    // bootstrap.cc `Message truncated : received %d bytes instead of %d` then `-> 3`.
+    let r = analyze_str(
+        "b.log",
+        "0: n1:7:7 [0] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n\
+         0: n1:7:7 [0] NCCL INFO bootstrap.cc:502 -> 3\n\
+         0: n1:7:7 [0] NCCL INFO init.cc:1100 -> 3\n",
+    );
+    let p = &r.processes[0];
+    assert!(p.issues.iter().any(|i| i.severity == Severity::Error
+        && i.rule == "FAB-NCCL-RESULT"
+        && i.message.contains("Message truncated")
+        && i.result.as_deref() == Some("ncclInternalError (3)")));
+    assert!(errors(&r).contains(&"FAB-NCCL-FIRST-FAILURE"));
+}
+
+#[test]
+fn unreachable_connect_retries_and_nccl_tests_cuda_failures() {
+    let r = analyze_str(
+        "c.log",
+        "h:1:1 [0] NCCL INFO socketPollConnect: connect to 172.17.194.153<43893> returned No route to host, retrying (1/34) after sleep for 100 msec\n\
+         h:1:1 [0] NCCL INFO Call to connect returned Connection refused, retrying\n",
+    );
+    let got: Vec<&str> = r.processes[0]
+        .issues
+        .iter()
+        .map(|i| i.rule.as_str())
+        .collect();
+    assert_eq!(got, vec!["FAB-NCCL-IFNAME-UNREACHABLE"]);
+    let r = analyze_str(
+        "t.log",
+        "node:1:1 [0] NCCL INFO Using network Socket\n\
+         node: Test CUDA failure common.cu:297 'an illegal memory access was encountered'\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CUDA");
+}
+
+/// NCCL 2.2 printed no `NCCL` word and named its network `Using internal Network %s`; 2.3 listed
+/// one IB NIC per line (`NET/IB: [%d] %s:%d/%s`).
+#[test]
+fn nccl_2_2_and_2_3_formats() {
+    let r = analyze_str(
+        "old.log",
+        "gpu-1:18553:18553 [0] INFO NET : Using interface enp3s0:192.168.144.103<0>\n\
+         gpu-1:18553:18553 [0] INFO Using internal Network Socket\n\
+         NCCL version 2.2.13+cuda9.0\n\
+         gpu-1:18553:18612 [0] INFO comm 0x7fa42c00a3b0 rank 0 nranks 2\n\
+         \n\
+         gpu-1:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n\
+         gpu-1:18553:18611 [0] INFO transport/net_socket.cu:118 -> 2\n\
+         gpu-1:18553:18611 [0] INFO bootstrap.cu:119 -> 2 [bthread]\n",
+    );
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert_eq!(r.summary.hosts, 1);
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.2.13"));
+    let i = &r.processes[0].issues[0];
+    assert_eq!(i.severity, Severity::Error);
+    assert_eq!(i.result.as_deref(), Some("ncclSystemError (2)"));
+    let r = analyze_str(
+        "dgx1.log",
+        "dgx1-1:13617:13617 [0] NCCL INFO NET/IB: [0] mlx5_0:1/IB \n\
+         dgx1-1:13617:13617 [0] NCCL INFO NET/IB: [1] mlx5_2:1/IB \n",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.processes[0].ib_nics.len(), 2);
+    assert_eq!(r.processes[0].ib_nics[1].device, "mlx5_2");
+}
+
+/// Decorations seen in real pastes and collectors, each in front of one NCCL line of the same
+/// process: the line must land on host `gpu-node-7`, pid 4242.
+#[test]
+fn decorations_in_front_of_nccl_lines() {
+    let base = "gpu-node-7:4242:4300 [3] NCCL INFO Using network IB";
+    let decorated = [
+        format!("> {base}"),
+        format!("> > {base}"),
+        format!("`{base}`"),
+        format!("```{base}"),
+        format!("2025-06-01T10:00:00.123456789Z {base}"),
+        format!("2025-06-01 10:00:00,123 {base}"),
+        format!("[2025-06-01 10:00:00] {base}"),
+        format!("Jun  1 10:00:00 gpu-node-7 python[4242]: {base}"),
+        format!("0: {base}"),
+        format!("[1,0]<stdout>:{base}"),
+        format!("[default0]:{base}"),
+        format!("[rank3]: {base}"),
+        format!("(RayWorkerWrapper pid=4242, ip=10.0.0.7) {base}"),
+        format!("\u{1b}[36m(RayWorkerWrapper pid=4242)\u{1b}[0m {base}"),
+        format!("worker-3 | {base}"),
+    ];
+    for line in &decorated {
+        let r = analyze_str("d.log", line);
+        assert_eq!(r.processes.len(), 1, "{line}");
+        let p = &r.processes[0];
+        assert_eq!(
+            (p.host.as_deref(), p.pid),
+            (Some("gpu-node-7"), Some(4242)),
+            "{line}"
+        );
+        assert_eq!(p.network.as_deref(), Some("IB"), "{line}");
+    }
+    // Host names stripped by the paster: one process without a host, transport still read.
+    let r = analyze_str(
+        "nohost.log",
+        " [3] NCCL INFO Channel 00/0 : 0[3] -> 8[3] [send] via NET/IB/0/GDRDMA",
+    );
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(true));
+}
+
+/// The shape of fixture 82 of the corpus: NCCL lines whose prefix a collector stripped, then
+/// WARN lines of the same (only) process with `[ts] host:pid:tid`; and program lines before the
+/// first NCCL line (fixture 101). One process, not two.
+#[test]
+fn stripped_and_prefixed_lines_of_one_process_are_one_process() {
+    let r = analyze_str(
+        "82.log",
+        "NCCL INFO NCCL version 2.28.3+cuda12.9\n\
+         NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v11)\n\
+         [2026-09-17 04:02:30] x3002c0s31b0n0:3333526:3333526 [0] plugin/net.cc:306 NCCL WARN Failed to initialize any NET plugin\n",
+    );
+    assert_eq!(r.summary.processes, 1);
+    let p = &r.processes[0];
+    assert_eq!(p.host.as_deref(), Some("x3002c0s31b0n0"));
+    assert_eq!(p.nccl_version.as_deref(), Some("2.28.3"));
+    let r = analyze_str(
+        "101.log",
+        "w1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\n\
+         w1: w1:2921:4504 [7] NCCL INFO Setting affinity for GPU 7 to ffff\n",
+    );
+    assert_eq!(r.summary.processes, 1);
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CUDA");
+    // Two named processes and stripped lines: the stripped ones stay apart.
+    let r = analyze_str(
+        "two.log",
+        "a:1:1 [0] NCCL INFO Using network IB\nb:2:2 [0] NCCL INFO Using network IB\nNCCL INFO Using network IB\n",
+    );
+    assert_eq!(r.summary.processes, 3);
+}
+
+#[test]
+fn a_program_json_document_is_not_buffered_as_ras() {
+    let r = analyze_str("j.log", "{\n  \"loss\": 0.5,\n  \"step\": 10\n}\n");
+    assert!(r.ras.is_none());
+}
+
+/// misc/socket.cc `ncclSocketInit: connecting to address %s with family %d is neither AF_INET(%d)
+/// nor AF_INET6(%d)`: a missing interface only when NCCL_SOCKET_IFNAME names one (fixture 12);
+/// otherwise garbage connection info, as in the corpus's fixture 80 (ungrouped send/recv).
+#[test]
+fn address_family_warning_depends_on_the_interface_setting() {
+    let w = "h:1:2 [0] misc/socket.cc:537 NCCL WARN ncclSocketInit: connecting to address  with family 1 is neither AF_INET(2) nor AF_INET6(10)\n";
+    let r = analyze_str("a.log", w);
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-ADDRESS-FAMILY");
+    let r = analyze_str(
+        "b.log",
+        &format!("h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n{w}"),
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-BOOTSTRAP-NOIF");
+}
+
+/// A process killed by a signal: UCX (`[host:pid:tid:thread] Caught signal 11 (Segmentation fault:
+/// ...)`, as in the corpus's fixture 120) and Open MPI (`[host:pid] *** Process received signal
+/// ***`).
+#[test]
+fn crashes_on_a_signal_are_errors() {
+    let r = analyze_str(
+        "ucx.log",
+        "h:288505:288505 [0] NCCL INFO Using network IB\n\
+         [h:288505:0:296459] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x48)\n\
+         ==== backtrace (tid: 296459) ====\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CRASH");
+    assert_eq!(r.processes[0].issues[0].severity, Severity::Error);
+    let r = analyze_str(
+        "ompi.log",
+        "h:1:1 [0] NCCL INFO Using network IB\n[rtptest1621:405884] *** Process received signal ***\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-CRASH");
+    // The word alone in program output is nothing.
+    let r = analyze_str(
+        "ok.log",
+        "h:1:1 [0] NCCL INFO Using network IB\ninstalled a signal handler for SIGTERM\n",
+    );
+    assert!(r.processes[0].issues.is_empty());
+}
+
+/// One process driving two GPUs (ranks 4 and 5): the failing line's `[1]` names rank 5.
+#[test]
+fn the_failing_gpu_picks_the_rank_of_a_multi_gpu_process() {
+    let r = analyze_str(
+        "mg.log",
+        "h:9:9 [0] NCCL INFO comm 0xa rank 4 nranks 8 cudaDev 0 busId 1b000 - Init COMPLETE\n\
+         h:9:9 [1] NCCL INFO comm 0xb rank 5 nranks 8 cudaDev 1 busId 1c000 - Init COMPLETE\n\
+         h:9:30 [1] misc/ibvwrap.cc:140 NCCL WARN Call to ibv_create_qp failed\n",
+    );
+    let first = &r.findings[0];
+    assert_eq!(first.rule, "FAB-NCCL-FIRST-FAILURE");
+    assert!(
+        first.message.contains("rank 5 (GPU 1) (h, pid 9)"),
+        "{}",
+        first.message
+    );
+}

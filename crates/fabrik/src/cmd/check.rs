@@ -1,0 +1,98 @@
+//! `fabrik check`: the doctor as a node health check for a scheduler (Slurm's HealthCheckProgram
+//! or prolog, a Kubernetes node-problem-detector plugin). One line per problem in LBNL NHC's
+//! style, exit codes a prolog understands, and a hard time budget: Slurm kills a health check
+//! after 60 s, and a check that hangs is worse than one that says it could not decide.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fabrik_doctor::{diagnose, name_nodes, render, Report};
+use serde::Serialize;
+
+/// Exit status when the check could not decide (tool failure or budget spent): a wrapper must
+/// not drain a node on it, since nothing was found wrong with the node.
+const UNDECIDED: u8 = 2;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Root to check: `/` for this machine, or a snapshot directory or .tar.gz.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Give up after this long (`20s`) and exit 2: well under Slurm's 60 s HealthCheckProgram
+    /// limit, so that the scheduler never kills the check itself.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    pub budget: Duration,
+    /// Fail (exit 1) on warnings too, and print them.
+    #[arg(long)]
+    pub strict: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Serialize)]
+struct CheckDocument<'a> {
+    healthy: bool,
+    elapsed_s: f64,
+    budget_s: f64,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.budget.is_zero() {
+        anyhow::bail!("--budget must be more than zero");
+    }
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    let root = args.root.clone();
+    // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
+    // the budget holds whatever the kernel does; a thread left blocked ends with the process.
+    std::thread::spawn(move || {
+        let report = crate::cmd::inventory::load_node(&root)
+            .map(|node| diagnose(&name_nodes(vec![node]), None));
+        let _ = tx.send(report);
+    });
+    let report = match rx.recv_timeout(args.budget) {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => {
+            println!("ERROR: fabrik: check could not run: {e:#}");
+            return Ok(ExitCode::from(UNDECIDED));
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            println!("ERROR: fabrik: check could not run: the probe stopped without a result");
+            return Ok(ExitCode::from(UNDECIDED));
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            println!(
+                "ERROR: fabrik: check did not finish within its {} budget reading {}",
+                humantime::format_duration(args.budget),
+                args.root.display()
+            );
+            return Ok(ExitCode::from(UNDECIDED));
+        }
+    };
+    let code = report.exit_code(args.strict);
+    match args.format {
+        Format::Json => crate::output::print_json(&CheckDocument {
+            healthy: code == 0,
+            elapsed_s: started.elapsed().as_secs_f64(),
+            budget_s: args.budget.as_secs_f64(),
+            report: &report,
+        })?,
+        Format::Text => {
+            let mut text = render::health_lines(&report, args.strict);
+            text.push_str(&render::verdict(&report));
+            text.push('\n');
+            crate::output::print_text(&text)?;
+        }
+    }
+    Ok(ExitCode::from(code))
+}

@@ -1,0 +1,144 @@
+//! deploy/slurm/fabrik-healthcheck as a real Slurm's HealthCheckProgram: munged, slurmctld and
+//! slurmd from Debian, started by the test (fabrik_testbed::slurm). A failing `fabrik check`
+//! drains the node with fabrik's reason, a passing one returns it to service, and a node that an
+//! administrator drained stays drained.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fabrik_testbed::slurm::{skip_reason, Slurm};
+
+const INTERVAL: Duration = Duration::from_secs(2);
+const WAIT: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write_conf(path: &Path, conf_dir: &Path, slurm_conf: &Path, root: &Path) {
+    let text = format!(
+        "FABRIK={}\nFABRIK_ROOT={}\nFABRIK_BUDGET=20s\nSLURM_CONF={}\n",
+        env!("CARGO_BIN_EXE_fabrik"),
+        root.display(),
+        slurm_conf.display()
+    );
+    // Renamed into place: slurmd may run the check while the test switches the root.
+    let tmp = conf_dir.join("conf.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// The first line `fabrik check` prints for `root`, without its `ERROR: ` label.
+fn first_problem(root: &Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabrik"))
+        .args(["check", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the fixture must fail the check"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .next()
+        .unwrap()
+        .strip_prefix("ERROR: ")
+        .unwrap()
+        .to_string()
+}
+
+fn field<'a>(node: &'a str, key: &str) -> Option<&'a str> {
+    node.split(['\n', ' '])
+        .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+}
+
+fn reason(node: &str) -> Option<String> {
+    node.lines()
+        .find_map(|l| l.trim_start().strip_prefix("Reason="))
+        .map(|r| r.to_string())
+}
+
+#[test]
+fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
+    if let Some(why) = skip_reason() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the Slurm test: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let bad = repo().join("fixtures/nodes/roce-dualport");
+    let good = repo().join("fixtures/nodes/ib-ndr-8gpu");
+    // Slurm keeps the reason as the wrapper cut it (200 characters); compare a prefix.
+    let expected: String = first_problem(&bad).chars().take(120).collect();
+
+    let work = tempfile::tempdir().unwrap();
+    let conf = work.path().join("healthcheck.conf");
+    let program = work.path().join("healthcheck");
+    // slurmd gives the program an empty environment: the wrapper reads its settings from a file,
+    // and this two-line program only says which file.
+    std::fs::write(
+        &program,
+        format!(
+            "#!/bin/sh\nFABRIK_HEALTHCHECK_CONF={} exec {}\n",
+            conf.display(),
+            repo().join("deploy/slurm/fabrik-healthcheck").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+
+    // The conf must exist before slurmd's first check, which runs as it starts; its SLURM_CONF
+    // is the cluster's, known once the cluster has its directory.
+    let slurm_conf_dir = std::env::temp_dir().join(format!("fab-slurm-{}", std::process::id()));
+    write_conf(&conf, work.path(), &slurm_conf_dir.join("slurm.conf"), &bad);
+    let slurm = Slurm::builder()
+        .health_check(&program, INTERVAL)
+        .start()
+        .unwrap();
+    assert_eq!(slurm.conf(), slurm_conf_dir.join("slurm.conf"));
+
+    slurm
+        .wait_until("the failing check to drain the node", WAIT, |s| {
+            let node = s.show_node().unwrap_or_default();
+            field(&node, "State").is_some_and(|st| st.contains("DRAIN"))
+                && reason(&node).is_some_and(|r| r.starts_with(&expected))
+        })
+        .unwrap();
+    let node = slurm.show_node().unwrap();
+    let why = reason(&node).unwrap();
+    assert!(why.starts_with("fabrik: FAB-"), "{why}");
+
+    write_conf(&conf, work.path(), &slurm.conf(), &good);
+    slurm
+        .wait_until("the passing check to return the node", WAIT, |s| {
+            let node = s.show_node().unwrap_or_default();
+            field(&node, "State").is_some_and(|st| !st.contains("DRAIN")) && reason(&node).is_none()
+        })
+        .unwrap();
+
+    // A drain fabrik did not write is the administrator's: passing checks leave it alone.
+    slurm
+        .scontrol(&[
+            "update",
+            &format!("NodeName={}", slurm.node()),
+            "State=DRAIN",
+            "Reason=cable swap by admin",
+        ])
+        .unwrap();
+    std::thread::sleep(INTERVAL * 4);
+    let node = slurm.show_node().unwrap();
+    assert!(field(&node, "State").unwrap().contains("DRAIN"), "{node}");
+    assert!(
+        reason(&node).unwrap().starts_with("cable swap by admin"),
+        "{node}"
+    );
+}
