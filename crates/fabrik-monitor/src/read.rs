@@ -362,7 +362,7 @@ fn read_counter_dir(
     };
     let names = match rustix::io::dup(&dfd)
         .map_err(std::io::Error::from)
-        .and_then(confined::list_fd)
+        .and_then(confined::list_fd_typed)
     {
         Ok(n) => n,
         Err(e) => {
@@ -370,11 +370,11 @@ fn read_counter_dir(
             return;
         }
     };
-    for name in names {
+    for (name, kind) in names {
         if name == "lifespan" {
             continue;
         }
-        let reading = match confined::read_at(dfd.as_fd(), &name, buf) {
+        let reading = match confined::read_listed_at(dfd.as_fd(), &name, kind, buf) {
             Ok(()) => Reading::parse(&String::from_utf8_lossy(buf)),
             Err(e) => Reading::Unreadable(e.to_string()),
         };

@@ -249,6 +249,11 @@ fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>, cap: u64, short_is_end: bool) -> io:
             "{size} bytes, more than the {cap} such a file can hold"
         )));
     }
+    read_capped(fd, buf, cap, short_is_end)
+}
+
+/// The reading part of [`read_fd`], for a descriptor known to be a regular file.
+fn read_capped(fd: &OwnedFd, buf: &mut Vec<u8>, cap: u64, short_is_end: bool) -> io::Result<()> {
     let mut chunk = [0u8; 4096];
     loop {
         let n = match rustix::io::read(fd, &mut chunk) {
@@ -286,6 +291,55 @@ pub fn read_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> io::Result
             e => e.into(),
         })?;
     read_fd(&fd, buf, MAX_SYSFS_BYTES, true)
+}
+
+/// [`read_at`] for a name just listed with its type by [`list_fd_typed`]: the counter reader's
+/// hot path. A name the directory lists as a regular file is opened without an `fstat`
+/// (`getdents` already said what it is, sparing a syscall per counter; were it swapped for a
+/// FIFO in between, `O_NONBLOCK` still keeps the read from waiting, and the cap bounds it); a
+/// name of unknown type is checked as [`read_at`] does; anything else is refused unopened.
+pub fn read_listed_at(
+    dir: BorrowedFd<'_>,
+    name: &str,
+    kind: FileType,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    match kind {
+        FileType::RegularFile => {}
+        FileType::Unknown => return read_at(dir, name, buf),
+        FileType::Symlink => return Err(refused("a symbolic link".into())),
+        FileType::Directory => return Err(refused("is a directory".into())),
+        other => return Err(refused(format!("not a regular file ({other:?})"))),
+    }
+    buf.clear();
+    if name.contains('/') || name == ".." {
+        return Err(refused(format!("{name:?} is not a plain name")));
+    }
+    let fd =
+        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
+            rustix::io::Errno::LOOP => refused("a symbolic link".into()),
+            e => e.into(),
+        })?;
+    read_capped(&fd, buf, MAX_SYSFS_BYTES, true)
+}
+
+/// Sorted UTF-8 names of an open directory with their types as the directory lists them
+/// (`FileType::Unknown` where the file system does not say).
+pub fn list_fd_typed(fd: OwnedFd) -> io::Result<Vec<(String, FileType)>> {
+    let mut dir = rustix::fs::Dir::new(fd)?;
+    let mut names = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if let Ok(s) = std::str::from_utf8(name) {
+            names.push((s.to_string(), entry.file_type()));
+        }
+    }
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(names)
 }
 
 /// Sorted UTF-8 names of an open directory.
