@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use fabrik_model::text::{visible, visible_lines};
 use fabrik_model::{Finding, Severity};
 
 use crate::Report;
@@ -34,7 +35,7 @@ fn grouped(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;
     let nodes = match report.nodes.len() {
-        1 => report.nodes[0].clone(),
+        1 => visible(&report.nodes[0]).into_owned(),
         n => format!("{n} nodes"),
     };
     if s.errors == 0 && s.warnings == 0 {
@@ -91,14 +92,26 @@ pub fn table(report: &Report) -> String {
         out.push_str(&waived(report));
         return out;
     }
+    // Subjects, messages and evidence carry names and values read from the node.
     for (subject, findings) in grouped(&report.findings) {
-        let _ = writeln!(out, "{subject}");
+        let _ = writeln!(out, "{}", visible(subject));
         for f in findings {
-            let _ = writeln!(out, "  {} {}  {}", label(f.severity), f.rule, f.message);
+            let _ = writeln!(
+                out,
+                "  {} {}  {}",
+                label(f.severity),
+                f.rule,
+                visible(&f.message)
+            );
             for e in &f.evidence {
-                let _ = writeln!(out, "          {} = {}", e.path, e.value);
+                let _ = writeln!(
+                    out,
+                    "          {} = {}",
+                    visible(&e.path),
+                    visible(&e.value)
+                );
             }
-            let _ = writeln!(out, "          fix: {}", f.fix);
+            let _ = writeln!(out, "          fix: {}", visible_lines(&f.fix));
         }
         let _ = writeln!(out);
     }
@@ -118,23 +131,28 @@ pub fn health_lines(report: &Report, strict: bool) -> String {
             Severity::Warning if strict => "WARNING",
             _ => continue,
         };
-        let message: String = f
-            .message
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        let _ = writeln!(out, "{word}: fabrik: {} {}: {message}", f.rule, f.subject);
+        let _ = writeln!(
+            out,
+            "{word}: fabrik: {} {}: {}",
+            f.rule,
+            visible(&f.subject),
+            visible(&f.message)
+        );
     }
     out
 }
 
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    visible(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
 }
 
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## fabrik doctor: {}\n", report.nodes.join(", "));
+    let _ = writeln!(
+        out,
+        "## fabrik doctor: {}\n",
+        visible(&report.nodes.join(", "))
+    );
     let _ = writeln!(out, "**{}**\n", verdict(report));
     if !report.waived.is_empty() {
         let _ = writeln!(out, "Waived:\n");
@@ -162,17 +180,23 @@ pub fn markdown(report: &Report) -> String {
     }
     let _ = writeln!(out);
     for (subject, findings) in grouped(&report.findings) {
-        let _ = writeln!(out, "### {subject}\n");
+        let _ = writeln!(out, "### {}\n", visible(subject));
         for f in findings {
-            let _ = writeln!(out, "**{} {}**: {}\n", f.severity, f.rule, f.message);
+            let _ = writeln!(
+                out,
+                "**{} {}**: {}\n",
+                f.severity,
+                f.rule,
+                visible(&f.message)
+            );
             if !f.evidence.is_empty() {
                 let _ = writeln!(out, "```");
                 for e in &f.evidence {
-                    let _ = writeln!(out, "{} = {}", e.path, e.value);
+                    let _ = writeln!(out, "{} = {}", visible(&e.path), visible(&e.value));
                 }
                 let _ = writeln!(out, "```");
             }
-            let _ = writeln!(out, "Fix: {}\n", f.fix);
+            let _ = writeln!(out, "Fix: {}\n", visible_lines(&f.fix));
         }
     }
     out
@@ -216,6 +240,24 @@ mod tests {
         let md = markdown(&r);
         assert!(md.contains("| error | FAB-PORT-001 | mlx5_1:1 |"));
         assert!(md.contains("### mlx5_1:1"));
+    }
+
+    #[test]
+    fn text_from_the_node_cannot_drive_the_terminal() {
+        // A host name and a port state as a hostile snapshot could hold them.
+        let mut n = healthy_ib_node("gpu\x1b]0;pwned\x07");
+        n.rdma_devices[1].ports[0].state = state("2: INIT\x1b[2J\u{9b}1m");
+        let r = diagnose(&name_nodes(vec![n]), None);
+        assert!(!r.findings.is_empty());
+        for text in [table(&r), markdown(&r)] {
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(text.contains("gpu\\x1b]0;pwned\\x07"), "{text}");
+        }
+        // The report itself (the JSON) keeps the exact text.
+        assert!(r.nodes[0].contains('\x1b'));
     }
 
     #[test]

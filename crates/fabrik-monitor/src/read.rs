@@ -4,13 +4,18 @@
 //! the exporter and `top` call it every interval, and a scrape of 16 ports must stay within a
 //! few milliseconds. Every failure becomes data on the line it concerns; nothing here panics or
 //! returns early on a bad file.
+//!
+//! Every name is read through `fabrik_probe::confined`, the reader the probe uses: a snapshot's
+//! links stay inside it, only regular files are read, and each read has a cap, so a counter that
+//! links to `/etc/shadow` or a FIFO named `operstate` is an unreadable value, not a leak or a hang.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fabrik_probe::confined::{self, Root};
 
 use crate::ethtool::parse_ethtool_stats;
 use crate::sample::{NetdevSample, PortSample, Reading, Sample};
@@ -71,30 +76,48 @@ pub fn sample(root: &Path) -> Sample {
     sample_with(root, &SampleOptions::for_root(root))
 }
 
+/// `fabrik/cmd/ethtool-S-IF.txt` is at most what `fabrik snapshot` keeps of a command's output.
+const MAX_ETHTOOL_BYTES: u64 = 16 * 1024 * 1024;
+/// `fabrik/captured_at`: one timestamp, RFC 3339 with nanoseconds or Unix seconds.
+const MAX_TIMESTAMP_BYTES: u64 = 128;
+
 /// Reads every counter under `root`.
 pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
+    let live = is_live(root);
     let mut out = Sample {
-        taken_at_unix_s: if is_live(root) {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .ok()
-                .map(|d| d.as_secs_f64())
-        } else {
-            captured_at(root)
-        },
+        taken_at_unix_s: live
+            .then(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs_f64())
+            })
+            .flatten(),
         ..Sample::default()
     };
+    let dir = match Root::open(root) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(e) => {
+            out.problems.push(format!("{}: {e}", root.display()));
+            return out;
+        }
+    };
+    if !live {
+        out.taken_at_unix_s = captured_at_in(&dir);
+    }
     let mut buf: Vec<u8> = Vec::with_capacity(256);
 
-    let ib = root.join("sys/class/infiniband");
-    match sorted_entries(&ib) {
+    let ib = "sys/class/infiniband";
+    match dir.list(ib) {
         Ok(devices) => {
-            for (dev_name, dev_path) in devices {
-                read_device(&dev_name, &dev_path, &mut buf, &mut out);
+            for dev_name in devices {
+                let dev_path = format!("{ib}/{dev_name}");
+                read_device(&dir, &dev_name, &dev_path, &mut buf, &mut out);
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => out.problems.push(format!("{}: {e}", ib.display())),
+        Err(e) => out.problems.push(format!("{}/{ib}: {e}", root.display())),
     }
 
     let rdma_netdevs: BTreeMap<String, Vec<String>> = {
@@ -107,11 +130,12 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
         m
     };
 
-    let net = root.join("sys/class/net");
-    match sorted_entries(&net) {
+    let net = "sys/class/net";
+    match dir.list(net) {
         Ok(ifaces) => {
-            for (name, path) in ifaces {
-                let physical = path.join("device").exists();
+            for name in ifaces {
+                let path = format!("{net}/{name}");
+                let physical = dir.exists(&format!("{path}/device"));
                 let rdma_ports = rdma_netdevs.get(&name).cloned().unwrap_or_default();
                 let wanted = if opts.all_netdevs {
                     name != "lo"
@@ -121,51 +145,50 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
                 if !wanted {
                     continue;
                 }
-                let nd = read_netdev(root, &name, &path, physical, rdma_ports, opts, &mut buf);
+                let nd = read_netdev(&dir, &name, &path, physical, rdma_ports, opts, &mut buf);
                 out.netdevs.push(nd);
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => out.problems.push(format!("{}: {e}", net.display())),
+        Err(e) => out.problems.push(format!("{}/{net}: {e}", root.display())),
     }
     out
 }
 
-fn read_device(dev_name: &str, dev_path: &Path, buf: &mut Vec<u8>, out: &mut Sample) {
-    let ports_dir = dev_path.join("ports");
-    let ports = match sorted_entries(&ports_dir) {
+fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, out: &mut Sample) {
+    let ports_dir = format!("{dev_path}/ports");
+    let ports = match dir.list(&ports_dir) {
         Ok(p) => p,
         Err(e) => {
-            out.problems.push(format!(
-                "{dev_name}: cannot list {}: {e}",
-                ports_dir.display()
-            ));
+            out.problems
+                .push(format!("{dev_name}: cannot list {ports_dir}: {e}"));
             return;
         }
     };
     // IPoIB and mlx5 RoCE netdevs hang off the PCI function; rxe has no `device` link and is
     // found through the GID table instead.
-    let pci_netdevs: Vec<String> = sorted_entries(&dev_path.join("device/net"))
-        .map(|v| v.into_iter().map(|(n, _)| n).collect())
+    let pci_netdevs: Vec<String> = dir
+        .list(&format!("{dev_path}/device/net"))
         .unwrap_or_default();
-    for (port_name, port_path) in ports {
+    for port_name in ports {
         let Ok(port) = port_name.parse::<u32>() else {
             continue;
         };
+        let port_path = format!("{ports_dir}/{port_name}");
         let mut ps = PortSample {
             device: dev_name.to_string(),
             port,
-            state: read_text(&port_path.join("state"), buf),
-            phys_state: read_text(&port_path.join("phys_state"), buf),
-            rate: read_text(&port_path.join("rate"), buf),
-            link_layer: read_text(&port_path.join("link_layer"), buf),
+            state: read_text(dir, &format!("{port_path}/state"), buf),
+            phys_state: read_text(dir, &format!("{port_path}/phys_state"), buf),
+            rate: read_text(dir, &format!("{port_path}/rate"), buf),
+            link_layer: read_text(dir, &format!("{port_path}/link_layer"), buf),
             netdevs: Vec::new(),
             counters: BTreeMap::new(),
             hw_counters: BTreeMap::new(),
             problems: Vec::new(),
         };
         let mut nds: BTreeSet<String> = BTreeSet::new();
-        if let Some(nd) = read_text(&port_path.join("gid_attrs/ndevs/0"), buf) {
+        if let Some(nd) = read_text(dir, &format!("{port_path}/gid_attrs/ndevs/0"), buf) {
             nds.insert(nd);
         }
         if pci_netdevs.len() == 1 || nds.is_empty() {
@@ -175,13 +198,15 @@ fn read_device(dev_name: &str, dev_path: &Path, buf: &mut Vec<u8>, out: &mut Sam
         }
         ps.netdevs = nds.into_iter().collect();
         read_counter_dir(
-            &port_path.join("counters"),
+            dir,
+            &format!("{port_path}/counters"),
             buf,
             &mut ps.counters,
             &mut ps.problems,
         );
         read_counter_dir(
-            &port_path.join("hw_counters"),
+            dir,
+            &format!("{port_path}/hw_counters"),
             buf,
             &mut ps.hw_counters,
             &mut ps.problems,
@@ -191,9 +216,9 @@ fn read_device(dev_name: &str, dev_path: &Path, buf: &mut Vec<u8>, out: &mut Sam
 }
 
 fn read_netdev(
-    root: &Path,
+    dir: &Root,
     name: &str,
-    path: &Path,
+    path: &str,
     physical: bool,
     rdma_ports: Vec<String>,
     opts: &SampleOptions,
@@ -202,14 +227,15 @@ fn read_netdev(
     let mut nd = NetdevSample {
         name: name.to_string(),
         physical,
-        operstate: read_text(&path.join("operstate"), buf),
+        operstate: read_text(dir, &format!("{path}/operstate"), buf),
         statistics: BTreeMap::new(),
         ethtool: BTreeMap::new(),
         problems: Vec::new(),
         rdma_ports,
     };
     read_counter_dir(
-        &path.join("statistics"),
+        dir,
+        &format!("{path}/statistics"),
         buf,
         &mut nd.statistics,
         &mut nd.problems,
@@ -217,12 +243,12 @@ fn read_netdev(
     let text = match &opts.ethtool {
         EthtoolMode::Off => None,
         EthtoolMode::Snapshot => {
-            let p = root.join(format!("fabrik/cmd/ethtool-S-{name}.txt"));
-            match fs::read_to_string(&p) {
-                Ok(t) => Some(t),
+            let p = format!("fabrik/cmd/ethtool-S-{name}.txt");
+            match dir.read(&p, MAX_ETHTOOL_BYTES) {
+                Ok(t) => Some(String::from_utf8_lossy(&t).into_owned()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => {
-                    nd.problems.push(format!("{}: {e}", p.display()));
+                    nd.problems.push(format!("{p}: {e}"));
                     None
                 }
             }
@@ -291,8 +317,12 @@ fn run_ethtool(iface: &str, timeout: Duration) -> Result<String, String> {
 /// Reads `ROOT/fabrik/captured_at`: Unix seconds (`1700000000.25`) or RFC 3339
 /// (`2026-11-22T22:20:08Z`).
 pub fn captured_at(root: &Path) -> Option<f64> {
-    let text = fs::read_to_string(root.join("fabrik/captured_at")).ok()?;
-    parse_timestamp(&text)
+    captured_at_in(&Root::open(root).ok()?)
+}
+
+fn captured_at_in(dir: &Root) -> Option<f64> {
+    let text = dir.read("fabrik/captured_at", MAX_TIMESTAMP_BYTES).ok()?;
+    parse_timestamp(&String::from_utf8_lossy(&text))
 }
 
 /// Parses a timestamp as `fabrik snapshot` may write it: Unix seconds or RFC 3339.
@@ -312,55 +342,39 @@ pub fn parse_timestamp(text: &str) -> Option<f64> {
 ///
 /// Files are opened relative to the directory's descriptor (`openat`), so the kernel resolves
 /// one name per counter instead of the whole path: on a 16-port node that is over a thousand
-/// path walks saved per scrape. std has no `openat`, hence rustix.
+/// path walks saved per scrape. A counter is never a link in sysfs or in a snapshot, so one
+/// that is (or is not a regular file) is refused as unreadable.
 fn read_counter_dir(
-    dir: &Path,
+    root: &Root,
+    dir: &str,
     buf: &mut Vec<u8>,
     into: &mut BTreeMap<String, Reading>,
     problems: &mut Vec<String>,
 ) {
-    use rustix::fs::{openat, Dir, Mode, OFlags, CWD};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let dfd = match openat(CWD, dir, flags, Mode::empty()) {
+    use rustix::fd::AsFd;
+    let dfd = match root.open_dir(dir) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) => {
-            problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
+            problems.push(format!("{dir}: {e}"));
             return;
         }
     };
-    let mut listing = match Dir::new(dfd) {
-        Ok(d) => d,
+    let names = match rustix::io::dup(&dfd)
+        .map_err(std::io::Error::from)
+        .and_then(confined::list_fd_typed)
+    {
+        Ok(n) => n,
         Err(e) => {
-            problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
+            problems.push(format!("{dir}: {e}"));
             return;
         }
     };
-    let mut names: Vec<std::ffi::CString> = Vec::new();
-    while let Some(entry) = listing.read() {
-        match entry {
-            Ok(e) => {
-                let name = e.file_name();
-                let bytes = name.to_bytes();
-                if bytes == b"." || bytes == b".." || bytes == b"lifespan" {
-                    continue;
-                }
-                names.push(name.to_owned());
-            }
-            Err(e) => {
-                problems.push(format!("{}: {}", dir.display(), std::io::Error::from(e)));
-                break;
-            }
-        }
-    }
-    let Ok(dfd) = listing.fd() else {
-        return;
-    };
-    for cname in names {
-        let Ok(name) = cname.into_string() else {
+    for (name, kind) in names {
+        if name == "lifespan" {
             continue;
-        };
-        let reading = match read_at(dfd, &name, buf) {
+        }
+        let reading = match confined::read_listed_at(dfd.as_fd(), &name, kind, buf) {
             Ok(()) => Reading::parse(&String::from_utf8_lossy(buf)),
             Err(e) => Reading::Unreadable(e.to_string()),
         };
@@ -368,63 +382,12 @@ fn read_counter_dir(
     }
 }
 
-/// [`read_into`] for a file named relative to an open directory.
-fn read_at(dfd: rustix::fd::BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    use rustix::fs::{openat, Mode, OFlags};
-    buf.clear();
-    let fd = openat(dfd, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
-    let mut chunk = [0u8; 256];
-    loop {
-        let n = match rustix::io::read(&fd, &mut chunk) {
-            Ok(n) => n,
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        if n < chunk.len() || buf.len() > 64 * 1024 {
-            return Ok(());
-        }
-    }
-}
-
 /// Reads a small sysfs attribute into `buf` (reused to spare an allocation per file).
-///
-/// Hand-rolled rather than `fs::read_to_string` because this is the hot path: that function
-/// stats and seeks the file to size its buffer and reads until EOF, six syscalls per counter;
-/// here it is open, one read, close. A read shorter than the chunk means the end: sysfs hands an
-/// attribute's whole text to the first read, and regular files (snapshots) do the same.
-fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    buf.clear();
-    let mut f = fs::File::open(path)?;
-    let mut chunk = [0u8; 256];
-    loop {
-        let n = match f.read(&mut chunk) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        if n < chunk.len() || buf.len() > 64 * 1024 {
-            return Ok(());
-        }
-    }
-}
-
-fn read_text(path: &Path, buf: &mut Vec<u8>) -> Option<String> {
-    read_into(path, buf).ok()?;
+fn read_text(dir: &Root, path: &str, buf: &mut Vec<u8>) -> Option<String> {
+    dir.read_attr(path, buf).ok()?;
     let t = String::from_utf8_lossy(buf);
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
-}
-
-/// Directory entries sorted by name, so that output order never depends on readdir.
-fn sorted_entries(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
-    let mut v: Vec<(String, PathBuf)> = fs::read_dir(dir)?
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok().map(|n| (n, e.path())))
-        .collect();
-    v.sort();
-    Ok(v)
 }
 
 #[cfg(test)]
@@ -458,14 +421,14 @@ mod tests {
     fn bad_files_are_said_on_their_line() {
         let dir = tempfile::tempdir().unwrap();
         let port = dir.path().join("sys/class/infiniband/mlx5_0/ports/1");
-        fs::create_dir_all(port.join("counters")).unwrap();
-        fs::create_dir_all(port.join("hw_counters")).unwrap();
-        fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
-        fs::write(port.join("counters/symbol_error"), "garbage\n").unwrap();
-        fs::write(port.join("counters/link_downed"), "3\n").unwrap();
-        fs::write(port.join("hw_counters/lifespan"), "10\n").unwrap();
+        std::fs::create_dir_all(port.join("counters")).unwrap();
+        std::fs::create_dir_all(port.join("hw_counters")).unwrap();
+        std::fs::write(port.join("state"), "4: ACTIVE\n").unwrap();
+        std::fs::write(port.join("counters/symbol_error"), "garbage\n").unwrap();
+        std::fs::write(port.join("counters/link_downed"), "3\n").unwrap();
+        std::fs::write(port.join("hw_counters/lifespan"), "10\n").unwrap();
         // A directory where a file should be: reading it fails with EISDIR.
-        fs::create_dir_all(port.join("hw_counters/np_cnp_sent")).unwrap();
+        std::fs::create_dir_all(port.join("hw_counters/np_cnp_sent")).unwrap();
         let s = sample(dir.path());
         let p = s.port("mlx5_0", 1).unwrap();
         assert_eq!(p.state.as_deref(), Some("4: ACTIVE"));

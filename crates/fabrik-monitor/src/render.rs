@@ -141,6 +141,17 @@ pub fn table(report: &Report, color: bool) -> Vec<String> {
             notes,
         });
     }
+    // Names, states and problems were read from the root: shown, never sent to the terminal.
+    for r in &mut rows {
+        for field in [&mut r.name, &mut r.kind, &mut r.state]
+            .into_iter()
+            .chain(r.notes.iter_mut())
+        {
+            if let std::borrow::Cow::Owned(v) = fabrik_model::text::visible(field) {
+                *field = v;
+            }
+        }
+    }
     let rated = report.interval_s.is_some();
     let name_w = rows.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
     let kind_w = rows.iter().map(|r| r.kind.len()).max().unwrap_or(4).max(4);
@@ -219,5 +230,35 @@ mod tests {
         assert_eq!(per_s(Some(600_000.0)), "600.0k/s");
         assert_eq!(per_s(Some(2_500_000.0)), "2.5M/s");
         assert_eq!(bytes(Some(4000)), "4.0 kB");
+    }
+
+    #[test]
+    fn text_from_the_root_is_shown_not_sent() {
+        use crate::sample::{NetdevSample, Sample};
+        let nd = |state: &str| NetdevSample {
+            name: "eth0\x1b]0;x\x07".into(),
+            physical: true,
+            operstate: Some(state.into()),
+            statistics: Default::default(),
+            ethtool: Default::default(),
+            problems: vec!["bad \u{9b}2J".into()],
+            rdma_ports: vec![],
+        };
+        let a = Sample {
+            netdevs: vec![nd("up\x1b[2J")],
+            ..Sample::default()
+        };
+        let b = Sample {
+            netdevs: vec![nd("up\x1b[2J")],
+            ..Sample::default()
+        };
+        let lines = table(&crate::compare(&a, &b, None), false);
+        let text = lines.join("\n");
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("eth0\\x1b]0;x\\x07"), "{text}");
+        assert!(text.contains("up\\x1b[2J"), "{text}");
     }
 }

@@ -5,16 +5,20 @@
 //! lead to the snapshot's own `/sys/devices/...`, never the host's. Every access can be recorded,
 //! which is how `snapshot` knows exactly which names probing reads.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
 
 use fabrik_model::ProbeWarning;
 
-/// The most symlinks followed for one name, as the kernel's own limit (ELOOP).
-const MAX_LINK_HOPS: usize = 40;
-/// sysfs and procfs files fabrik reads are small; this bounds a hostile or odd one.
-const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+use crate::confined::Root;
+
+/// sysfs and procfs files fabrik reads are small, and a command capture is a few hundred KiB
+/// (`nvidia-smi -q` on 8 GPUs); this bounds a hostile or odd one.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// `fabrik/unreadable.txt` holds one `ERRNO<TAB>PATH` line per file that failed on the machine:
+/// a few hundred at most on a real node.
+const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 
 /// One thing probing touched, keyed by its resolved path inside the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,17 +46,12 @@ fn parse_manifest(text: &str) -> BTreeMap<String, i32> {
 }
 
 pub struct RootFs {
-    root: PathBuf,
+    root: Root,
     pub warnings: Vec<ProbeWarning>,
     record: Option<BTreeMap<String, Recorded>>,
     /// Files a snapshot saw fail, answered with the same error.
     unreadable: BTreeMap<String, i32>,
     live: bool,
-}
-
-/// Splits a path into its normal components.
-fn components(p: &str) -> impl Iterator<Item = &str> {
-    p.split('/').filter(|c| !c.is_empty() && *c != ".")
 }
 
 /// Joins a root-relative path: `/a` + `b` → `/a/b`.
@@ -78,19 +77,20 @@ pub fn parent(p: &str) -> String {
 }
 
 impl RootFs {
-    pub fn new(root: &Path) -> Self {
-        let mut manifest = root.to_path_buf();
-        manifest.extend(components(UNREADABLE_MANIFEST));
-        let unreadable = std::fs::read_to_string(manifest)
-            .map(|t| parse_manifest(&t))
+    /// Opens `root`; fails only when it cannot be opened as a directory.
+    pub fn new(root: &Path) -> io::Result<Self> {
+        let dir = Root::open(root)?;
+        let unreadable = dir
+            .read(UNREADABLE_MANIFEST, MAX_MANIFEST_BYTES)
+            .map(|t| parse_manifest(&String::from_utf8_lossy(&t)))
             .unwrap_or_default();
-        RootFs {
-            root: root.to_path_buf(),
+        Ok(RootFs {
+            root: dir,
             warnings: Vec::new(),
             record: None,
             unreadable,
             live: std::fs::canonicalize(root).is_ok_and(|p| p == Path::new("/")),
-        }
+        })
     }
 
     /// Records every name touched from now on (for `snapshot`).
@@ -115,14 +115,6 @@ impl RootFs {
         self.note(logical.to_string(), Recorded::File(bytes));
     }
 
-    fn host(&self, logical: &str) -> PathBuf {
-        let mut p = self.root.clone();
-        for c in components(logical) {
-            p.push(c);
-        }
-        p
-    }
-
     fn note(&mut self, logical: String, r: Recorded) {
         if let Some(rec) = self.record.as_mut() {
             rec.insert(logical, r);
@@ -139,37 +131,12 @@ impl RootFs {
     /// Resolves every symlink in `logical` inside the root; returns the resolved root-relative
     /// path (`/sys/devices/...`). Fails when a component is missing or links loop.
     pub fn resolve(&mut self, logical: &str) -> io::Result<String> {
-        let mut todo: VecDeque<String> = components(logical).map(str::to_string).collect();
-        let mut cur: Vec<String> = Vec::new();
-        let mut hops = 0usize;
-        while let Some(c) = todo.pop_front() {
-            if c == ".." {
-                cur.pop();
-                continue;
+        let record = &mut self.record;
+        crate::confined::resolve(self.root.fd(), logical, |link, target| {
+            if let Some(rec) = record.as_mut() {
+                rec.insert(link.to_string(), Recorded::Link(target.to_string()));
             }
-            cur.push(c);
-            let here = format!("/{}", cur.join("/"));
-            let host = self.host(&here);
-            let meta = std::fs::symlink_metadata(&host)?;
-            if !meta.file_type().is_symlink() {
-                continue;
-            }
-            hops += 1;
-            if hops > MAX_LINK_HOPS {
-                return Err(io::Error::other("too many levels of symbolic links"));
-            }
-            let target = std::fs::read_link(&host)?;
-            let target = target.to_string_lossy().into_owned();
-            self.note(here, Recorded::Link(target.clone()));
-            cur.pop();
-            if target.starts_with('/') {
-                cur.clear();
-            }
-            for t in components(&target).collect::<Vec<_>>().into_iter().rev() {
-                todo.push_front(t.to_string());
-            }
-        }
-        Ok(format!("/{}", cur.join("/")))
+        })
     }
 
     /// Reads a file whole (bounded), following links inside the root.
@@ -179,16 +146,8 @@ impl RootFs {
             self.note(resolved, Recorded::Failed(code));
             return Err(io::Error::from_raw_os_error(code));
         }
-        let host = self.host(&resolved);
-        let meta = std::fs::metadata(&host)?;
-        if meta.is_dir() {
-            return Err(io::Error::other("is a directory"));
-        }
-        let mut buf = Vec::new();
-        let read =
-            std::fs::File::open(&host).and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(&mut buf));
-        match read {
-            Ok(_) => {
+        match self.root.read(&resolved, MAX_FILE_BYTES) {
+            Ok(buf) => {
                 self.note(resolved, Recorded::File(buf.clone()));
                 Ok(buf)
             }
@@ -256,12 +215,7 @@ impl RootFs {
     /// Sorted names in a directory, following links inside the root.
     pub fn list(&mut self, logical: &str) -> io::Result<Vec<String>> {
         let resolved = self.resolve(logical)?;
-        let host = self.host(&resolved);
-        let mut names: Vec<String> = std::fs::read_dir(&host)?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
+        let names = self.root.list(&resolved)?;
         self.note(resolved, Recorded::Dir(names.clone()));
         Ok(names)
     }
@@ -283,9 +237,9 @@ impl RootFs {
     pub fn exists(&mut self, logical: &str) -> bool {
         match self.resolve(logical) {
             Ok(r) => {
-                let host = self.host(&r);
-                let ok = host.exists();
-                if ok && host.is_dir() {
+                let kind = self.root.file_type(&r);
+                let ok = kind.is_ok();
+                if kind.is_ok_and(|k| k == rustix::fs::FileType::Directory) {
                     // Keep a listing already recorded for this directory.
                     if let Some(rec) = self.record.as_mut() {
                         rec.entry(r).or_insert(Recorded::Dir(Vec::new()));
@@ -299,7 +253,7 @@ impl RootFs {
 
     /// Whether a name is a directory (after links).
     pub fn is_dir(&mut self, logical: &str) -> bool {
-        self.resolve(logical).is_ok_and(|r| self.host(&r).is_dir())
+        self.resolve(logical).is_ok_and(|r| self.root.is_dir(&r))
     }
 
     /// The name a link such as `device/driver` points at (`mlx5_core`).
@@ -307,13 +261,7 @@ impl RootFs {
     pub fn link_name(&mut self, logical: &str) -> Option<String> {
         let dir = self.resolve(&parent(logical)).ok()?;
         let here = join(&dir, base_name(logical));
-        let host = self.host(&here);
-        let meta = std::fs::symlink_metadata(&host).ok()?;
-        if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&host)
-                .ok()?
-                .to_string_lossy()
-                .into_owned();
+        if let Some(target) = self.root.link_target(&here).ok()? {
             self.note(here, Recorded::Link(target.clone()));
             let name = base_name(&target);
             return (!name.is_empty() && name != ".." && name != ".").then(|| name.to_string());
@@ -362,7 +310,7 @@ mod tests {
         std::os::unix::fs::symlink("/sys/devices/x", root.join("sys/class/abs")).unwrap();
         std::os::unix::fs::symlink("../../../../../../etc", root.join("sys/class/up")).unwrap();
         std::os::unix::fs::symlink("loop", root.join("sys/class/loop")).unwrap();
-        let mut fs = RootFs::new(root).recording();
+        let mut fs = RootFs::new(root).unwrap().recording();
         assert_eq!(fs.attr("/sys/class/abs/value").as_deref(), Some("inside"));
         assert_eq!(fs.resolve("/sys/class/up").unwrap(), "/etc");
         assert!(fs.read_text("/sys/class/up/passwd").is_err());
@@ -383,7 +331,7 @@ mod tests {
     #[test]
     fn read_failures_are_recorded_and_replayed() {
         // /proc/self/mem refuses a read at offset 0 (EIO): a real kernel failure.
-        let mut live = RootFs::new(Path::new("/")).recording();
+        let mut live = RootFs::new(Path::new("/")).unwrap().recording();
         assert_eq!(live.attr("/proc/self/mem"), None);
         let warned = live.warnings[0].message.clone();
         let rec = live.take_record();
@@ -404,7 +352,7 @@ mod tests {
             format!("{}\t/sys/rate\n", failed[0]),
         )
         .unwrap();
-        let mut snap = RootFs::new(dir.path());
+        let mut snap = RootFs::new(dir.path()).unwrap();
         assert_eq!(snap.attr("/sys/rate"), None);
         assert_eq!(snap.warnings[0].message, warned);
     }

@@ -5,6 +5,7 @@
 //! malformed one becomes a `None` and a [`fabrik_model::ProbeWarning`], never a panic.
 
 pub mod captures;
+pub mod confined;
 pub mod fs;
 pub mod gpu;
 pub mod net;
@@ -33,6 +34,8 @@ pub enum ProbeError {
     RootMissing(PathBuf),
     #[error("root {0} is not a directory")]
     RootNotDirectory(PathBuf),
+    #[error("cannot open root {0}: {1}")]
+    RootUnreadable(PathBuf, std::io::Error),
 }
 
 /// Reads everything fabrik knows about the node rooted at `root`.
@@ -44,7 +47,9 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
 fn open(root: &Path) -> Result<RootFs, ProbeError> {
     refuse_non_node(root)?;
     match std::fs::metadata(root) {
-        Ok(m) if m.is_dir() => Ok(RootFs::new(root)),
+        Ok(m) if m.is_dir() => {
+            RootFs::new(root).map_err(|e| ProbeError::RootUnreadable(root.to_path_buf(), e))
+        }
         Ok(_) => Err(ProbeError::RootNotDirectory(root.to_path_buf())),
         Err(_) => Err(ProbeError::RootMissing(root.to_path_buf())),
     }

@@ -276,7 +276,7 @@ mod tests {
         smi.insert((0, "mlx5_1".to_string()), "SYS".to_string());
         smi.insert((5, "mlx5_1".to_string()), "PIX".to_string());
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut fs = crate::fs::RootFs::new(dir.path());
+        let mut fs = crate::fs::RootFs::new(dir.path()).unwrap();
         cross_check(&mut paths, &[gpu], &smi, &mut fs);
         assert_eq!(paths[0].path_type, Some(PathType::PIX));
         assert_eq!(paths[1].path_type, Some(PathType::SYS));

@@ -106,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("{line}");
             }
             for p in &report.problems {
-                println!("problem: {p}");
+                println!("problem: {}", fabrik_model::text::visible(p));
             }
             print_findings(&findings);
         }
@@ -120,6 +120,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 pub fn print_findings(findings: &[Finding]) {
+    // Subjects, messages and evidence carry names and values read from the snapshots.
+    use fabrik_model::text::{visible, visible_lines};
     if findings.is_empty() {
         println!("\nno counter findings");
         return;
@@ -130,12 +132,12 @@ pub fn print_findings(findings: &[Finding]) {
             "{:<7}  {}  {}  {}",
             f.severity.as_str(),
             f.rule,
-            f.subject,
-            f.message
+            visible(&f.subject),
+            visible(&f.message)
         );
         for e in &f.evidence {
-            println!("         {}: {}", e.path, e.value);
+            println!("         {}: {}", visible(&e.path), visible(&e.value));
         }
-        println!("         fix: {}", f.fix);
+        println!("         fix: {}", visible_lines(&f.fix));
     }
 }

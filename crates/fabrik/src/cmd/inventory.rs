@@ -58,9 +58,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A value read from the node, on one line (a newline in it could forge the next line).
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |x| x.to_string())
+    v.as_ref().map_or_else(
+        || "-".to_string(),
+        |x| fabrik_model::text::visible(&x.to_string()).into_owned(),
+    )
 }
 
 /// A readable summary of the node; the JSON is the full record.
@@ -286,5 +289,28 @@ pub fn render_table(n: &Node) -> String {
             let _ = writeln!(s, "  {}: {}", w.path, w.message);
         }
     }
-    s
+    // Every line is the node's text: no escape sequence of a snapshot reaches the terminal.
+    fabrik_model::text::visible_lines(&s).into_owned()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_text_cannot_drive_the_terminal() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/nodes/real-procfs");
+        let mut node = fabrik_probe::probe(&fixture).unwrap();
+        // What a hostile snapshot's fw_ver and host name could hold: a window-title change, a
+        // screen clear, a C1 CSI and a forged line.
+        node.rdma_devices[0].fw_ver = Some("2.31.5050\x1b]0;pwned\x07\x1b[2J".into());
+        node.hostname = Some("gpu01\u{9b}1m\nERROR forged".into());
+        let t = render_table(&node);
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        assert!(t.contains("fw 2.31.5050\\x1b]0;pwned\\x07\\x1b[2J"), "{t}");
+        assert!(t.contains("node gpu01\\u{9b}1m\\nERROR forged"), "{t}");
+        assert!(!t.lines().any(|l| l.starts_with("ERROR forged")));
+    }
 }

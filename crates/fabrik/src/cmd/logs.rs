@@ -203,7 +203,8 @@ fn render_table(report: &LogReport) -> String {
             let _ = writeln!(out, "      fix: {}", f.fix);
         }
     }
-    out
+    // Cells and findings quote the log: no escape sequence in it reaches the terminal.
+    fabrik_model::text::visible_lines(&out).into_owned()
 }
 
 fn render_markdown(report: &LogReport) -> String {
@@ -230,5 +231,5 @@ fn render_markdown(report: &LogReport) -> String {
             );
         }
     }
-    out
+    fabrik_model::text::visible_lines(&out).into_owned()
 }

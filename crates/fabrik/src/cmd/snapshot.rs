@@ -37,7 +37,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let output = match args.output {
         Some(o) => o,
         None => {
-            let host = std::fs::read_to_string(args.root.join("proc/sys/kernel/hostname")).ok();
+            // Through the confined reader: the root may be someone else's tree (HOST_NAME_MAX 64).
+            let host = fabrik_probe::confined::Root::open(&args.root)
+                .and_then(|r| r.read("proc/sys/kernel/hostname", 256))
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
             PathBuf::from(default_output_name(
                 host.as_deref().map(str::trim),
                 SystemTime::now(),
