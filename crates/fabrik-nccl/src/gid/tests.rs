@@ -49,7 +49,7 @@ fn write_port(root: &Path, dev: &str, layer: &str, rows: &[Row], table_len: u32)
 fn probe_port(rows: &[Row], layer: &str) -> Port {
     let dir = tempfile::tempdir().unwrap();
     write_port(dir.path(), "mlx5_0", layer, rows, 16);
-    let mut fs = RootFs::new(dir.path());
+    let mut fs = RootFs::new(dir.path()).unwrap();
     let devs = read_devices(&mut fs, &MtuMap::new());
     devs.into_iter()
         .find(|d| d.name == "mlx5_0")
@@ -100,7 +100,7 @@ fn the_usual_four_entry_table_picks_the_ipv4_roce_v2_entry() {
 #[test]
 fn the_real_dual_port_fixture_and_soft_roce() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
-    let devs = read_devices(&mut RootFs::new(&root), &MtuMap::new());
+    let devs = read_devices(&mut RootFs::new(&root).unwrap(), &MtuMap::new());
     for d in devs
         .iter()
         .filter(|d| d.name == "mlx5_0" || d.name == "mlx5_1")
@@ -109,7 +109,7 @@ fn the_real_dual_port_fixture_and_soft_roce() {
     }
     // rxe on a veth: 0 fe80 v2 · 1 IPv4 v2: family flip to AF_INET.
     let rxe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/softroce-rxe");
-    let devs = read_devices(&mut RootFs::new(&rxe), &MtuMap::new());
+    let devs = read_devices(&mut RootFs::new(&rxe).unwrap(), &MtuMap::new());
     let rxe0 = devs.iter().find(|d| d.name == "rxe0").unwrap();
     assert_eq!(recommended_gid_index(&rxe0.ports[0]), Some(1));
 }
