@@ -744,6 +744,7 @@ pub fn rules() -> Vec<&'static Rule> {
         .iter()
         .chain(fabrik_monitor::rules::RULES)
         .chain(fabrik_parse::catalog::rules())
+        .chain(fabrik_parse::perftest_failures::rules())
         .collect()
 }
 
@@ -752,6 +753,7 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
         .iter()
         .chain(fabrik_monitor::rules::RULES)
         .chain(fabrik_parse::catalog::rules())
+        .chain(fabrik_parse::perftest_failures::rules())
         .find(|r| r.id.eq_ignore_ascii_case(id))
 }
 

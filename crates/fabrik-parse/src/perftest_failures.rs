@@ -2,7 +2,9 @@
 //! perftest's own stderr format strings (`data/perftest-messages.tsv`, regenerated from a perftest
 //! checkout by `scripts/perftest-messages.sh`; every pattern here is tested to occur there).
 
-use fabrik_model::{Evidence, Finding, Severity};
+use std::sync::OnceLock;
+
+use fabrik_model::{Evidence, Finding, Rule, Scope, Severity, Source};
 use serde::{Deserialize, Serialize};
 
 /// The cause classes of perftest failures, each with its rule id.
@@ -41,6 +43,76 @@ pub enum FailureClass {
     Usage,
     /// The result was below the limit given with `--bw_limit`/`--msg_rate_limit`.
     BelowLimit,
+}
+
+impl FailureClass {
+    /// Every class, in the order of their rule pages.
+    pub const ALL: [FailureClass; 16] = [
+        FailureClass::Device,
+        FailureClass::Port,
+        FailureClass::Gid,
+        FailureClass::Mtu,
+        FailureClass::Connect,
+        FailureClass::Exchange,
+        FailureClass::OptionsMismatch,
+        FailureClass::QpState,
+        FailureClass::Memory,
+        FailureClass::Resources,
+        FailureClass::Gpu,
+        FailureClass::RdmaCm,
+        FailureClass::Completion,
+        FailureClass::Timeout,
+        FailureClass::Usage,
+        FailureClass::BelowLimit,
+    ];
+
+    /// One line for the rule's page.
+    pub fn title(self) -> &'static str {
+        match self {
+            FailureClass::Device => "perftest found no usable RDMA device",
+            FailureClass::Port => "perftest's RDMA port is not ACTIVE",
+            FailureClass::Gid => "perftest's two sides use GIDs of different types",
+            FailureClass::Mtu => "perftest was given an MTU the port does not allow",
+            FailureClass::Connect => "perftest's client could not connect to its server",
+            FailureClass::Exchange => "perftest's key exchange between the two sides broke off",
+            FailureClass::OptionsMismatch => "perftest's two sides run with different parameters",
+            FailureClass::QpState => "the device refused a QP state change in perftest",
+            FailureClass::Memory => "perftest could not register or allocate its buffers",
+            FailureClass::Resources => "the device refused perftest's PD, CQ, QP or SRQ",
+            FailureClass::Gpu => "perftest could not set up GPU memory",
+            FailureClass::RdmaCm => "perftest's RDMA CM connection failed",
+            FailureClass::Completion => "a perftest work request completed with an error",
+            FailureClass::Timeout => "perftest's server heard nothing from the client",
+            FailureClass::Usage => "perftest refused its command line",
+            FailureClass::BelowLimit => "perftest's result was below the given limit",
+        }
+    }
+}
+
+/// The rule pages of the failure classes (`fabrik rules`, `fabrik explain FAB-BENCH-PT-QP`),
+/// made from the classes themselves so that a finding and its page say the same.
+pub fn rules() -> &'static [Rule] {
+    static SOURCES: [Source; 1] = [Source {
+        title: "linux-rdma/perftest: the failure messages of every release (data/perftest-messages.tsv)",
+        url: "https://github.com/linux-rdma/perftest",
+    }];
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        FailureClass::ALL
+            .iter()
+            .map(|&c| Rule {
+                id: c.rule(),
+                severity: Severity::Error,
+                scope: Scope::Log,
+                title: c.title(),
+                checks: "The failure messages a perftest run (ib_write_bw, ib_send_lat, ...) printed, matched by the literal start of perftest's own format strings; generic follow-up lines count as evidence of the cause before them.",
+                why: c.cause(),
+                evidence: "The failure lines perftest printed, with how often each repeated.",
+                fix: c.fix(),
+                sources: &SOURCES,
+            })
+            .collect()
+    })
 }
 
 impl FailureClass {

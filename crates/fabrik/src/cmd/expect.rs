@@ -165,11 +165,14 @@ pub fn judge_bench_p2p(
     let link = match link_gbps {
         Some(g) => Some(g),
         None if !nics.is_empty() && expect.is_none() => {
-            // The slowest NIC in use sets the per-NIC line; an unknown speed (veth, -1) gives none.
+            // The slowest NIC in use sets the per-NIC line. Only a PCI function's speed is a
+            // line rate: software devices print a nominal one (veth says 10000 whatever tc
+            // shapes it to), and an unknown speed (-1) gives no line either.
             let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
             nics.iter()
                 .map(|n| {
                     node.net_interface(n)
+                        .filter(|i| i.pci.is_some())
                         .and_then(|i| i.speed_mbps)
                         .map(|m| m as f64 / 1000.0)
                 })
