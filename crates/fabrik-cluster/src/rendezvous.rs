@@ -546,6 +546,7 @@ impl Group {
                 let mut out = Vec::with_capacity(chans.len());
                 let mut mine = Some(value);
                 let mut failures = Vec::new();
+                let mut quiet = Vec::new();
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else {
                         if let Some(v) = mine.take() {
@@ -553,7 +554,8 @@ impl Group {
                         }
                         continue;
                     };
-                    if !failures.is_empty() {
+                    let full = failures.is_empty() && quiet.is_empty();
+                    if !full {
                         // Once one rank failed, do not wait the full timeout on each of the rest.
                         let _ = ch.set_timeout(Duration::from_secs(2));
                     }
@@ -564,9 +566,12 @@ impl Group {
                             "{} died or exited (its control connection closed)",
                             self.peers[r].label()
                         )),
+                        Err(WireError::Timeout { secs, .. }) => quiet.push((r, secs, full)),
                         Err(e) => failures.push(e.to_string()),
                     }
                 }
+                let quiet = self.name_quiet(&quiet, &failures.join("; "));
+                failures.splice(0..0, quiet);
                 if failures.is_empty() {
                     Ok(Some(out))
                 } else {
@@ -583,10 +588,18 @@ impl Group {
         value: Option<T>,
     ) -> Result<T, ClusterError> {
         match &mut self.ctrl {
-            Ctrl::Member(ch) => match ch.recv::<Down<T>>()? {
-                Down::Ok(v) => Ok(v),
-                Down::Abort(why) => Err(ClusterError::Aborted(why)),
-            },
+            Ctrl::Member(ch) => {
+                // Rank 0 may itself wait a whole timeout on a silent rank (and a little more on
+                // the rest) before it answers: outwait it, so that its verdict, which names the
+                // silent rank, arrives rather than a timeout naming rank 0.
+                let _ = ch.set_timeout(self.timeout * 2 + Duration::from_secs(5));
+                let got = ch.recv::<Down<T>>();
+                let _ = ch.set_timeout(self.timeout);
+                match got? {
+                    Down::Ok(v) => Ok(v),
+                    Down::Abort(why) => Err(ClusterError::Aborted(why)),
+                }
+            }
             Ctrl::Root(chans) => {
                 let v = value.ok_or_else(|| {
                     ClusterError::Invalid("rank 0 must supply the broadcast value".into())
@@ -617,9 +630,11 @@ impl Group {
             Ctrl::Root(chans) => {
                 let mut dead = Vec::new();
                 let mut said = Vec::new();
+                let mut quiet = Vec::new();
                 // One short window for all of them: ranks that are still blocked on a peer
                 // will not report in time and must not stretch the failure out.
-                let deadline = Instant::now() + Duration::from_secs(3);
+                let window = Duration::from_secs(3);
+                let deadline = Instant::now() + window;
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else { continue };
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -631,10 +646,15 @@ impl Group {
                             "{} died or exited without a report",
                             self.peers[r].label()
                         )),
+                        Err(WireError::Timeout { .. }) => {
+                            quiet.push((r, window.as_secs_f64(), false))
+                        }
                         Err(_) => {}
                     }
                 }
-                let mut parts = dead;
+                let blame = format!("{err}; {}", said.join("; "));
+                let mut parts = self.name_quiet(&quiet, &blame);
+                parts.extend(dead);
                 parts.push(format!("rank 0: {err}"));
                 parts.extend(said);
                 let why = parts.join("; ");
@@ -642,6 +662,33 @@ impl Group {
                 ClusterError::Aborted(why)
             }
         }
+    }
+
+    /// Names the ranks that sent rank 0 nothing: `(rank, seconds waited, whether that was the
+    /// whole timeout)`. A rank is called silent when it kept quiet for the whole timeout, or when
+    /// the failures already known (`blame`) name it, i.e. its peers gave up on it too: a
+    /// stopped or hung process keeps its connections open, so only its silence gives it away.
+    /// Any other rank is only late (still busy with a healthy peer, most likely).
+    fn name_quiet(&self, quiet: &[(usize, f64, bool)], blame: &str) -> Vec<String> {
+        quiet
+            .iter()
+            .map(|&(r, secs, full)| {
+                let label = self.peers[r].label();
+                // `rank 3 (` so that rank 3 is not found in rank 30's label.
+                let short = format!("rank {r} (");
+                if full {
+                    format!(
+                        "{label} is silent: its connection is open but it sent nothing in {secs:.0} s (stopped or hung)"
+                    )
+                } else if blame.contains(&short) {
+                    format!(
+                        "{label} is silent: its peers gave up on it and it sent no report within {secs:.0} s (stopped or hung)"
+                    )
+                } else {
+                    format!("{label} sent no report within {secs:.0} s")
+                }
+            })
+            .collect()
     }
 
     fn abort_all(&mut self, why: &str) {
