@@ -125,7 +125,7 @@ fn matrix(
 }
 
 /// `partial: 2 of 5 rounds done`, keeping what the analysis had to say.
-pub fn partial_note(done: u32, rounds: u32, note: Option<&str>) -> String {
+fn partial_note(done: u32, rounds: u32, note: Option<&str>) -> String {
     match note {
         Some(n) => format!("partial: {done} of {rounds} rounds done; {n}"),
         None => format!("partial: {done} of {rounds} rounds done"),
