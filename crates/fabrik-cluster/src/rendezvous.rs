@@ -151,6 +151,8 @@ pub fn join(cfg: &JoinConfig) -> Result<Group, ClusterError> {
 const SPARE_HANDSHAKES: usize = 64;
 /// The longest one connection may take from accept to its hello, however long the job waits.
 const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+/// How long rank 0 still listens to the other ranks, all together, once one has failed.
+const AFTER_FAILURE: Duration = Duration::from_secs(2);
 /// At most this many stalled connections are listed one by one in an error.
 const STALLS_LISTED: usize = 8;
 
@@ -547,6 +549,9 @@ impl Group {
                 let mut mine = Some(value);
                 let mut failures = Vec::new();
                 let mut quiet = Vec::new();
+                // Once one rank failed, the rest share one short window rather than each
+                // getting the full timeout (27 stuck ranks would otherwise take 27 timeouts).
+                let mut window: Option<Instant> = None;
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else {
                         if let Some(v) = mine.take() {
@@ -556,8 +561,9 @@ impl Group {
                     };
                     let full = failures.is_empty() && quiet.is_empty();
                     if !full {
-                        // Once one rank failed, do not wait the full timeout on each of the rest.
-                        let _ = ch.set_timeout(Duration::from_secs(2));
+                        let until = *window.get_or_insert_with(|| Instant::now() + AFTER_FAILURE);
+                        let left = until.saturating_duration_since(Instant::now());
+                        let _ = ch.set_timeout(left.max(Duration::from_millis(50)));
                     }
                     match ch.recv::<Up<T>>() {
                         Ok(Up::Ok(v)) => out.push(v),
@@ -566,6 +572,9 @@ impl Group {
                             "{} died or exited (its control connection closed)",
                             self.peers[r].label()
                         )),
+                        Err(WireError::Timeout { .. }) if !full => {
+                            quiet.push((r, AFTER_FAILURE.as_secs_f64(), false))
+                        }
                         Err(WireError::Timeout { secs, .. }) => quiet.push((r, secs, full)),
                         Err(e) => failures.push(e.to_string()),
                     }
@@ -1059,6 +1068,37 @@ mod tests {
             g.notes()
         );
         part.join().unwrap();
+    }
+
+    #[test]
+    fn after_one_failure_the_quiet_ranks_share_one_short_window() {
+        let (port, n) = (free_port(), 6);
+        let hs: Vec<_> = (1..n)
+            .map(|r| {
+                thread::spawn(move || {
+                    let mut g = join(&cfg(r, n, port, "tok", 10)).unwrap();
+                    if r == 1 {
+                        let _ = g.fail(&ClusterError::Invalid("broken".into()));
+                    } else {
+                        // Quiet for longer than the window, then gone.
+                        thread::sleep(Duration::from_secs(4));
+                    }
+                })
+            })
+            .collect();
+        let mut g = join(&cfg(0, n, port, "tok", 10)).unwrap();
+        let t0 = Instant::now();
+        let err = g.gather(0u32).unwrap_err().to_string();
+        let took = t0.elapsed();
+        // One 2 s window for ranks 2-5 together, not 2 s (or the full 10 s) each.
+        assert!(took < Duration::from_millis(3500), "{took:?}");
+        assert!(err.contains("rank 1 (host1"), "{err}");
+        assert!(err.contains("broken"), "{err}");
+        assert!(err.contains("rank 5 (host5"), "{err}");
+        assert!(err.contains("sent no report within 2 s"), "{err}");
+        for h in hs {
+            h.join().unwrap();
+        }
     }
 
     #[test]
