@@ -191,7 +191,7 @@ fn root_join(
             if now >= deadline {
                 break;
             }
-            match rv.accept() {
+            let accepted = match rv.accept() {
                 Ok((stream, from)) => {
                     let limit = deadline.min(now + HANDSHAKE_LIMIT);
                     match spawn_handshake(stream, from, &pending, &cfg.token, limit, &tx) {
@@ -199,20 +199,27 @@ fn root_join(
                         Ok(None) => {}
                         Err(e) => problems.push(format!("a connection from {from} failed: {e}")),
                     }
-                    continue;
+                    true
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => false,
                 Err(source) => {
                     return Err(ClusterError::Io {
                         what: "accepting rendezvous connections".into(),
                         source,
                     })
                 }
-            }
-            let wait = deadline
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(5));
-            let Ok((ticket, arrived)) = rx.recv_timeout(wait) else {
+            };
+            // While connections keep coming, take one finished handshake per accept without
+            // waiting, so a flood cannot starve the real ranks' arrivals; otherwise wait a little.
+            let arrival = if accepted {
+                rx.try_recv().ok()
+            } else {
+                let wait = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(5));
+                rx.recv_timeout(wait).ok()
+            };
+            let Some((ticket, arrived)) = arrival else {
                 continue;
             };
             let from = ticket.from();
