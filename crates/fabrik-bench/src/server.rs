@@ -1,6 +1,7 @@
 //! `fabrik bench p2p --server`: accepts authenticated clients and plays the other end of their
 //! rounds.
 
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -8,13 +9,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fabrik_model::P2pTest;
-use fabrik_wire::{Channel, Token, WireError};
+use fabrik_wire::{Channel, Pending, Ticket, Token, WireError};
 
 use crate::data::{self, RecvPlan, SendPlan, SockOpts};
 use crate::paths;
 use crate::proto::{
     hex, same_session, AddrInfo, ClientMsg, DataHeader, RoundResult, RoundSpec, ServerMsg,
-    StreamRecv, PROTOCOL_VERSION,
+    StreamRecv, DATA_HEADER_LEN, PROTOCOL_VERSION,
 };
 use crate::BenchError;
 
@@ -22,6 +23,14 @@ use crate::BenchError;
 const MAX_CONTROL_FRAME: u32 = 64 * 1024;
 /// Control connections served at once; more are refused so a flood cannot exhaust threads.
 const MAX_CONNECTIONS: usize = 64;
+/// Of those, how many may still be in their handshake: when all are taken the oldest is closed
+/// (see [`fabrik_wire::Pending`]), so strangers can never hold more than this many places and
+/// never keep a real client out.
+const MAX_HANDSHAKES: usize = 16;
+/// The longest a connection may take from accept to an authenticated session.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+/// The longest a data connection may take to present its header.
+const HEADER_LIMIT: Duration = Duration::from_secs(5);
 /// How often the receiving side samples its byte counter for the peak rate.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -59,6 +68,7 @@ impl Server {
             .set_nonblocking(true)
             .map_err(|e| BenchError::io("setting the listener non-blocking", e))?;
         let done = Arc::new(AtomicBool::new(false));
+        let pending = Pending::new(MAX_HANDSHAKES);
         let mut workers: Vec<thread::JoinHandle<()>> = Vec::new();
         while !stop.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
             match self.listener.accept() {
@@ -69,10 +79,22 @@ impl Server {
                         drop(sock);
                         continue;
                     }
+                    let ticket = match pending.admit(&sock, peer) {
+                        Ok((ticket, evicted)) => {
+                            if let Some(e) = evicted {
+                                tracing::warn!("closed a stalled handshake from {e}");
+                            }
+                            ticket
+                        }
+                        Err(e) => {
+                            tracing::warn!("refused {peer}: {e}");
+                            continue;
+                        }
+                    };
                     let cfg = self.cfg.clone();
                     let done = Arc::clone(&done);
                     workers.push(thread::spawn(move || {
-                        handle(sock, peer, &cfg, &done);
+                        handle(sock, peer, ticket, &cfg, &done);
                     }));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -81,6 +103,8 @@ impl Server {
                 Err(e) => tracing::warn!("accept failed: {e}"),
             }
         }
+        // Nothing still proving itself is worth waiting for.
+        pending.close_all();
         for w in workers {
             let _ = w.join();
         }
@@ -88,16 +112,29 @@ impl Server {
     }
 }
 
-fn handle(sock: TcpStream, peer: SocketAddr, cfg: &ServerConfig, done: &AtomicBool) {
+fn handle(
+    sock: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+    cfg: &ServerConfig,
+    done: &AtomicBool,
+) {
     let _ = sock.set_nonblocking(false);
     let local_ip = sock.local_addr().map(|a| a.ip()).ok();
-    let mut ch = match Channel::accept(sock, &cfg.token, cfg.timeout) {
+    let until = Instant::now() + cfg.timeout.min(HANDSHAKE_LIMIT);
+    let mut ch = match Channel::accept_until(sock, &cfg.token, until, ticket.bytes()) {
         Ok(ch) => ch,
         Err(e) => {
-            tracing::warn!("rejected control connection from {peer}: {e}");
+            tracing::warn!("rejected control connection from {}: {e}", ticket.stall());
             return;
         }
     };
+    drop(ticket);
+    ch.set_deadline(None);
+    if let Err(e) = ch.set_timeout(cfg.timeout) {
+        tracing::warn!("control connection from {peer}: {e}");
+        return;
+    }
     ch.set_max_frame(MAX_CONTROL_FRAME);
     ch.set_peer_name(format!("client {peer}"));
     match session(&mut ch, cfg, local_ip) {
@@ -201,7 +238,7 @@ fn accept_streams(
                 secs: opts.timeout.as_secs_f64(),
             }));
         }
-        let (mut sock, from) = match listener.accept() {
+        let (sock, from) = match listener.accept() {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_millis(2));
@@ -210,9 +247,10 @@ fn accept_streams(
             Err(e) => return Err(BenchError::io("accepting a data connection", e)),
         };
         let _ = sock.set_nonblocking(false);
-        // A short limit for the header: a stranger must not stall the round.
-        let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
-        match DataHeader::read_from(&mut sock) {
+        // One short deadline for the whole header (not a timer each trickled byte resets): a
+        // stranger must not stall the round.
+        let until = deadline.min(Instant::now() + HEADER_LIMIT);
+        match read_header_until(&sock, until) {
             Ok(Some(h))
                 if same_session(&h.session, session_id)
                     && h.round == spec.round
@@ -228,6 +266,27 @@ fn accept_streams(
     }
     socks.sort_by_key(|(s, _)| *s);
     Ok(socks)
+}
+
+/// Reads a data header, all of it before `until`.
+fn read_header_until(sock: &TcpStream, until: Instant) -> std::io::Result<Option<DataHeader>> {
+    let mut b = [0u8; DATA_HEADER_LEN];
+    let mut got = 0;
+    while got < b.len() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        sock.set_read_timeout(Some(left))?;
+        let mut s = sock;
+        match s.read(&mut b[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(DataHeader::decode(&b))
 }
 
 fn run_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {

@@ -363,3 +363,44 @@ fn run_local_needs_no_server() {
     let r = fabrik_bench::run_local(&c).unwrap();
     assert_eq!(r.per_stream.len(), 2);
 }
+
+#[test]
+fn slow_and_idle_strangers_cannot_hold_the_server() {
+    let srv = server("tok");
+    // A slow loris: a real greeting's first bytes, one every 200 ms.
+    let addr = srv.addr;
+    let loris = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut greeting = 45u32.to_be_bytes().to_vec();
+        greeting.extend_from_slice(b"FABRIK-WIRE/1");
+        greeting.resize(49, 0);
+        let t0 = std::time::Instant::now();
+        for b in greeting {
+            if s.write_all(&[b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        t0.elapsed()
+    });
+    // More idle connections than the server lets wait in a handshake.
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|_| TcpStream::connect(srv.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A real client still gets its session at once.
+    let t0 = std::time::Instant::now();
+    let mut ok = cfg(&srv, "tok", P2pTest::Lat);
+    ok.amount = Amount::Iters(5);
+    assert!(client::run(&ok).is_ok());
+    let took = t0.elapsed();
+    eprintln!("p2p server: a real client finished in {took:?} beside a slow loris and 40 idle connections");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // The loris is cut off by the handshake's one deadline (the server's 5 s timeout), not
+    // kept alive by its trickle (49 bytes at 200 ms would take 9.8 s), or sooner if closed to
+    // make room.
+    let held = loris.join().unwrap();
+    eprintln!("p2p server: the slow loris was cut off after {held:?}");
+    assert!(held < Duration::from_secs(7), "{held:?}");
+    drop(idle);
+}

@@ -37,51 +37,99 @@ pub fn run_matrix(
     let mut tcp = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, ClusterError> {
         Ok(Box::new(TcpLink::new(g.pair_stream(peer, tag)?)?))
     };
-    run_matrix_over(group, cfg, "tcp", &mut tcp, on_round)
+    run_matrix_over(group, cfg, "tcp", &mut tcp, on_round, &mut |_| {})
 }
 
 /// Runs the matrix over the links `open` makes (one per pair and round), reported as
 /// `transport`.
+///
+/// Each round's measurements reach rank 0 at the start of the next round (that gather is also
+/// the barrier between rounds), and rank 0 hands the matrix so far to `on_rows` (its
+/// `analysis.note` says how many rounds it holds), so a caller can keep finished rows when a
+/// later round fails. The run ends with a verdict from rank 0 that every rank waits for: a rank
+/// never reports success for a run that rank 0 aborted.
 pub fn run_matrix_over(
     group: &mut Group,
     cfg: &MatrixConfig,
     transport: &str,
     open: &mut PairOpener<'_>,
     on_round: &mut dyn FnMut(u32, u32),
+    on_rows: &mut dyn FnMut(&PairMatrix),
 ) -> Result<Option<PairMatrix>, ClusterError> {
     let rounds = round_robin(group.size());
+    let total = rounds.len() as u32;
+    let mut links: Vec<LinkMeasurement> = Vec::new();
     let mut mine: Vec<LinkMeasurement> = Vec::new();
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
-        group.barrier()?;
-        on_round(k, rounds.len() as u32);
+        if collect(group, &mut mine, &mut links)? && k > 0 {
+            let mut m = matrix(group, cfg, transport, total, links.clone());
+            m.analysis.note = Some(partial_note(k, total, m.analysis.note.as_deref()));
+            on_rows(&m);
+        }
+        on_round(k, total);
         if let Some(p) = partner(round, group.rank()) {
             let measured = open(group, p, TAG_MATRIX + k)
                 .and_then(|link| measure_pair(group, &*link, p, k, cfg));
             match measured {
-                Ok(m) => mine.extend(m),
+                Ok(m) => mine = m,
                 Err(e) => return Err(group.fail(&e)),
             }
         }
     }
-    let all = group.gather(mine)?;
-    Ok(all.map(|per_rank| {
-        let mut links: Vec<LinkMeasurement> = per_rank.into_iter().flatten().collect();
-        links.sort_by_key(|l| (l.src, l.dst));
-        let hosts: Vec<String> = group.peers().iter().map(|p| p.host.clone()).collect();
-        let analysis = analyze(&links, &hosts, group.size());
-        PairMatrix {
-            schema_version: SCHEMA_VERSION,
-            transport: transport.into(),
-            size: cfg.size,
-            iterations: cfg.iters,
-            ranks: group.size(),
-            hosts,
-            rounds: rounds.len() as u32,
-            links,
-            analysis,
+    // The last round's rows, then the verdict.
+    let root = collect(group, &mut mine, &mut links)?;
+    Ok(root.then(|| matrix(group, cfg, transport, total, links)))
+}
+
+/// Gathers this rank's rows of the round just finished at rank 0 (into `links`, kept sorted),
+/// then waits for rank 0's word to go on: any failure at rank 0 (a rank died, went silent or
+/// reported an error) comes back as an error on every rank. Returns whether this is rank 0.
+fn collect(
+    group: &mut Group,
+    mine: &mut Vec<LinkMeasurement>,
+    links: &mut Vec<LinkMeasurement>,
+) -> Result<bool, ClusterError> {
+    let root = match group.gather(std::mem::take(mine))? {
+        Some(per_rank) => {
+            links.extend(per_rank.into_iter().flatten());
+            links.sort_by_key(|l| (l.src, l.dst));
+            true
         }
-    }))
+        None => false,
+    };
+    group.broadcast(root.then_some(()))?;
+    Ok(root)
+}
+
+fn matrix(
+    group: &Group,
+    cfg: &MatrixConfig,
+    transport: &str,
+    rounds: u32,
+    links: Vec<LinkMeasurement>,
+) -> PairMatrix {
+    let hosts: Vec<String> = group.peers().iter().map(|p| p.host.clone()).collect();
+    let analysis = analyze(&links, &hosts, group.size());
+    PairMatrix {
+        schema_version: SCHEMA_VERSION,
+        transport: transport.into(),
+        size: cfg.size,
+        iterations: cfg.iters,
+        ranks: group.size(),
+        hosts,
+        rounds,
+        links,
+        analysis,
+    }
+}
+
+/// `partial: 2 of 5 rounds done`, keeping what the analysis had to say.
+fn partial_note(done: u32, rounds: u32, note: Option<&str>) -> String {
+    match note {
+        Some(n) => format!("partial: {done} of {rounds} rounds done; {n}"),
+        None => format!("partial: {done} of {rounds} rounds done"),
+    }
 }
 
 /// Measures this rank → `peer` (returned, as the sender measures it) and takes part in
@@ -239,6 +287,111 @@ mod tests {
     use fabrik_wire::Token;
     use std::net::TcpListener;
     use std::time::Duration;
+
+    fn rank_cfg(rank: u32, n: u32, port: u16, secs: u64) -> JoinConfig {
+        JoinConfig {
+            rank,
+            world_size: n,
+            master: format!("127.0.0.1:{port}"),
+            token: Token::new("t").unwrap(),
+            timeout: Duration::from_secs(secs),
+            host: format!("node{rank}"),
+            data_ips: vec![],
+        }
+    }
+
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    const SMALL: MatrixConfig = MatrixConfig {
+        size: 1 << 14,
+        iters: 1,
+    };
+
+    #[test]
+    fn a_rank_that_dies_in_the_last_round_fails_every_rank() {
+        // Ranks that finish their last pair before the death is known used to send their rows
+        // and exit 0 from a run rank 0 then aborted; now every rank waits for rank 0's verdict.
+        let (port, n) = (free_port(), 4);
+        let hs: Vec<_> = (0..n)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let mut g = join(&rank_cfg(rank, n, port, 5)).unwrap();
+                    let mut rows_seen = 0;
+                    let mut on_round = |k: u32, total: u32| {
+                        if rank == 3 && k + 1 == total {
+                            // Dies: the thread ends, its sockets close.
+                            panic!("rank 3 killed");
+                        }
+                    };
+                    let r = run_matrix_over(
+                        &mut g,
+                        &SMALL,
+                        "tcp",
+                        &mut |g, p, t| Ok(Box::new(TcpLink::new(g.pair_stream(p, t)?)?)),
+                        &mut on_round,
+                        &mut |m| rows_seen = m.links.len(),
+                    );
+                    (r.map(|m| m.is_some()).map_err(|e| e.to_string()), rows_seen)
+                })
+            })
+            .collect();
+        let results: Vec<_> = hs.into_iter().map(|h| h.join()).collect();
+        assert!(results[3].is_err(), "rank 3 was to die");
+        for (rank, r) in results[..3].iter().enumerate() {
+            let (r, _) = r.as_ref().unwrap();
+            assert!(r.is_err(), "rank {rank} reported success: {r:?}");
+        }
+        let (root, rows_seen) = results[0].as_ref().unwrap();
+        let why = root.as_ref().unwrap_err();
+        assert!(
+            why.contains("rank 3 (node3, 127.0.0.1) died or exited"),
+            "{why}"
+        );
+        // Two of three rounds finished before the death; their 8 directed links reached rank 0.
+        assert_eq!(*rows_seen, 8);
+    }
+
+    #[test]
+    fn a_silent_rank_is_named_silent_and_every_rank_fails() {
+        let (port, n) = (free_port(), 4);
+        let hs: Vec<_> = (0..n)
+            .map(|rank| {
+                std::thread::spawn(move || {
+                    let mut g = join(&rank_cfg(rank, n, port, 2)).unwrap();
+                    if rank == 2 {
+                        // Stopped: connections open, nothing said (as under SIGSTOP).
+                        std::thread::sleep(Duration::from_secs(4));
+                        return Err("stopped".to_string());
+                    }
+                    run_matrix(&mut g, &SMALL, &mut |_, _| {})
+                        .map(|m| m.is_some())
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        let results: Vec<_> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(results.iter().all(Result::is_err), "{results:?}");
+        let why = results[0].as_ref().unwrap_err();
+        assert!(
+            why.contains(
+                "rank 2 (node2, 127.0.0.1) is silent: its connection is open but it sent nothing in 2 s"
+            ),
+            "{why}"
+        );
+        for r in [1, 3] {
+            let e = results[r].as_ref().unwrap_err();
+            assert!(
+                e.contains("rank 2 (node2, 127.0.0.1) is silent"),
+                "rank {r}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn five_ranks_measure_every_directed_link_once() {

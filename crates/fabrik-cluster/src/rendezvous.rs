@@ -5,10 +5,11 @@
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fabrik_wire::{Channel, Token, WireError};
+use fabrik_wire::{Channel, Pending, Stall, Ticket, Token, WireError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +107,8 @@ pub struct Group {
     ctrl: Ctrl,
     listener: TcpListener,
     stash: HashMap<(u32, u32), TcpStream>,
+    /// What went wrong in a rendezvous that still succeeded (refused or stalled connections).
+    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for Group {
@@ -143,6 +146,19 @@ pub fn join(cfg: &JoinConfig) -> Result<Group, ClusterError> {
     }
 }
 
+/// Unauthenticated connections rank 0 serves at once beyond the world size (see
+/// [`fabrik_wire::Pending`] for what happens when they are all taken).
+const SPARE_HANDSHAKES: usize = 64;
+/// The longest one connection may take from accept to its hello, however long the job waits.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+/// How long rank 0 still listens to the other ranks, all together, once one has failed.
+const AFTER_FAILURE: Duration = Duration::from_secs(2);
+/// At most this many stalled connections are listed one by one in an error.
+const STALLS_LISTED: usize = 8;
+
+/// A handshake thread's answer: the channel and hello, or why not.
+type Arrival = (Ticket, Result<(Channel, Hello, Option<IpAddr>), WireError>);
+
 fn root_join(
     cfg: &JoinConfig,
     listener: TcpListener,
@@ -157,6 +173,7 @@ fn root_join(
     let mut chans: Vec<Option<Channel>> = (0..n).map(|_| None).collect();
     let mut infos: Vec<Option<PeerInfo>> = (0..n).map(|_| None).collect();
     let mut problems: Vec<String> = Vec::new();
+    let mut stalls: Vec<Stall> = Vec::new();
     let mut my_ip: Option<IpAddr> = None;
     if n > 1 {
         let rv = TcpListener::bind(("0.0.0.0", port)).map_err(|source| ClusterError::Io {
@@ -165,17 +182,26 @@ fn root_join(
         })?;
         set_nonblocking(&rv, true)?;
         let deadline = Instant::now() + cfg.timeout;
-        let handshake = cfg.timeout.min(Duration::from_secs(10));
+        // Every connection gets its own thread and one deadline, so no peer, however slow,
+        // holds up the others; the table bounds how many strangers can wait at once.
+        let pending = Pending::new(n + SPARE_HANDSHAKES);
+        let (tx, rx) = mpsc::channel::<Arrival>();
         while infos.iter().skip(1).any(Option::is_none) {
-            let stream = match rv.accept() {
-                Ok((s, _)) => s,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        break;
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            let accepted = match rv.accept() {
+                Ok((stream, from)) => {
+                    let limit = deadline.min(now + HANDSHAKE_LIMIT);
+                    match spawn_handshake(stream, from, &pending, &cfg.token, limit, &tx) {
+                        Ok(Some(evicted)) => stalls.push(evicted),
+                        Ok(None) => {}
+                        Err(e) => problems.push(format!("a connection from {from} failed: {e}")),
                     }
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
+                    true
                 }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => false,
                 Err(source) => {
                     return Err(ClusterError::Io {
                         what: "accepting rendezvous connections".into(),
@@ -183,16 +209,29 @@ fn root_join(
                     })
                 }
             };
-            let _ = stream.set_nonblocking(false);
-            let from = stream
-                .peer_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_else(|_| "an unknown address".into());
-            let local_ip = stream.local_addr().ok().map(|a| a.ip());
-            let mut ch = match Channel::accept(stream, &cfg.token, handshake) {
-                Ok(ch) => ch,
+            // While connections keep coming, take one finished handshake per accept without
+            // waiting, so a flood cannot starve the real ranks' arrivals; otherwise wait a little.
+            let arrival = if accepted {
+                rx.try_recv().ok()
+            } else {
+                let wait = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(5));
+                rx.recv_timeout(wait).ok()
+            };
+            let Some((ticket, arrived)) = arrival else {
+                continue;
+            };
+            let from = ticket.from();
+            let (mut ch, hello, local_ip) = match arrived {
+                Ok(a) => a,
+                Err(_) if ticket.evicted() => continue,
                 Err(WireError::AuthFailed { .. }) => {
                     problems.push(format!("a rank from {from} was rejected: wrong token"));
+                    continue;
+                }
+                Err(WireError::Timeout { .. }) => {
+                    stalls.push(ticket.stall());
                     continue;
                 }
                 Err(e) => {
@@ -200,13 +239,9 @@ fn root_join(
                     continue;
                 }
             };
-            let hello: Hello = match ch.recv() {
-                Ok(h) => h,
-                Err(e) => {
-                    problems.push(format!("a rank from {from} did not say hello: {e}"));
-                    continue;
-                }
-            };
+            drop(ticket);
+            ch.set_deadline(None);
+            let _ = ch.set_timeout(cfg.timeout.min(HANDSHAKE_LIMIT));
             let info = PeerInfo {
                 rank: hello.rank,
                 host: hello.host.clone(),
@@ -250,6 +285,12 @@ fn root_join(
             let r = hello.rank as usize;
             infos[r] = Some(info);
             chans[r] = Some(ch);
+        }
+        // Whoever is still in a handshake now is too late: the job has what it needs, or its
+        // deadline passed.
+        stalls.extend(pending.close_all());
+        if !stalls.is_empty() {
+            problems.push(describe_stalls(&stalls));
         }
         let missing: Vec<String> = (1..n)
             .filter(|&r| infos[r].is_none())
@@ -300,7 +341,55 @@ fn root_join(
         ctrl: Ctrl::Root(chans),
         listener,
         stash: HashMap::new(),
+        notes: problems,
     })
+}
+
+/// Starts the handshake of one accepted connection on its own thread; returns the connection
+/// shut down to make room for it, if any.
+fn spawn_handshake(
+    stream: TcpStream,
+    from: SocketAddr,
+    pending: &Pending,
+    token: &Token,
+    until: Instant,
+    tx: &mpsc::Sender<Arrival>,
+) -> std::io::Result<Option<Stall>> {
+    stream.set_nonblocking(false)?;
+    let (ticket, evicted) = pending.admit(&stream, from)?;
+    let token = token.clone();
+    let tx = tx.clone();
+    std::thread::Builder::new()
+        .name("rendezvous-handshake".into())
+        // The thread holds a handshake's few small buffers; the default 2 MiB stack times a
+        // flood of connections is address space for nothing.
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let local_ip = stream.local_addr().ok().map(|a| a.ip());
+            let arrived = Channel::accept_until(stream, &token, until, ticket.bytes())
+                .and_then(|mut ch| ch.recv::<Hello>().map(|h| (ch, h, local_ip)));
+            let _ = tx.send((ticket, arrived));
+        })?;
+    Ok(evicted)
+}
+
+/// `connections that stalled in their handshake: 10.0.0.9:4711 (3 bytes received in 10.0 s), …`
+fn describe_stalls(stalls: &[Stall]) -> String {
+    let mut list: Vec<String> = stalls
+        .iter()
+        .take(STALLS_LISTED)
+        .map(ToString::to_string)
+        .collect();
+    if stalls.len() > STALLS_LISTED {
+        list.push(format!("and {} more", stalls.len() - STALLS_LISTED));
+    }
+    format!(
+        "{} connection{} stalled in the handshake and {} closed: {}",
+        stalls.len(),
+        if stalls.len() == 1 { "" } else { "s" },
+        if stalls.len() == 1 { "was" } else { "were" },
+        list.join(", ")
+    )
 }
 
 fn member_join(
@@ -379,6 +468,7 @@ fn member_join(
         ctrl: Ctrl::Member(ch),
         listener,
         stash: HashMap::new(),
+        notes: Vec::new(),
     })
 }
 
@@ -412,6 +502,12 @@ impl Group {
 
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Rank 0: connections the rendezvous refused or closed on its way to success (each also
+    /// logged as a warning).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn label(&self, rank: u32) -> String {
@@ -459,6 +555,10 @@ impl Group {
                 let mut out = Vec::with_capacity(chans.len());
                 let mut mine = Some(value);
                 let mut failures = Vec::new();
+                let mut quiet = Vec::new();
+                // Once one rank failed, the rest share one short window rather than each
+                // getting the full timeout (27 stuck ranks would otherwise take 27 timeouts).
+                let mut window: Option<Instant> = None;
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else {
                         if let Some(v) = mine.take() {
@@ -466,9 +566,11 @@ impl Group {
                         }
                         continue;
                     };
-                    if !failures.is_empty() {
-                        // Once one rank failed, do not wait the full timeout on each of the rest.
-                        let _ = ch.set_timeout(Duration::from_secs(2));
+                    let full = failures.is_empty() && quiet.is_empty();
+                    if !full {
+                        let until = *window.get_or_insert_with(|| Instant::now() + AFTER_FAILURE);
+                        let left = until.saturating_duration_since(Instant::now());
+                        let _ = ch.set_timeout(left.max(Duration::from_millis(50)));
                     }
                     match ch.recv::<Up<T>>() {
                         Ok(Up::Ok(v)) => out.push(v),
@@ -477,9 +579,15 @@ impl Group {
                             "{} died or exited (its control connection closed)",
                             self.peers[r].label()
                         )),
+                        Err(WireError::Timeout { .. }) if !full => {
+                            quiet.push((r, AFTER_FAILURE.as_secs_f64(), false))
+                        }
+                        Err(WireError::Timeout { secs, .. }) => quiet.push((r, secs, full)),
                         Err(e) => failures.push(e.to_string()),
                     }
                 }
+                let quiet = self.name_quiet(&quiet, &failures.join("; "));
+                failures.splice(0..0, quiet);
                 if failures.is_empty() {
                     Ok(Some(out))
                 } else {
@@ -496,10 +604,18 @@ impl Group {
         value: Option<T>,
     ) -> Result<T, ClusterError> {
         match &mut self.ctrl {
-            Ctrl::Member(ch) => match ch.recv::<Down<T>>()? {
-                Down::Ok(v) => Ok(v),
-                Down::Abort(why) => Err(ClusterError::Aborted(why)),
-            },
+            Ctrl::Member(ch) => {
+                // Rank 0 may itself wait a whole timeout on a silent rank (and a little more on
+                // the rest) before it answers: outwait it, so that its verdict, which names the
+                // silent rank, arrives rather than a timeout naming rank 0.
+                let _ = ch.set_timeout(self.timeout * 2 + Duration::from_secs(5));
+                let got = ch.recv::<Down<T>>();
+                let _ = ch.set_timeout(self.timeout);
+                match got? {
+                    Down::Ok(v) => Ok(v),
+                    Down::Abort(why) => Err(ClusterError::Aborted(why)),
+                }
+            }
             Ctrl::Root(chans) => {
                 let v = value.ok_or_else(|| {
                     ClusterError::Invalid("rank 0 must supply the broadcast value".into())
@@ -530,9 +646,11 @@ impl Group {
             Ctrl::Root(chans) => {
                 let mut dead = Vec::new();
                 let mut said = Vec::new();
+                let mut quiet = Vec::new();
                 // One short window for all of them: ranks that are still blocked on a peer
                 // will not report in time and must not stretch the failure out.
-                let deadline = Instant::now() + Duration::from_secs(3);
+                let window = Duration::from_secs(3);
+                let deadline = Instant::now() + window;
                 for (r, slot) in chans.iter_mut().enumerate() {
                     let Some(ch) = slot else { continue };
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -544,10 +662,15 @@ impl Group {
                             "{} died or exited without a report",
                             self.peers[r].label()
                         )),
+                        Err(WireError::Timeout { .. }) => {
+                            quiet.push((r, window.as_secs_f64(), false))
+                        }
                         Err(_) => {}
                     }
                 }
-                let mut parts = dead;
+                let blame = format!("{err}; {}", said.join("; "));
+                let mut parts = self.name_quiet(&quiet, &blame);
+                parts.extend(dead);
                 parts.push(format!("rank 0: {err}"));
                 parts.extend(said);
                 let why = parts.join("; ");
@@ -555,6 +678,33 @@ impl Group {
                 ClusterError::Aborted(why)
             }
         }
+    }
+
+    /// Names the ranks that sent rank 0 nothing: `(rank, seconds waited, whether that was the
+    /// whole timeout)`. A rank is called silent when it kept quiet for the whole timeout, or when
+    /// the failures already known (`blame`) name it, i.e. its peers gave up on it too: a
+    /// stopped or hung process keeps its connections open, so only its silence gives it away.
+    /// Any other rank is only late (still busy with a healthy peer, most likely).
+    fn name_quiet(&self, quiet: &[(usize, f64, bool)], blame: &str) -> Vec<String> {
+        quiet
+            .iter()
+            .map(|&(r, secs, full)| {
+                let label = self.peers[r].label();
+                // `rank 3 (` so that rank 3 is not found in rank 30's label.
+                let short = format!("rank {r} (");
+                if full {
+                    format!(
+                        "{label} is silent: its connection is open but it sent nothing in {secs:.0} s (stopped or hung)"
+                    )
+                } else if blame.contains(&short) {
+                    format!(
+                        "{label} is silent: its peers gave up on it and it sent no report within {secs:.0} s (stopped or hung)"
+                    )
+                } else {
+                    format!("{label} sent no report within {secs:.0} s")
+                }
+            })
+            .collect()
     }
 
     fn abort_all(&mut self, why: &str) {
@@ -619,7 +769,11 @@ impl Group {
                 }
             };
             let _ = stream.set_nonblocking(false);
-            let mut ch = match Channel::accept(stream, &self.token, self.timeout) {
+            // The handshake and hello under one deadline inside the wait's own: a stranger
+            // trickling bytes on the data port cannot hold this past either.
+            let until = deadline.min(Instant::now() + HANDSHAKE_LIMIT);
+            let mut ch = match Channel::accept_until(stream, &self.token, until, Default::default())
+            {
                 Ok(ch) => ch,
                 Err(e) => {
                     tracing::warn!("refused a data connection: {e}");
@@ -774,6 +928,186 @@ mod tests {
         assert!(text.contains("wrong token"), "{text}");
         let bad_err = bad.join().unwrap().unwrap_err();
         assert!(bad_err.to_string().contains("token differs"), "{bad_err}");
+    }
+
+    /// Starts ranks 1..n (all but those in `skip`) joining `port`; each returns whether it
+    /// joined.
+    fn members(n: u32, port: u16, secs: u64, skip: &[u32]) -> Vec<thread::JoinHandle<bool>> {
+        (1..n)
+            .filter(|r| !skip.contains(r))
+            .map(|r| thread::spawn(move || join(&cfg(r, n, port, "tok", secs)).is_ok()))
+            .collect()
+    }
+
+    /// Connects to the rendezvous port once it listens (rank 0 may not have bound it yet).
+    fn connect_when_up(port: u16) -> std::net::TcpStream {
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => return s,
+                Err(e) if Instant::now() > until => panic!("rendezvous never listened: {e}"),
+                Err(_) => thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+
+    /// A well-formed greeting's first `k` bytes (length prefix, then the protocol magic).
+    fn greeting_prefix(k: usize) -> Vec<u8> {
+        let mut g = 45u32.to_be_bytes().to_vec();
+        g.extend_from_slice(b"FABRIK-WIRE/1");
+        g.resize(49, 0);
+        g.truncate(k);
+        g
+    }
+
+    #[test]
+    fn a_slow_loris_neither_holds_rank_0_nor_hides_from_the_error() {
+        use std::io::Write;
+        let port = free_port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop2 = stop.clone();
+        // One byte every 200 ms: a per-read timer would never fire.
+        let loris = thread::spawn(move || {
+            let mut s = connect_when_up(port);
+            let mut sent = 0;
+            for b in greeting_prefix(49) {
+                if stop2.load(std::sync::atomic::Ordering::Relaxed) || s.write_all(&[b]).is_err() {
+                    break;
+                }
+                sent += 1;
+                thread::sleep(Duration::from_millis(200));
+            }
+            sent
+        });
+        let root = thread::spawn(move || join(&cfg(0, 3, port, "tok", 10)));
+        // The slow connection is well into its greeting before the real ranks come.
+        thread::sleep(Duration::from_millis(700));
+        // Everyone came: the rendezvous ends at once and names the slow connection.
+        let t0 = Instant::now();
+        let ms = members(3, port, 10, &[]);
+        assert!(ms.into_iter().all(|h| h.join().unwrap()));
+        let g = root.join().unwrap().unwrap();
+        let took = t0.elapsed();
+        eprintln!("slow loris: the real ranks joined in {took:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        let notes = g.notes().join("; ");
+        assert!(notes.contains("1 connection stalled"), "{notes}");
+        assert!(notes.contains("bytes received"), "{notes}");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(loris.join().unwrap() < 49);
+
+        // A rank is missing: the job's deadline holds whatever the slow connection does, and the
+        // error names the missing rank apart from the stalled connection.
+        let port = free_port();
+        let loris = thread::spawn(move || {
+            let mut s = connect_when_up(port);
+            let from = s.local_addr().unwrap();
+            for b in greeting_prefix(49) {
+                if s.write_all(&[b]).is_err() {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(200));
+            }
+            from
+        });
+        let ms = members(3, port, 4, &[2]);
+        let t0 = Instant::now();
+        let err = join(&cfg(0, 3, port, "tok", 2)).unwrap_err().to_string();
+        let took = t0.elapsed();
+        eprintln!("slow loris, rank 2 missing: rejected after {took:?} against a 2 s deadline");
+        assert!(took < Duration::from_millis(2500), "{took:?}");
+        assert!(err.contains("rank 2 never joined within 2 s"), "{err}");
+        let from = loris.join().unwrap();
+        assert!(
+            err.contains(&format!(
+                "stalled in the handshake and was closed: {from} ("
+            )),
+            "{err}"
+        );
+        assert!(ms.into_iter().all(|h| !h.join().unwrap()));
+    }
+
+    #[test]
+    fn two_hundred_idle_connections_do_not_keep_rank_0_waiting() {
+        let port = free_port();
+        let root = thread::spawn(move || {
+            let t0 = Instant::now();
+            let g = join(&cfg(0, 4, port, "tok", 20));
+            (g.map(|g| g.notes().join("; ")), t0.elapsed())
+        });
+        let idle: Vec<_> = (0..200).map(|_| connect_when_up(port)).collect();
+        let t0 = Instant::now();
+        let ms = members(4, port, 20, &[]);
+        assert!(ms.into_iter().all(|h| h.join().unwrap()));
+        let members_took = t0.elapsed();
+        let (notes, took) = root.join().unwrap();
+        eprintln!("200 idle connections: members joined in {members_took:?}, rank 0 in {took:?}");
+        let notes = notes.unwrap();
+        // Far inside the 20 s deadline: the idle ones neither block nor outlast the job.
+        assert!(members_took < Duration::from_secs(3), "{members_took:?}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(notes.contains("200 connections stalled"), "{notes}");
+        assert!(notes.contains("and 192 more"), "{notes}");
+        drop(idle);
+    }
+
+    #[test]
+    fn a_partial_frame_does_not_delay_the_job() {
+        use std::io::Write;
+        let port = free_port();
+        let part = thread::spawn(move || {
+            let mut s = connect_when_up(port);
+            s.write_all(&greeting_prefix(6)).unwrap();
+            // Hold the connection open past the rendezvous.
+            thread::sleep(Duration::from_secs(3));
+        });
+        let root = thread::spawn(move || join(&cfg(0, 2, port, "tok", 10)));
+        // The partial frame is in before the real rank comes.
+        thread::sleep(Duration::from_millis(500));
+        let t0 = Instant::now();
+        let ms = members(2, port, 10, &[]);
+        let g = root.join().unwrap().unwrap();
+        let took = t0.elapsed();
+        eprintln!("partial frame: the rendezvous ended {took:?} after the real rank started");
+        assert!(ms.into_iter().all(|h| h.join().unwrap()));
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(
+            g.notes().join("").contains("(6 bytes received"),
+            "{:?}",
+            g.notes()
+        );
+        part.join().unwrap();
+    }
+
+    #[test]
+    fn after_one_failure_the_quiet_ranks_share_one_short_window() {
+        let (port, n) = (free_port(), 6);
+        let hs: Vec<_> = (1..n)
+            .map(|r| {
+                thread::spawn(move || {
+                    let mut g = join(&cfg(r, n, port, "tok", 10)).unwrap();
+                    if r == 1 {
+                        let _ = g.fail(&ClusterError::Invalid("broken".into()));
+                    } else {
+                        // Quiet for longer than the window, then gone.
+                        thread::sleep(Duration::from_secs(4));
+                    }
+                })
+            })
+            .collect();
+        let mut g = join(&cfg(0, n, port, "tok", 10)).unwrap();
+        let t0 = Instant::now();
+        let err = g.gather(0u32).unwrap_err().to_string();
+        let took = t0.elapsed();
+        // One 2 s window for ranks 2-5 together, not 2 s (or the full 10 s) each.
+        assert!(took < Duration::from_millis(3500), "{took:?}");
+        assert!(err.contains("rank 1 (host1"), "{err}");
+        assert!(err.contains("broken"), "{err}");
+        assert!(err.contains("rank 5 (host5"), "{err}");
+        assert!(err.contains("sent no report within 2 s"), "{err}");
+        for h in hs {
+            h.join().unwrap();
+        }
     }
 
     #[test]

@@ -4,10 +4,10 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use fabrik_model::{Finding, Severity};
-use fabrik_monitor::server::{Exporter, ExporterConfig};
+use fabrik_monitor::server::{Exporter, ExporterConfig, Limits};
 use fabrik_monitor::{SampleOptions, Thresholds};
 
 fn get(addr: &str, path: &str, accept: Option<&str>) -> (String, String) {
@@ -105,7 +105,7 @@ fn serves_metrics_healthz_and_plugged_findings() {
     let (head, _) = get(&addr, "/nope", None);
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
     handle.unblock();
-    t.join().unwrap();
+    t.join().unwrap().unwrap();
 }
 
 #[test]
@@ -117,4 +117,191 @@ fn bind_failure_is_an_error() {
         findings: None,
     };
     assert!(Exporter::bind("256.0.0.1:1", config).is_err());
+}
+
+/// Many distinct findings make `/metrics` megabytes long (about 55 bytes each).
+fn big_answer_config(root: &Path, findings: usize) -> ExporterConfig {
+    ExporterConfig {
+        root: root.to_path_buf(),
+        options: SampleOptions::for_root(root),
+        thresholds: Thresholds::default(),
+        findings: Some(Box::new(move |_root: &Path| {
+            (0..findings)
+                .map(|i| Finding {
+                    rule: format!("FAB-TEST-{i:06}"),
+                    severity: Severity::Warning,
+                    subject: "node".into(),
+                    message: "m".into(),
+                    evidence: vec![],
+                    fix: "f".into(),
+                })
+                .collect()
+        })),
+    }
+}
+
+fn fixture_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-roce/after")
+}
+
+/// Reads until the server closes the connection or `limit` passes; returns the bytes read and
+/// whether it closed.
+fn read_until_closed(s: &mut TcpStream, limit: Duration) -> (usize, bool) {
+    let until = Instant::now() + limit;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0;
+    while Instant::now() < until {
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return (total, true),
+            Ok(n) => total += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return (total, true),
+        }
+    }
+    (total, false)
+}
+
+/// Whether the server's end (local `server`, remote `client` port) of a loopback connection
+/// is still ESTABLISHED (state 01 in /proc/net/tcp).
+fn server_end_established(server: u16, client: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let (local, remote) = (format!(":{server:04X}"), format!(":{client:04X}"));
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && f[1].ends_with(&local) && f[2].ends_with(&remote) && f[3] == "01"
+    })
+}
+
+#[test]
+fn a_client_that_never_reads_blocks_nobody_and_is_cut_off() {
+    let root = fixture_root();
+    let limits = Limits {
+        max_connections: 8,
+        idle: Duration::from_secs(1),
+        lifetime: Duration::from_secs(60),
+    };
+    let exp = Exporter::bind("127.0.0.1:0", big_answer_config(&root, 40_000))
+        .unwrap()
+        .with_limits(limits);
+    let addr = exp.local_addr();
+    let handle = exp.handle();
+    let t = std::thread::spawn(move || exp.run());
+
+    // A asks for 30 answers of about 2 MB each, pipelined, and reads none of them.
+    let (_, body) = get(&addr, "/metrics", None);
+    let one = body.len();
+    assert!(one > 1_500_000, "{one}");
+    let mut a = TcpStream::connect(&addr).unwrap();
+    for _ in 0..30 {
+        write!(a, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+
+    // B is answered at once all the same, /healthz and /metrics alike.
+    let t0 = Instant::now();
+    let (head, body) = get(&addr, "/healthz", None);
+    let healthz = t0.elapsed();
+    assert!(head.starts_with("HTTP/1.1 200") && body == "ok\n", "{head}");
+    let t0 = Instant::now();
+    let (head, body) = get(&addr, "/metrics", None);
+    let metrics = t0.elapsed();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains("rule=\"FAB-TEST-039999\""));
+    eprintln!("beside a client that never reads: /healthz in {healthz:?}, /metrics ({one} B) in {metrics:?}");
+    assert!(healthz < Duration::from_millis(500), "{healthz:?}");
+    // One scrape of this size takes about a second in a debug build; B may wait for A's.
+    assert!(metrics < Duration::from_secs(20), "{metrics:?}");
+
+    // Once the kernel's buffers are full nothing moves on A's connection, and the idle limit
+    // closes it (its server end leaves ESTABLISHED) although A never read a byte.
+    let a_port = a.local_addr().unwrap().port();
+    let server_port = a.peer_addr().unwrap().port();
+    let t0 = Instant::now();
+    while server_end_established(server_port, a_port) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the server kept the stalled connection open"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "the client that never read was cut off {:?} after its requests",
+        t0.elapsed() + Duration::from_millis(500) + healthz + metrics
+    );
+    let (got, closed) = read_until_closed(&mut a, Duration::from_secs(20));
+    assert!(
+        closed,
+        "the stalled connection is still open after {got} bytes"
+    );
+    assert!(got < 30 * one, "{got}");
+
+    // An idle connection (nothing sent) is closed after the idle limit.
+    let mut idle = TcpStream::connect(&addr).unwrap();
+    let t0 = Instant::now();
+    let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(5));
+    let took = t0.elapsed();
+    assert!(closed);
+    eprintln!("an idle connection was closed after {took:?} (idle limit 1 s)");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    handle.unblock();
+    t.join().unwrap().unwrap();
+}
+
+#[test]
+fn a_full_server_closes_its_idlest_connection_to_make_room() {
+    let root = fixture_root();
+    let limits = Limits {
+        max_connections: 4,
+        idle: Duration::from_secs(30),
+        lifetime: Duration::from_secs(60),
+    };
+    let exp = Exporter::bind("127.0.0.1:0", big_answer_config(&root, 40_000))
+        .unwrap()
+        .with_limits(limits);
+    let addr = exp.local_addr();
+    let handle = exp.handle();
+    let t = std::thread::spawn(move || exp.run());
+
+    // Four idle connections fill the server; a fifth client is still answered at once, and
+    // the connection idle longest (the first) is the one closed for it.
+    let mut held: Vec<TcpStream> = Vec::new();
+    for _ in 0..4 {
+        held.push(TcpStream::connect(&addr).unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    let (head, _) = get(&addr, "/healthz", None);
+    let took = t0.elapsed();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    let (_, closed) = read_until_closed(&mut held[0], Duration::from_secs(2));
+    assert!(closed, "the idlest connection is still open");
+    let (_, closed) = read_until_closed(&mut held[3], Duration::from_millis(500));
+    assert!(!closed, "a newer idle connection was closed instead");
+    drop(held);
+
+    // Four connections all waiting for a scrape (about a second each, one at a time): nothing
+    // is idle, so a fifth is closed unanswered rather than exceed the bound.
+    std::thread::sleep(Duration::from_millis(200));
+    let busy: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut extra = TcpStream::connect(&addr).unwrap();
+    let _ = write!(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (got, closed) = read_until_closed(&mut extra, Duration::from_secs(2));
+    assert!(closed && got == 0, "{got} bytes, closed: {closed}");
+    drop(busy);
+    handle.unblock();
+    t.join().unwrap().unwrap();
 }

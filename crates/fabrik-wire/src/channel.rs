@@ -1,5 +1,8 @@
+use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
 use serde::de::DeserializeOwned;
@@ -12,7 +15,7 @@ use crate::{Token, WireError};
 /// Largest control message accepted by default. Control messages are small (set-up parameters,
 /// results); bulk data never travels on this channel.
 pub const DEFAULT_MAX_FRAME: u32 = 1 << 20;
-/// How long any single read or write may wait by default.
+/// How long one whole message (every byte of it) may take to send or receive by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 const MAGIC: &[u8] = b"FABRIK-WIRE/1";
@@ -44,13 +47,39 @@ impl Role {
     }
 }
 
+/// How many bytes a connection has received so far, readable from another thread (e.g. by the
+/// thread that has to say which connection stalled and how far it got).
+#[derive(Debug, Clone, Default)]
+pub struct ByteCount(Arc<AtomicU64>);
+
+impl ByteCount {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add(&self, n: usize) {
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
 /// An authenticated control connection.
+///
+/// Every message is sent or received under ONE deadline: `timeout` from when the operation
+/// starts (and never past the channel's own deadline, if set). The socket timeout is re-armed
+/// to the time left before each system call, so a peer that trickles one byte at a time cannot
+/// stretch a message past its deadline the way a per-read timer (reset by every byte) allows.
 #[derive(Debug)]
 pub struct Channel {
     stream: TcpStream,
     peer: String,
     max_frame: u32,
     timeout: Duration,
+    deadline: Option<Instant>,
+    received: ByteCount,
 }
 
 impl Channel {
@@ -96,7 +125,33 @@ impl Channel {
         Channel::handshake(stream, Role::Server, token, peer, timeout)
     }
 
-    /// Runs the mutual challenge-response on an open stream. Every step is under `timeout`.
+    /// Authenticates an accepted connection as the server, the whole handshake before
+    /// `deadline`, counting received bytes into `received`. The deadline stays on the channel
+    /// (every later message must also finish before it) until [`Channel::set_deadline`] lifts it,
+    /// so a server can bound a handshake and the first message after it together.
+    pub fn accept_until(
+        stream: TcpStream,
+        token: &Token,
+        deadline: Instant,
+        received: ByteCount,
+    ) -> Result<Channel, WireError> {
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "unknown peer".to_string());
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let ch = Channel {
+            stream,
+            peer,
+            max_frame: DEFAULT_MAX_FRAME,
+            timeout,
+            deadline: Some(deadline),
+            received,
+        };
+        ch.run_handshake(Role::Server, token)
+    }
+
+    /// Runs the mutual challenge-response on an open stream, all of it within `timeout`.
     pub fn handshake(
         stream: TcpStream,
         role: Role,
@@ -104,12 +159,22 @@ impl Channel {
         peer: String,
         timeout: Duration,
     ) -> Result<Channel, WireError> {
+        let deadline = Instant::now() + timeout;
         let mut ch = Channel {
             stream,
             peer,
             max_frame: DEFAULT_MAX_FRAME,
             timeout,
+            deadline: Some(deadline),
+            received: ByteCount::new(),
         };
+        ch = ch.run_handshake(role, token)?;
+        ch.deadline = None;
+        Ok(ch)
+    }
+
+    fn run_handshake(mut self, role: Role, token: &Token) -> Result<Channel, WireError> {
+        let ch = &mut self;
         ch.apply_timeout()?;
         // Disabling Nagle matters for latency tests that ping-pong small control messages.
         let _ = ch.stream.set_nodelay(true);
@@ -136,17 +201,21 @@ impl Channel {
             Role::Server => {
                 ch.send_bytes(if valid { VERDICT_OK } else { VERDICT_DENIED })?;
                 if !valid {
-                    return Err(WireError::AuthFailed { peer: ch.peer });
+                    return Err(WireError::AuthFailed {
+                        peer: ch.peer.clone(),
+                    });
                 }
             }
             Role::Client => {
                 let verdict = ch.recv_bytes_limited(16)?;
                 if !valid || verdict != VERDICT_OK {
-                    return Err(WireError::AuthFailed { peer: ch.peer });
+                    return Err(WireError::AuthFailed {
+                        peer: ch.peer.clone(),
+                    });
                 }
             }
         }
-        Ok(ch)
+        Ok(self)
     }
 
     /// Names the peer in errors from now on (`rank 3 (node-b)` reads better than an address).
@@ -165,6 +234,16 @@ impl Channel {
 
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Sets (or with `None` lifts) a deadline no send or receive may pass, whatever `timeout`.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// Bytes received on this connection so far, handshake included.
+    pub fn bytes_received(&self) -> u64 {
+        self.received.get()
     }
 
     pub fn set_max_frame(&mut self, max: u32) {
@@ -193,13 +272,8 @@ impl Channel {
     }
 
     pub fn send_bytes(&mut self, payload: &[u8]) -> Result<(), WireError> {
-        write_frame(
-            &mut self.stream,
-            payload,
-            self.max_frame,
-            &self.peer,
-            self.timeout.as_secs_f64(),
-        )
+        let (mut io, secs) = self.timed();
+        write_frame(&mut io, payload, self.max_frame, &self.peer, secs)
     }
 
     pub fn recv_bytes(&mut self) -> Result<Vec<u8>, WireError> {
@@ -207,11 +281,26 @@ impl Channel {
     }
 
     fn recv_bytes_limited(&mut self, max: u32) -> Result<Vec<u8>, WireError> {
-        read_frame(
-            &mut self.stream,
-            max,
-            &self.peer,
-            self.timeout.as_secs_f64(),
+        let (mut io, secs) = self.timed();
+        read_frame(&mut io, max, &self.peer, secs)
+    }
+
+    /// The stream under this operation's one deadline, and that deadline's length in seconds
+    /// (what a timeout error reports).
+    fn timed(&self) -> (Timed<'_>, f64) {
+        let now = Instant::now();
+        let mut until = now + self.timeout;
+        if let Some(d) = self.deadline {
+            until = until.min(d);
+        }
+        let secs = until.saturating_duration_since(now).as_secs_f64();
+        (
+            Timed {
+                stream: &self.stream,
+                until,
+                received: &self.received,
+            },
+            secs,
         )
     }
 
@@ -224,6 +313,47 @@ impl Channel {
         };
         self.stream.set_read_timeout(Some(t)).map_err(io)?;
         self.stream.set_write_timeout(Some(t)).map_err(io)
+    }
+}
+
+/// A stream whose every read and write must finish before `until`.
+struct Timed<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+    received: &'a ByteCount,
+}
+
+impl Timed<'_> {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(io::Error::from(io::ErrorKind::TimedOut))
+        } else {
+            Ok(left)
+        }
+    }
+}
+
+impl Read for Timed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        let n = s.read(buf)?;
+        self.received.add(n);
+        Ok(n)
+    }
+}
+
+impl Write for Timed<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(Some(self.left()?))?;
+        let mut s = self.stream;
+        s.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let mut s = self.stream;
+        s.flush()
     }
 }
 
@@ -318,6 +448,38 @@ mod tests {
         assert!(matches!(err, WireError::Timeout { .. }), "{err:?}");
         assert!(err.to_string().contains(&addr.to_string()));
         hold.join().unwrap();
+    }
+
+    #[test]
+    fn a_trickling_peer_is_cut_off_at_the_one_deadline() {
+        // One byte every 100 ms would keep a per-read timer of 300 ms alive forever; the
+        // handshake's single deadline ends it at 300 ms, and the bytes it got are counted.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let slow = thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            // A well-formed greeting, sent too slowly.
+            let mut hello = ((MAGIC.len() + NONCE_LEN) as u32).to_be_bytes().to_vec();
+            hello.extend_from_slice(MAGIC);
+            hello.resize(4 + MAGIC.len() + NONCE_LEN, 7);
+            for b in hello {
+                if s.write_all(&[b]).is_err() {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let (s, _) = listener.accept().unwrap();
+        let bytes = ByteCount::new();
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_millis(300);
+        let err = Channel::accept_until(s, &Token::new("tok").unwrap(), deadline, bytes.clone())
+            .unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(err, WireError::Timeout { .. }), "{err:?}");
+        assert!(took < Duration::from_millis(900), "{took:?}");
+        assert!((2..=4).contains(&bytes.get()), "{}", bytes.get());
+        slow.join().unwrap();
     }
 
     #[test]

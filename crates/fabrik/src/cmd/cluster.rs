@@ -189,23 +189,49 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             })
         };
         let progress = Progress::new(is_root, "matrix", "rounds", rounds);
-        // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
-        let result = run_matrix_over(group, &cfg, transport.name(), &mut open, &mut |k, _| {
-            if k > 0 {
-                progress.done(u64::from(k), "");
+        // Rank 0 rewrites --output (atomically) as each round's rows arrive, so a run that fails
+        // later keeps what it measured, as `bench collective` does.
+        let mut partial: Option<fabrik_model::PairMatrix> = None;
+        let mut keep = |m: &fabrik_model::PairMatrix| {
+            if let Some(path) = &args.output {
+                if let Err(e) = write_matrix(path, m) {
+                    eprintln!("fabrik: {e:#}");
+                }
             }
-        })
+            partial = Some(m.clone());
+        };
+        // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
+        let result = run_matrix_over(
+            group,
+            &cfg,
+            transport.name(),
+            &mut open,
+            &mut |k, _| {
+                if k > 0 {
+                    progress.done(u64::from(k), "");
+                }
+            },
+            &mut keep,
+        )
         .with_context(|| format!("rank {} in the pair matrix", group.rank()));
         if result.is_ok() {
             progress.done(rounds, "");
         }
         progress.finish();
+        if let (Err(e), Some(path), Some(mut m)) = (&result, &args.output, partial) {
+            let done = m.analysis.note.take();
+            m.analysis.note = Some(format!(
+                "aborted: {e:#}{}",
+                done.map(|d| format!(" ({d})")).unwrap_or_default()
+            ));
+            write_matrix(path, &m)?;
+        }
         let result = result?;
         let Some(m) = result else {
             return Ok(ExitCode::SUCCESS);
         };
         if let Some(path) = &args.output {
-            crate::output::write_atomically(path, &serde_json::to_vec_pretty(&m)?)?;
+            write_matrix(path, &m)?;
         }
         let judged = crate::cmd::expect::judge_matrix(&m, args.expect.as_deref(), args.link_gbps)?;
         if json {
@@ -277,6 +303,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         })
     })
+}
+
+fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {
+    crate::output::write_atomically(path, &serde_json::to_vec_pretty(m)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {

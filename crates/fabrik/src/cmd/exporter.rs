@@ -87,6 +87,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exporter.local_addr(),
         args.root.display()
     );
-    exporter.run();
+    exporter.run().context("serving the exporter")?;
     Ok(ExitCode::SUCCESS)
 }
