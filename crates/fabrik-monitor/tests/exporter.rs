@@ -140,6 +140,20 @@ fn big_answer_config(root: &Path, findings: usize) -> ExporterConfig {
     }
 }
 
+/// A scrape that takes `delay` (the findings hook sleeps): a connection waiting for it is
+/// busy for that long whatever the machine's speed.
+fn slow_scrape_config(root: &Path, delay: Duration) -> ExporterConfig {
+    ExporterConfig {
+        root: root.to_path_buf(),
+        options: SampleOptions::for_root(root),
+        thresholds: Thresholds::default(),
+        findings: Some(Box::new(move |_root: &Path| {
+            std::thread::sleep(delay);
+            vec![]
+        })),
+    }
+}
+
 fn fixture_root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-roce/after")
 }
@@ -261,9 +275,12 @@ fn a_full_server_closes_its_idlest_connection_to_make_room() {
         idle: Duration::from_secs(30),
         lifetime: Duration::from_secs(60),
     };
-    let exp = Exporter::bind("127.0.0.1:0", big_answer_config(&root, 40_000))
-        .unwrap()
-        .with_limits(limits);
+    let exp = Exporter::bind(
+        "127.0.0.1:0",
+        slow_scrape_config(&root, Duration::from_secs(1)),
+    )
+    .unwrap()
+    .with_limits(limits);
     let addr = exp.local_addr();
     let handle = exp.handle();
     let t = std::thread::spawn(move || exp.run());
@@ -286,7 +303,7 @@ fn a_full_server_closes_its_idlest_connection_to_make_room() {
     assert!(!closed, "a newer idle connection was closed instead");
     drop(held);
 
-    // Four connections all waiting for a scrape (about a second each, one at a time): nothing
+    // Four connections all waiting for a scrape (a second each, one at a time): nothing
     // is idle, so a fifth is closed unanswered rather than exceed the bound.
     std::thread::sleep(Duration::from_millis(200));
     let busy: Vec<TcpStream> = (0..4)
