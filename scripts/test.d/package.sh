@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Debian package end to end: built by scripts/package-deb.sh (cargo-deb), installed with dpkg
-# on this machine, its files and commands checked, then removed. Root only (dpkg -i).
+# on this machine, its files and commands checked, then removed. Root only (dpkg -i). It runs
+# after monitor.sh, whose `top` CPU check uses the release budget only where a release binary
+# was already built (docs/benchmarks/monitor.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ "$(id -u)" -ne 0 ]; then echo "deb: SKIP: installing a package needs root"; exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then echo "package: SKIP: installing a package needs root"; exit 0; fi
 pass=0
-ok() { echo "deb: ok: $*"; pass=$((pass + 1)); }
-fail() { echo "deb: FAIL: $*" >&2; exit 1; }
+ok() { echo "package: ok: $*"; pass=$((pass + 1)); }
+fail() { echo "package: FAIL: $*" >&2; exit 1; }
 
 bash scripts/package-deb.sh
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | sed -n 1p)
@@ -54,4 +56,4 @@ fi
 dpkg -r fabrik >/dev/null
 [ ! -e /usr/bin/fabrik ] || fail "dpkg -r left /usr/bin/fabrik"
 ok "dpkg -r removes it"
-echo "deb: $pass passed, 0 failed"
+echo "package: $pass passed, 0 failed"
