@@ -31,13 +31,17 @@ fn keep_flapping(root: &Path) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) 
         std::fs::write(&staging, format!("{value}\n")).unwrap();
         std::fs::rename(&staging, counters.join(name)).unwrap();
     };
+    // The first raise happens before this returns, so the doctor's first sample already sees
+    // it however late the thread is first scheduled.
+    set("link_downed", 3);
+    set("symbol_error", 1201);
     let handle = std::thread::spawn(move || {
-        let mut n = 0u64;
+        let mut n = 1u64;
         while !flag.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
             n += 1;
             set("link_downed", 2 + n);
             set("symbol_error", 1200 + n);
-            std::thread::sleep(Duration::from_millis(50));
         }
     });
     (stop, handle)
