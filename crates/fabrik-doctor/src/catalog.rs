@@ -91,7 +91,8 @@ const TCPX_YAML: Source = Source {
     url: "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/master/gpudirect-tcpx/nccl-test.yaml",
 };
 const DSTACK_A3: Source = Source {
-    title: "dstackai/dstack#2447: GCP A3 with 4 data NICs, 50 GB/s algbw with TCPX vs 20 GB/s without",
+    title:
+        "dstackai/dstack#2447: GCP A3 with 4 data NICs, 50 GB/s algbw with TCPX vs 20 GB/s without",
     url: "https://github.com/dstackai/dstack/issues/2447",
 };
 const EFA_NCCL: Source = Source {
