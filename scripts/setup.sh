@@ -3,7 +3,7 @@
 # (the Debian packages in scripts/apt/*.txt and a Rust toolchain on PATH). With --tests: also what
 # the test suite and its testbeds need (scripts/apt/test/*.txt, and the Python tools listed in
 # scripts/pip/*.txt installed into the virtual environment $FABRIK_TEST_VENV, /opt/fabrik-test/venv
-# by default). Idempotent; safe to run again.
+# by default) and cargo-machete. Idempotent; safe to run again.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -49,4 +49,8 @@ if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
 fi
 command -v cargo >/dev/null 2>&1 || { echo "setup: no Rust toolchain (cargo) on PATH; install Rust stable with rustup" >&2; exit 1; }
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+if [ "$tests" -eq 1 ]; then
+  # .ci/run checks for dependencies no crate uses.
+  command -v cargo-machete >/dev/null 2>&1 || cargo install --locked cargo-machete --version 0.9.2
+fi
 echo "setup: ready ($(cargo --version))" >&2

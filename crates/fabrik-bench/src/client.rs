@@ -27,25 +27,37 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub enum Amount {
     /// Messages per stream (bandwidth) or round trips (latency).
     Iters(u64),
+    /// A fixed time per size.
     Duration(Duration),
 }
 
+/// Everything a client run needs.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// `HOST:PORT` of the server's control port.
     pub server: String,
+    /// The shared token.
     pub token: Token,
+    /// Bandwidth or latency.
     pub test: P2pTest,
+    /// Message sizes in bytes, one round each.
     pub sizes: Vec<u64>,
+    /// How long each size runs.
     pub amount: Amount,
+    /// Number of parallel TCP streams.
     pub streams: u32,
+    /// Which local addresses or interfaces the streams leave from.
     pub paths: PathSpec,
     /// Server addresses to use, paired by position with the local addresses; empty: pick the
     /// server's address on each local address's subnet.
     pub peer_addrs: Vec<IpAddr>,
+    /// Both ends send at once.
     pub bidir: bool,
+    /// Check every payload against the pattern.
     pub verify: bool,
+    /// How long any step may wait for the server.
     pub timeout: Duration,
+    /// `SO_SNDBUF`/`SO_RCVBUF` for the data sockets; the kernel's default when `None`.
     pub sock_buf: Option<usize>,
     /// Latency round trips run before measuring.
     pub warmup: u64,
@@ -115,7 +127,9 @@ impl ClientConfig {
 /// A row as soon as it is measured, for printing progress as perftest does.
 #[derive(Debug, Clone, Copy)]
 pub enum Row<'a> {
+    /// A bandwidth row.
     Bw(&'a BwRow),
+    /// A latency row.
     Lat(&'a LatRow),
 }
 

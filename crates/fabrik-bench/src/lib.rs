@@ -5,6 +5,7 @@
 //! opened with the session id the server issued so nobody else can join a test. Streams are
 //! spread round-robin over local addresses or interfaces (multi-NIC striping), and results are
 //! the [`fabrik_model::P2pReport`] that `fabrik parse perftest` also produces.
+#![warn(missing_docs)]
 
 pub mod client;
 mod data;

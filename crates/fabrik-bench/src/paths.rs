@@ -19,14 +19,18 @@ pub enum PathSpec {
     Ifaces(Vec<String>),
 }
 
+/// Where one stream runs: the local address or interface it leaves from, the server address it goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamPath {
+    /// The stream's number.
     pub stream: u32,
+    /// The local address it binds, if any.
     pub local: Option<IpAddr>,
     /// The interface bound with SO_BINDTODEVICE (only for `--ifaces`).
     pub bind_device: Option<String>,
     /// The interface the local address belongs to, for the report.
     pub iface: Option<String>,
+    /// The server address it connects to.
     pub remote: IpAddr,
 }
 

@@ -14,78 +14,111 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// server address on the same subnet (multi-NIC hosts put each data NIC on its own subnet).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddrInfo {
+    /// The address.
     pub ip: IpAddr,
+    /// Its prefix length.
     pub prefix_len: u8,
+    /// The interface it belongs to.
     pub iface: String,
 }
 
+/// What the server says on the control channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
     /// Sent right after authentication: the session id every data connection must present,
     /// where to open them, and the server's addresses.
     Session {
+        /// [`PROTOCOL_VERSION`] of the server.
         version: u32,
+        /// The session id in hex, to present on every data connection.
         session: String,
+        /// The port of the data listener.
         data_port: u16,
+        /// The server's addresses, for the client to pick one per NIC.
         addrs: Vec<AddrInfo>,
     },
     /// The data listener is ready for the round's streams.
     Go,
     /// What the server measured as receiver (and sent, when bidirectional).
     RoundDone(RoundResult),
+    /// The server cannot go on; the session ends.
     Error {
+        /// What went wrong.
         message: String,
     },
 }
 
+/// What the client says on the control channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMsg {
+    /// Run one round (one message size).
     Round(RoundSpec),
+    /// The run is over; the server may close the session.
     Finish,
 }
 
+/// One round: one test at one message size over a number of streams.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoundSpec {
+    /// The round's number in the run.
     pub round: u32,
+    /// Bandwidth or latency.
     pub test: P2pTest,
+    /// Message size in bytes.
     pub size: u64,
     /// Messages per stream; `None` when `duration_ms` bounds the round instead.
     pub iters: Option<u64>,
+    /// How long the round runs when `iters` is `None`, in milliseconds.
     pub duration_ms: Option<u64>,
+    /// Number of parallel TCP streams.
     pub streams: u32,
+    /// Both ends send at once.
     pub bidir: bool,
+    /// The receiver checks every payload against the pattern.
     pub verify: bool,
 }
 
 /// One stream's receiving side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamRecv {
+    /// The stream's number in the round.
     pub stream: u32,
     /// The address the stream arrived from, as the receiving server saw it.
     #[serde(default)]
     pub from: Option<String>,
+    /// Bytes received.
     pub bytes: u64,
+    /// Whole messages received.
     pub messages: u64,
     /// Nanoseconds from the round's start to the first and the last byte.
     pub first_ns: u64,
+    /// Nanoseconds from the round's start to the last byte.
     pub last_ns: u64,
+    /// The first payload that differs from the pattern, with `--verify`.
     pub corrupt: Option<Mismatch>,
 }
 
+/// Where a received payload first differs from the pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
+    /// The message's sequence number in the stream.
     pub message: u64,
+    /// The byte within the message.
     pub offset: u64,
+    /// The same byte counted from the stream's start.
     pub global_offset: u64,
 }
 
+/// What the server measured in a round, as receiver.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RoundResult {
+    /// Per stream, what arrived.
     pub streams: Vec<StreamRecv>,
     /// `(seconds since start, bytes so far)` samples of the whole round, for the peak.
     pub samples: Vec<(f64, u64)>,
+    /// Why the round failed on the server, if it did.
     pub error: Option<String>,
 }
 
@@ -93,7 +126,9 @@ pub struct RoundResult {
 /// cannot make it allocate more than a few GiB: each stream holds one message (two with
 /// `--verify` or `--bidir`).
 pub const MAX_STREAMS: u32 = 1024;
+/// The largest message size a round may ask for (256 MiB).
 pub const MAX_MESSAGE: u64 = 256 << 20;
+/// The most message bytes a round may hold in flight (4 GiB).
 pub const MAX_ROUND_BYTES: u64 = 4 << 30;
 
 impl RoundSpec {
@@ -122,14 +157,19 @@ impl RoundSpec {
 pub const DATA_HEADER_LEN: usize = 8 + 16 + 4 + 4;
 const DATA_MAGIC: &[u8; 8] = b"FABDATA1";
 
+/// The header that opens each data connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
+    /// The session id the server issued.
     pub session: [u8; 16],
+    /// The round the stream belongs to.
     pub round: u32,
+    /// The stream's number in the round.
     pub stream: u32,
 }
 
 impl DataHeader {
+    /// The header's bytes: magic, session, round and stream big-endian.
     pub fn encode(&self) -> [u8; DATA_HEADER_LEN] {
         let mut b = [0u8; DATA_HEADER_LEN];
         b[..8].copy_from_slice(DATA_MAGIC);
@@ -139,6 +179,7 @@ impl DataHeader {
         b
     }
 
+    /// Reads a header; `None` when the magic is not fabrik's.
     pub fn decode(b: &[u8; DATA_HEADER_LEN]) -> Option<DataHeader> {
         if &b[..8] != DATA_MAGIC {
             return None;
@@ -154,10 +195,12 @@ impl DataHeader {
         })
     }
 
+    /// Writes the header.
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
         w.write_all(&self.encode())
     }
 
+    /// Reads a header; `Ok(None)` when the magic is not fabrik's.
     pub fn read_from(r: &mut impl Read) -> std::io::Result<Option<DataHeader>> {
         let mut b = [0u8; DATA_HEADER_LEN];
         r.read_exact(&mut b)?;
@@ -174,10 +217,12 @@ pub fn same_session(a: &[u8; 16], b: &[u8; 16]) -> bool {
         == 0
 }
 
+/// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A 16-byte session id from 32 hex digits.
 pub fn unhex16(s: &str) -> Option<[u8; 16]> {
     let s = s.as_bytes();
     if s.len() != 32 {

@@ -57,6 +57,7 @@ pub fn columns(test: P2pTest) -> String {
     out
 }
 
+/// One bandwidth row in perftest's column layout.
 pub fn bw_line(row: &BwRow) -> String {
     format!(
         " {:<10} {:<14} {:<18.2} {:<20.2} {:<16.6} {:<18.3} {:.3}\n",
@@ -70,6 +71,7 @@ pub fn bw_line(row: &BwRow) -> String {
     )
 }
 
+/// One latency row in perftest's column layout.
 pub fn lat_line(row: &LatRow) -> String {
     format!(
         " {:<6} {:<14} {:<14.2} {:<12.2} {:<18.2} {:<14.2} {:<15.2} {:<22.2} {:.2}\n",

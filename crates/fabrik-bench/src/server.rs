@@ -34,28 +34,36 @@ const HEADER_LIMIT: Duration = Duration::from_secs(5);
 /// How often the receiving side samples its byte counter for the peak rate.
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
+/// Everything a server needs.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The control port's address.
     pub bind: SocketAddr,
+    /// The shared token.
     pub token: Token,
+    /// How long any step may wait for the client.
     pub timeout: Duration,
     /// Exit after the first authenticated session.
     pub once: bool,
+    /// `SO_SNDBUF`/`SO_RCVBUF` for the data sockets; the kernel's default when `None`.
     pub sock_buf: Option<usize>,
 }
 
+/// A bound benchmark server.
 pub struct Server {
     listener: TcpListener,
     cfg: ServerConfig,
 }
 
 impl Server {
+    /// Binds the control port.
     pub fn bind(cfg: ServerConfig) -> Result<Server, BenchError> {
         let listener = TcpListener::bind(cfg.bind)
             .map_err(|e| BenchError::io(format!("listening on {}", cfg.bind), e))?;
         Ok(Server { listener, cfg })
     }
 
+    /// The control port's address (the port the OS chose for port 0).
     pub fn local_addr(&self) -> Result<SocketAddr, BenchError> {
         self.listener
             .local_addr()

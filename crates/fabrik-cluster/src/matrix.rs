@@ -315,8 +315,8 @@ mod tests {
 
     #[test]
     fn a_rank_that_dies_in_the_last_round_fails_every_rank() {
-        // Ranks that finish their last pair before the death is known used to send their rows
-        // and exit 0 from a run rank 0 then aborted; now every rank waits for rank 0's verdict.
+        // A rank that finishes its last pair before the death is known must not send its rows
+        // and exit 0 from a run rank 0 then aborts: every rank waits for rank 0's verdict.
         let (port, n) = (free_port(), 4);
         let hs: Vec<_> = (0..n)
             .map(|rank| {

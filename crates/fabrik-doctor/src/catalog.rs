@@ -57,9 +57,9 @@ const ACS_ISSUE: Source = Source {
     title: "NVIDIA/nccl#199: multi-GPU hang, fixed by disabling ACS",
     url: "https://github.com/NVIDIA/nccl/issues/199",
 };
-const SEED_VF: Source = Source {
-    title: "Field report (fabrik seed 004): ConnectX-7 VF, 84 Gb/s from cudaMalloc memory until IBV_ACCESS_RELAXED_ORDERING",
-    url: "fabrik: shared/seeds/004_9d30baae93df1138.txt (article on a NVIDIA/nccl custom-plugin performance report)",
+const NCCL_1731: Source = Source {
+    title: "NVIDIA/nccl#1731: dual-port ConnectX-7, 84 Gb/s from cudaMalloc memory until IBV_ACCESS_RELAXED_ORDERING",
+    url: "https://github.com/NVIDIA/nccl/issues/1731",
 };
 const NV_VM_ATS: Source = Source {
     title: "NVIDIA AI Enterprise: ATS and ACS configuration for GPUDirect RDMA in VMs",
@@ -90,9 +90,10 @@ const TCPX_YAML: Source = Source {
     title: "GoogleCloudPlatform/container-engine-accelerators: GPUDirect-TCPX rxdm daemon and NCCL plugin",
     url: "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/master/gpudirect-tcpx/nccl-test.yaml",
 };
-const SEED_A3: Source = Source {
-    title: "Field report (fabrik seed 000): dstack on GCP A3, 50 GB/s algbw with TCPX vs 20 GB/s without",
-    url: "fabrik: shared/seeds/000_d9c34bf05bbb1789.txt (article on dstack's GCP A3 GPUDirect-TCPX support)",
+const DSTACK_A3: Source = Source {
+    title:
+        "dstackai/dstack#2447: GCP A3 with 4 data NICs, 50 GB/s algbw with TCPX vs 20 GB/s without",
+    url: "https://github.com/dstackai/dstack/issues/2447",
 };
 const EFA_NCCL: Source = Source {
     title: "AWS: Get started with EFA and NCCL",
@@ -128,8 +129,8 @@ const IB_DISABLE_1591: Source = Source {
     url: "https://github.com/NVIDIA/nccl/issues/1591",
 };
 const ACS_ALIBABA: Source = Source {
-    title: "Alibaba Cloud ACS RDMA pods: NCCL_IB_DISABLE=1 required on P16EN (fabrik seed 003)",
-    url: "fabrik: shared/seeds/003_f206e007a5dfc7e7.txt (Alibaba Cloud ACS documentation page)",
+    title: "Alibaba Cloud ACS: RDMA pods, NCCL_IB_DISABLE=1 required on P16EN",
+    url: "https://www.alibabacloud.com/help/en/cs/user-guide/pod-hpn-type-rdma",
 };
 const ONEFLOW_VETH: Source = Source {
     title: "Oneflow-Inc/oneflow#9115: NET/Socket using veth interfaces when IB is absent",
@@ -193,7 +194,7 @@ pub static RULES: &[Rule] = &[
         why: "In VMs, GPUDirect RDMA writes from a VF into GPU memory can run far below line rate unless the memory region is registered with relaxed ordering; a ConnectX-7 VF measured 84 Gb/s from cudaMalloc memory vs ~400 Gb/s with IBV_ACCESS_RELAXED_ORDERING.",
         evidence: "/sys/bus/pci/devices/<vf>/physfn.",
         fix: "Keep NCCL_IB_PCI_RELAXED_ORDERING at its default (2, auto) or set 1; custom net plugins and verbs code must pass IBV_ACCESS_RELAXED_ORDERING to ibv_reg_mr; have ATS enabled on the NIC and ACS configured for it by the hypervisor owner.",
-        sources: &[SEED_VF, NCCL_ENV, NV_VM_ATS],
+        sources: &[NCCL_1731, NCCL_ENV, NV_VM_ATS],
     },
     Rule {
         id: "FAB-PORT-001",
@@ -435,7 +436,7 @@ pub static RULES: &[Rule] = &[
         why: "On A3 VMs, NCCL's bandwidth between nodes comes from the GPUDirect-TCPX plugin and the receive-datapath-manager over 4 data NICs; without them two nodes reach about 20 GB/s all_reduce algbw instead of about 50 GB/s.",
         evidence: "/sys/class/net/*/device/driver (gve), GPU count, /sys/class/infiniband, env:NCCL_GPUDIRECTTCPX_*.",
         fix: "Run the tcpgpudmarxd (receive-datapath-manager) container, put the nccl-plugin-gpudirecttcpx library on LD_LIBRARY_PATH, set the NCCL_GPUDIRECTTCPX_* variables, give the VM 4 data NICs.",
-        sources: &[TCPX_YAML, SEED_A3],
+        sources: &[TCPX_YAML, DSTACK_A3],
     },
     Rule {
         id: "FAB-CLOUD-002",

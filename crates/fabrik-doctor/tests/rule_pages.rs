@@ -68,7 +68,7 @@ fn every_rule_page_is_complete() {
         assert!(!r.sources.is_empty(), "{} cites no source", r.id);
         for s in r.sources {
             assert!(
-                s.url.starts_with("https://") || s.url.starts_with("fabrik: shared/seeds/"),
+                s.url.starts_with("https://"),
                 "{}: source {} is not a URL",
                 r.id,
                 s.url

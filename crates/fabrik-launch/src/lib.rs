@@ -3,6 +3,7 @@
 //! [`fabrik_nccl::Env`] decided.
 //!
 //! Every renderer is a pure function of the environment and the [`JobShape`].
+#![warn(missing_docs)]
 
 mod docker;
 mod hostfile;
@@ -22,14 +23,20 @@ pub use shape::{JobShape, K8sKind};
 /// What to render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// One `torchrun` line per node.
     Torchrun,
+    /// One `docker run` line per node.
     Docker,
+    /// A Kubernetes manifest ([`K8sKind`] says which object).
     K8s,
+    /// An sbatch script.
     Slurm,
+    /// An MPI hostfile and its `mpirun` line.
     Hostfile,
 }
 
 impl Kind {
+    /// Every kind, in the order the CLI lists them.
     pub const ALL: [Kind; 5] = [
         Kind::Torchrun,
         Kind::Docker,
@@ -38,6 +45,7 @@ impl Kind {
         Kind::Hostfile,
     ];
 
+    /// The name the CLI accepts (`torchrun`, `k8s`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Torchrun => "torchrun",
@@ -65,18 +73,30 @@ impl FromStr for Kind {
     }
 }
 
+/// Why a launch file could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
+    /// A launch kind fabrik does not know.
     #[error("unknown launch kind {0:?}; known: torchrun, docker, k8s, slurm, hostfile")]
     UnknownKind(String),
+    /// A Kubernetes object kind fabrik does not write.
     #[error("unknown Kubernetes kind {0:?}; known: job, jobset, pytorchjob")]
     UnknownK8sKind(String),
+    /// The job shape does not fit the kind (no hosts for a hostfile, no image for k8s, ...).
     #[error("{0}")]
     Shape(String),
+    /// The command does not split into shell words.
     #[error("--command {0:?} is not valid shell words (unbalanced quotes?)")]
     Command(String),
+    /// A value that no shell quoting can carry (a NUL byte).
     #[error("{what} cannot be written for a shell: {reason}")]
-    Unquotable { what: String, reason: String },
+    Unquotable {
+        /// Which value (a variable's name, an argument).
+        what: String,
+        /// Why it cannot be quoted.
+        reason: String,
+    },
+    /// The YAML serializer failed.
     #[error("writing YAML: {0}")]
     Yaml(String),
 }

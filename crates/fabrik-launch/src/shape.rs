@@ -5,6 +5,7 @@ use std::str::FromStr;
 
 use crate::{Kind, LaunchError};
 
+/// Which Kubernetes object the `k8s` kind writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum K8sKind {
     /// An Indexed `batch/v1` Job with a headless Service for stable pod names.
@@ -17,7 +18,9 @@ pub enum K8sKind {
 }
 
 impl K8sKind {
+    /// Every object kind, in the order the CLI lists them.
     pub const ALL: [K8sKind; 3] = [K8sKind::Job, K8sKind::JobSet, K8sKind::PyTorchJob];
+    /// The name the CLI accepts (`job`, `jobset`, `pytorchjob`).
     pub fn as_str(self) -> &'static str {
         match self {
             K8sKind::Job => "job",
@@ -43,20 +46,27 @@ impl FromStr for K8sKind {
     }
 }
 
+/// The job's shape, whatever launcher renders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobShape {
     /// Job name: Kubernetes object names, the Slurm job name.
     pub name: String,
+    /// Number of nodes.
     pub nodes: u32,
+    /// GPUs (ranks) per node.
     pub gpus_per_node: u32,
     /// Container image (docker and k8s need one).
     pub image: Option<String>,
     /// What torchrun starts on each node (`train.py --lr 3e-4`); for `mpirun`, the program each
     /// rank runs.
     pub command: String,
+    /// The rendezvous port (`MASTER_PORT`).
     pub master_port: u16,
+    /// The rendezvous host (`MASTER_ADDR`); the first of `hosts` when not given.
     pub master_addr: Option<String>,
+    /// The nodes by name, one per node, when known (hostfile and sbatch need them).
     pub hosts: Vec<String>,
+    /// Which Kubernetes object `k8s` writes.
     pub k8s_kind: K8sKind,
     /// A device-plugin resource that gives pods the RDMA devices (`rdma/hca_shared_devices_a`,
     /// `vpc.amazonaws.com/efa=32`: NAME or NAME=COUNT, 1 by default), instead of a privileged

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Live check of `fabrik top` on real rxe counters: boots Debian's kernel under qemu (TCG) with a
-# busybox initramfs (the recipe of shared/testbeds/softroce-proof.sh), creates rxe0 on a veth,
+# busybox initramfs of its own (the recipe testbed/softroce/build.sh follows), creates rxe0 on a veth,
 # runs ib_write_bw over it while `fabrik top --format json` samples every second, then prints the
 # table. Prints FABRIK-TOP lines (NDJSON) and checks that rxe0's packet counters moved.
 #

@@ -31,8 +31,10 @@ use fabrik_model::{Gid, GidType, LinkLayer, Port};
 /// `NCCL_IB_ADDR_FAMILY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AddrFamily {
+    /// IPv4 GIDs (NCCL's default).
     #[default]
     Inet,
+    /// IPv6 GIDs.
     Inet6,
 }
 
@@ -41,6 +43,7 @@ pub enum AddrFamily {
 pub struct GidSettings {
     /// `NCCL_IB_GID_INDEX` when set to a value ≥ 0.
     pub gid_index: Option<u32>,
+    /// `NCCL_IB_ADDR_FAMILY`.
     pub addr_family: AddrFamily,
     /// `NCCL_IB_ADDR_RANGE` as NCCL accepts it: an address of `addr_family` and a prefix length.
     pub addr_range: Option<(IpAddr, u32)>,

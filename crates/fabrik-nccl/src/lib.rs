@@ -1,4 +1,5 @@
 //! NCCL knowledge: the environment NCCL needs on a given fabric or platform.
+#![warn(missing_docs)]
 
 pub mod env;
 pub mod gid;

@@ -31,6 +31,7 @@ pub const MAX_JSON_BYTES: u64 = 64 << 20;
 /// One nccl-tests run, and what the text says beside the table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcclTestsRun {
+    /// The table as a collective report.
     pub report: CollectiveReport,
     /// `# Out of bounds values : N`.
     pub out_of_bounds: Option<u64>,

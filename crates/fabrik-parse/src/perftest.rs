@@ -23,12 +23,15 @@ pub const MAX_NOTES: usize = 64;
 /// out.
 #[derive(Debug, Default)]
 pub struct PerftestOutput {
+    /// One report per test printed.
     pub reports: Vec<P2pReport>,
+    /// The failure lines, one per kind, with counts.
     pub failures: Vec<PerftestFailure>,
     /// Distinct failure lines beyond the cap.
     pub failures_dropped: u64,
     /// Rows beyond [`MAX_ROWS`] and reports beyond [`MAX_REPORTS`].
     pub rows_dropped: u64,
+    /// Reports beyond [`MAX_REPORTS`].
     pub reports_dropped: u64,
 }
 
@@ -560,10 +563,12 @@ pub fn parse_path_full(path: &Path) -> Result<PerftestOutput, ParseError> {
     parse_reader_full(&mut r).map_err(|e| ParseError::io(path, e))
 }
 
+/// Parses a file (`-` is stdin; gzip detected) into its reports.
 pub fn parse_path(path: &Path) -> Result<Vec<P2pReport>, ParseError> {
     Ok(parse_path_full(path)?.reports)
 }
 
+/// Parses perftest output held in memory into its reports.
 pub fn parse_str(text: &str) -> Vec<P2pReport> {
     let mut reader = text.as_bytes();
     parse_reader(&mut reader).unwrap_or_default()

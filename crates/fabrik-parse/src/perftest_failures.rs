@@ -116,6 +116,7 @@ pub fn rules() -> &'static [Rule] {
 }
 
 impl FailureClass {
+    /// The rule id of the class (`FAB-BENCH-PT-...`).
     pub fn rule(self) -> &'static str {
         match self {
             FailureClass::Device => "FAB-BENCH-PT-DEVICE",
@@ -159,6 +160,7 @@ impl FailureClass {
         }
     }
 
+    /// What to do about a failure of this class.
     pub fn fix(self) -> &'static str {
         match self {
             FailureClass::Device => "List the devices with `ibv_devices`/`ibv_devinfo`; load the driver (`modprobe mlx5_ib`), pass an existing device with `-d`, and in a container expose /dev/infiniband and the RDMA device plugin resource.",
@@ -403,11 +405,14 @@ const PATTERNS: &[(&str, FailureClass)] = &[
 /// One kind of failure line seen in the input: the first line of that kind, and how often.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerftestFailure {
+    /// What kind of failure it is.
     pub class: FailureClass,
+    /// The first line of this kind, as printed.
     pub line: String,
     /// `ibv_wc_status` of a failed completion (`Failed status 12: ...`), with its name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wc_status: Option<String>,
+    /// How many lines of this kind the input held.
     pub count: u64,
 }
 
@@ -480,6 +485,7 @@ fn wc_status(line: &str) -> Option<String> {
 /// Collects failure lines with bounded memory.
 #[derive(Debug, Default)]
 pub struct FailureLog {
+    /// The distinct failure lines, in the order first seen.
     pub failures: Vec<PerftestFailure>,
     /// Failure lines beyond [`MAX_FAILURES`] distinct ones.
     pub dropped: u64,

@@ -21,9 +21,13 @@ const MAX_REPORT_LINES: u64 = 1 << 17;
 /// 10.137.190.124`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct RasRank {
+    /// The rank, when RAS names one.
     pub rank: Option<u64>,
+    /// The GPU (`4`).
     pub gpu: Option<String>,
+    /// The process id.
     pub pid: Option<u64>,
+    /// The node's address or name.
     pub node: Option<String>,
     /// `has status RUNNING`, `reported ncclRemoteError`...
     pub status: Option<String>,
@@ -34,19 +38,28 @@ pub struct RasRank {
 /// A row of the communicators table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RasGroup {
+    /// The group's number in the table.
     pub group: u64,
+    /// Communicators in the group.
     pub comms: u64,
+    /// Nodes per communicator.
     pub nodes_per_comm: u64,
+    /// Ranks per node, as printed (a number or a range).
     pub ranks_per_node: String,
+    /// Ranks per communicator.
     pub ranks_per_comm: u64,
+    /// Ranks in the whole group.
     pub ranks_in_group: u64,
+    /// The status column.
     pub status: String,
+    /// The errors column, split into its entries.
     pub errors: Vec<String>,
 }
 
 /// One group of ranks of a mismatch: `30 ranks have launched up to operation 640`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RasCount {
+    /// How many ranks share the value.
     pub count: u64,
     /// The operation count, or the status / error text.
     pub value: String,
@@ -59,6 +72,7 @@ pub struct RasCount {
 pub struct RasCommIssue {
     /// `#0-0`.
     pub id: String,
+    /// The communicator's hash.
     pub hash: String,
     /// INCOMPLETE, ERROR or MISMATCH.
     pub kind: String,
@@ -66,14 +80,18 @@ pub struct RasCommIssue {
     pub what: Vec<String>,
     /// The collective whose counts differ (`AllGather`), when named.
     pub op: Option<String>,
+    /// The ranks of each value of a mismatch.
     pub counts: Vec<RasCount>,
     /// Ranks named without a count group (missing ranks, error ranks).
     pub ranks: Vec<RasRank>,
 }
 
+/// A node that runs a different number of processes than most nodes (RAS's outliers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RasOutlier {
+    /// The node's address or name.
     pub node: String,
+    /// The processes on it.
     pub pids: Vec<u64>,
 }
 
@@ -82,18 +100,27 @@ pub struct RasOutlier {
 pub struct RasReport {
     /// `text` or `json`.
     pub format: String,
+    /// The NCCL version of the report's header.
     pub nccl_version: Option<String>,
+    /// Nodes in the job.
     pub nodes: Option<u64>,
+    /// Processes in the job.
     pub processes: Option<u64>,
+    /// GPUs in the job.
     pub gpus: Option<u64>,
+    /// Nodes whose process counts differ from the rest.
     pub outlier_nodes: Vec<RasOutlier>,
+    /// The communicators table.
     pub groups: Vec<RasGroup>,
     /// Job processes whose communicator data is missing (`INCOMPLETE` of the Errors section).
     pub missing_processes: Vec<RasRank>,
+    /// How many processes are missing, as the summary counts them.
     pub missing_process_count: Option<u64>,
     /// Processes considered dead (`DEAD`, unreachable over the RAS network).
     pub dead_processes: Vec<RasRank>,
+    /// How many processes are dead, as the summary counts them.
     pub dead_process_count: Option<u64>,
+    /// Communicators named in the Errors and Warnings sections.
     pub comm_issues: Vec<RasCommIssue>,
     /// `Encountered N communication timeouts while gathering communicator data`.
     pub timeouts: Option<u64>,
@@ -174,6 +201,7 @@ fn clean(line: &str) -> &str {
 }
 
 impl RasTextParser {
+    /// A parser with nothing read yet.
     pub fn new() -> Self {
         RasTextParser {
             report: RasReport {

@@ -26,6 +26,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![warn(missing_docs)]
 
 use std::net::Ipv4Addr;
 use std::process::{Child, Command, Output, Stdio};
@@ -41,12 +42,21 @@ pub use rate::parse_rate;
 /// Every namespace this crate creates starts with this, then the creating process id.
 pub const PREFIX: &str = "fab-";
 
+/// Why a testbed could not be built or driven.
 #[derive(Debug, thiserror::Error)]
 pub enum TestbedError {
+    /// The process is not root; the uid it runs as.
     #[error("the testbed needs root (network namespaces and veth links); running as uid {0}")]
     NotRoot(u32),
+    /// A command (`ip`, `tc`, ...) failed.
     #[error("`{command}` failed: {detail}")]
-    Command { command: String, detail: String },
+    Command {
+        /// The command line.
+        command: String,
+        /// What went wrong: its standard error, or why it could not run.
+        detail: String,
+    },
+    /// The builder's settings are out of range.
     #[error("invalid testbed: {0}")]
     Config(String),
 }
@@ -86,6 +96,7 @@ struct Shape {
     rate: String,
 }
 
+/// Settings of a [`Testbed`]: hosts, links per host, MTU, shaped links.
 #[derive(Debug, Clone)]
 pub struct Builder {
     hosts: usize,
@@ -95,11 +106,13 @@ pub struct Builder {
 }
 
 impl Builder {
+    /// Sets the number of hosts (1 to 250).
     pub fn hosts(mut self, n: usize) -> Self {
         self.hosts = n;
         self
     }
 
+    /// Sets the number of links of every host.
     pub fn links_per_host(mut self, n: usize) -> Self {
         self.links = n;
         self
@@ -131,6 +144,7 @@ impl Builder {
         self
     }
 
+    /// Creates the namespaces, links and bridges; undone on any failure.
     pub fn build(self) -> Result<Testbed, TestbedError> {
         if self.hosts == 0 || self.hosts > 250 {
             return Err(TestbedError::Config(format!(
@@ -192,6 +206,7 @@ pub struct Testbed {
 }
 
 impl Testbed {
+    /// Two hosts with one link each, unshaped, default MTU.
     pub fn builder() -> Builder {
         Builder {
             hosts: 2,
@@ -210,10 +225,12 @@ impl Testbed {
         format!("{}-sw", self.name)
     }
 
+    /// The number of hosts.
     pub fn hosts(&self) -> usize {
         self.hosts
     }
 
+    /// The number of links of every host.
     pub fn links_per_host(&self) -> usize {
         self.links
     }

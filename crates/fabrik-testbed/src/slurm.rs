@@ -58,6 +58,7 @@ pub fn skip_reason() -> Option<String> {
     }
 }
 
+/// Settings of a [`Slurm`] cluster.
 #[derive(Debug, Clone, Default)]
 pub struct Builder {
     health_check: Option<(PathBuf, Duration)>,
@@ -112,6 +113,7 @@ pub struct Slurm {
 }
 
 impl Slurm {
+    /// A cluster with the default settings (no health check).
     pub fn builder() -> Builder {
         Builder::default()
     }

@@ -27,7 +27,9 @@ const VERDICT_DENIED: &[u8] = b"DENIED";
 /// one end's proof can never be reflected back as the other's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The end that connected.
     Client,
+    /// The end that accepted.
     Server,
 }
 
@@ -53,10 +55,12 @@ impl Role {
 pub struct ByteCount(Arc<AtomicU64>);
 
 impl ByteCount {
+    /// A count at zero.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Bytes received so far.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -223,15 +227,18 @@ impl Channel {
         self.peer = name.into();
     }
 
+    /// The name errors give the peer.
     pub fn peer(&self) -> &str {
         &self.peer
     }
 
+    /// Sets how long one send or receive may wait for the peer.
     pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), WireError> {
         self.timeout = timeout;
         self.apply_timeout()
     }
 
+    /// How long one send or receive may wait for the peer.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -246,6 +253,7 @@ impl Channel {
         self.received.get()
     }
 
+    /// Sets the largest frame accepted from the peer, in bytes.
     pub fn set_max_frame(&mut self, max: u32) {
         self.max_frame = max;
     }
@@ -255,6 +263,7 @@ impl Channel {
         &self.stream
     }
 
+    /// Sends `msg` as one JSON frame.
     pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), WireError> {
         let bytes = serde_json::to_vec(msg).map_err(|source| WireError::Malformed {
             peer: format!("(encoding for {})", self.peer),
@@ -263,6 +272,7 @@ impl Channel {
         self.send_bytes(&bytes)
     }
 
+    /// Receives one frame and decodes it as JSON into `T`.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<T, WireError> {
         let bytes = self.recv_bytes()?;
         serde_json::from_slice(&bytes).map_err(|source| WireError::Malformed {
@@ -271,11 +281,13 @@ impl Channel {
         })
     }
 
+    /// Sends `payload` as one frame.
     pub fn send_bytes(&mut self, payload: &[u8]) -> Result<(), WireError> {
         let (mut io, secs) = self.timed();
         write_frame(&mut io, payload, self.max_frame, &self.peer, secs)
     }
 
+    /// Receives one frame, bounded by the channel's maximum frame size.
     pub fn recv_bytes(&mut self) -> Result<Vec<u8>, WireError> {
         self.recv_bytes_limited(self.max_frame)
     }

@@ -3,30 +3,66 @@ use std::io;
 /// Everything that can go wrong on a control connection; `peer` names the other end.
 #[derive(Debug, thiserror::Error)]
 pub enum WireError {
+    /// The socket failed for a reason other than a timeout or a closed connection.
     #[error("connection to {peer} failed")]
     Io {
+        /// The other end (`host:port` or a rank's name).
         peer: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// The peer sent nothing, or not the whole message, before the deadline.
     #[error("{peer} did not answer within {secs:.1} s")]
-    Timeout { peer: String, secs: f64 },
+    Timeout {
+        /// The other end.
+        peer: String,
+        /// The deadline that passed, in seconds.
+        secs: f64,
+    },
+    /// The peer closed or reset the connection.
     #[error("{peer} closed the connection")]
-    Closed { peer: String },
+    Closed {
+        /// The other end.
+        peer: String,
+    },
+    /// A frame's length prefix is above the channel's bound; nothing of it was allocated.
     #[error("{peer} sent a frame of {len} bytes; the limit is {max}")]
-    FrameTooLarge { peer: String, len: u64, max: u32 },
+    FrameTooLarge {
+        /// The other end.
+        peer: String,
+        /// The length the prefix announced.
+        len: u64,
+        /// The bound in force.
+        max: u32,
+    },
+    /// The peer's answer to the challenge does not match: it holds another token.
     #[error("{peer} failed authentication: the token differs (set the same --token or FABRIK_TOKEN on both ends)")]
-    AuthFailed { peer: String },
+    AuthFailed {
+        /// The other end.
+        peer: String,
+    },
+    /// The peer speaks another protocol or version, or sent a message out of turn.
     #[error("{peer} is not a fabrik peer of this protocol version ({detail})")]
-    Protocol { peer: String, detail: String },
+    Protocol {
+        /// The other end.
+        peer: String,
+        /// What was expected and what came.
+        detail: String,
+    },
+    /// A frame arrived whole but is not the JSON message expected.
     #[error("{peer} sent a malformed message")]
     Malformed {
+        /// The other end.
         peer: String,
+        /// The decoder's error.
         #[source]
         source: serde_json::Error,
     },
+    /// The shared token cannot be used.
     #[error("the token is empty or not printable ASCII")]
     BadToken,
+    /// The operating system gave no random bytes for a challenge or a session id.
     #[error("no randomness from the operating system: {0}")]
     Random(String),
 }

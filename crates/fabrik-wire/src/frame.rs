@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 
 use crate::WireError;
 
+/// Writes one frame: a 4-byte big-endian length, then `payload`; a payload above `max` is
+/// refused before anything is written. `peer` and `timeout_secs` name the errors.
 pub fn write_frame<W: Write>(
     w: &mut W,
     payload: &[u8],
@@ -27,6 +29,7 @@ pub fn write_frame<W: Write>(
     w.flush().map_err(io)
 }
 
+/// Reads one frame; a length prefix above `max` is refused before anything is allocated.
 pub fn read_frame<R: Read>(
     r: &mut R,
     max: u32,

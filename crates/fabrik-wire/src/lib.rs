@@ -5,6 +5,7 @@
 //! (however slowly its bytes come), and a mutual challenge-response on a shared token before any
 //! message is accepted; [`Pending`] bounds the connections still in their handshake. A peer that dies, stalls, sends garbage or does not know the token becomes a typed error that
 //! names it, never a hang or an unbounded allocation.
+#![warn(missing_docs)]
 
 mod channel;
 mod error;

@@ -16,8 +16,11 @@ use crate::channel::ByteCount;
 /// A connection that did not finish its handshake: who, how far it got, for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stall {
+    /// The address the connection came from.
     pub from: SocketAddr,
+    /// Bytes it had sent when it was given up.
     pub bytes: u64,
+    /// How long it had been in its handshake.
     pub waited: Duration,
     /// It was shut down to make room for a newer connection (not by its own deadline).
     pub evicted: bool,
@@ -100,6 +103,7 @@ impl Ticket {
         self.bytes.clone()
     }
 
+    /// The address the connection came from.
     pub fn from(&self) -> SocketAddr {
         self.from
     }
@@ -146,10 +150,12 @@ impl Pending {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Connections still in their handshake (evicted ones not counted).
     pub fn len(&self) -> usize {
         self.lock().entries.iter().filter(|e| !e.evicted).count()
     }
 
+    /// Whether no connection is in its handshake.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -21,6 +21,7 @@ impl Token {
         Ok(Token(hex(&bytes)))
     }
 
+    /// The token's text, as both ends must hold it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

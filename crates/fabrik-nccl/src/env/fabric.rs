@@ -8,13 +8,18 @@ use crate::gid::{nccl_gid_index, routable_v2, GidSettings};
 /// One RDMA port NCCL could use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsablePort {
+    /// The RDMA device (`mlx5_0`).
     pub device: String,
+    /// The port number (from 1).
     pub port: u32,
+    /// The network interface behind it (RoCE), when known.
     pub netdev: Option<String>,
+    /// The port's rate as sysfs writes it.
     pub rate: Option<String>,
 }
 
 impl UsablePort {
+    /// `device:port`, as `NCCL_IB_HCA` takes it.
     pub fn hca(&self) -> String {
         format!("{}:{}", self.device, self.port)
     }
@@ -23,7 +28,9 @@ impl UsablePort {
 /// The RDMA ports of a node sorted into what NCCL can use and what it cannot, with reasons.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RdmaInventory {
+    /// Active InfiniBand ports.
     pub ib: Vec<UsablePort>,
+    /// Active RoCE ports.
     pub roce: Vec<UsablePort>,
     /// AWS EFA devices (their ports report link layer `Unspecified`).
     pub efa: Vec<String>,
@@ -32,11 +39,13 @@ pub struct RdmaInventory {
 }
 
 impl RdmaInventory {
+    /// Whether NCCL has any RDMA device to use.
     pub fn has_usable(&self) -> bool {
         !self.ib.is_empty() || !self.roce.is_empty() || !self.efa.is_empty()
     }
 }
 
+/// Sorts the node's RDMA ports into usable (by link layer) and unusable, with reasons.
 pub fn inventory(node: &Node) -> RdmaInventory {
     let mut inv = RdmaInventory::default();
     let mut devices: Vec<&RdmaDevice> = node.rdma_devices.iter().collect();
@@ -169,9 +178,19 @@ pub fn roce_gid_index(node: &Node, ports: &[UsablePort]) -> GidChoice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QosChoice {
     /// DSCP trust: `NCCL_IB_TC` = DSCP << 2 | ECN-capable bits.
-    TrafficClass { tc: u32, dscp: u32, priority: u8 },
+    TrafficClass {
+        /// The `NCCL_IB_TC` value.
+        tc: u32,
+        /// The DSCP that maps to the lossless priority.
+        dscp: u32,
+        /// The PFC priority it lands on.
+        priority: u8,
+    },
     /// PCP trust: the VLAN priority comes from the service level.
-    ServiceLevel { sl: u8 },
+    ServiceLevel {
+        /// The `NCCL_IB_SL` value.
+        sl: u8,
+    },
     /// Not decidable; the message says why.
     Unknown(String),
 }

@@ -29,8 +29,11 @@ const SOFTWARE_PREFIXES: &[&str] = &[
 /// The chosen interface and the facts that made it the choice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SocketChoice {
+    /// The interface (`eth0`).
     pub name: String,
+    /// Its IPv4 addresses.
     pub ipv4: Vec<String>,
+    /// Why it was chosen.
     pub why: String,
     /// Other interfaces that could have served, so the user sees what was passed over.
     pub others: Vec<String>,

@@ -24,6 +24,7 @@ use fabric::{GidChoice, QosChoice, RdmaInventory};
 /// Everything [`generate`] decides from.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
+    /// The profile whose rules apply (`Auto` decides from the node).
     pub profile: Profile,
     /// The node as probed; `None` when only a named profile is wanted without facts.
     pub node: Option<&'a Node>,
@@ -33,8 +34,10 @@ pub struct Request<'a> {
     pub keep_env: bool,
 }
 
+/// Why no environment could be generated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EnvError {
+    /// `auto` was asked for without a node to decide from.
     #[error("profile `auto` decides from the node's fabric, but no node was given (probe one with --root)")]
     AutoNeedsNode,
 }

@@ -10,17 +10,25 @@ use serde::{Deserialize, Serialize};
 pub enum Profile {
     /// Decide from the node: InfiniBand, RoCE v2, EFA, or sockets.
     Auto,
+    /// GCP A3 High/Edge (a3-highgpu-8g): GPUDirect-TCPX.
     GcpA3Tcpx,
+    /// GCP A3 Mega (a3-megagpu-8g): GPUDirect-TCPXO.
     GcpA3MegaTcpxo,
+    /// AWS EFA through the aws-ofi-nccl plugin.
     AwsEfa,
+    /// Azure ND-series InfiniBand VMs.
     AzureNdIb,
     /// Alibaba Cloud ACS, RDMA NIC type 1 (GU8TF, GU8TEF, GX8SF).
     AlibabaAcsRdma,
     /// Alibaba Cloud ACS, RDMA NIC type 2 (P16EN).
     AlibabaAcsRdmaType2,
+    /// Oracle Cloud RoCE v2 bare-metal GPU shapes.
     OciRoce,
+    /// Any InfiniBand fabric.
     GenericIb,
+    /// Any RoCE v2 fabric.
     GenericRoce,
+    /// TCP sockets only.
     Socket,
 }
 
@@ -41,10 +49,12 @@ impl Profile {
     ];
 
     /// Every named (non-auto) profile.
+    /// Every profile but `Auto`.
     pub fn named() -> impl Iterator<Item = Profile> {
         Self::ALL.into_iter().filter(|p| *p != Profile::Auto)
     }
 
+    /// The name the CLI and the docs use (`gcp-a3-tcpx`, `generic-roce`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Profile::Auto => "auto",
@@ -68,6 +78,7 @@ impl fmt::Display for Profile {
     }
 }
 
+/// A profile name fabrik does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown profile {0:?}; known profiles: {known}", known = known_list())]
 pub struct UnknownProfile(pub String);

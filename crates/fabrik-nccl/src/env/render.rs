@@ -7,10 +7,18 @@ use serde::Serialize;
 
 use super::{Env, NoteLevel};
 
+/// Why an environment could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// A value no shell quoting can carry (a NUL byte).
     #[error("value of {name} cannot be written for a shell: {reason}")]
-    Unquotable { name: String, reason: String },
+    Unquotable {
+        /// The variable's name.
+        name: String,
+        /// Why its value cannot be quoted.
+        reason: String,
+    },
+    /// JSON or YAML serialization failed.
     #[error("serializing: {0}")]
     Serialize(String),
 }

@@ -24,9 +24,12 @@ pub enum Conv {
     Str,
 }
 
+/// One piece of a compiled format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token {
+    /// Literal bytes, which must appear as written.
     Lit(Vec<u8>),
+    /// A conversion.
     Conv(Conv),
 }
 
@@ -115,6 +118,7 @@ impl Pattern {
         }
     }
 
+    /// The format's pieces, in order.
     pub fn tokens(&self) -> &[Token] {
         &self.tokens
     }

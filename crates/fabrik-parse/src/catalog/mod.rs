@@ -27,15 +27,19 @@ use format::Pattern;
 const MESSAGES: &str = include_str!("../../data/nccl-messages.tsv");
 const CLASSES: &str = include_str!("../../data/nccl-classes.txt");
 
+/// Which NCCL log level a message is printed at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `WARN` (printed through `WARN(...)`).
     Warn,
+    /// `INFO` (printed through `INFO(...)`).
     Info,
 }
 
 /// One distinct format string of the sources.
 #[derive(Debug)]
 pub struct Message {
+    /// The level it is printed at.
     pub kind: Kind,
     /// `nccl`, `ofi`, `sharp`, `tcpx`, `fastrak`.
     pub source: &'static str,
@@ -44,7 +48,9 @@ pub struct Message {
     pub area: &'static str,
     /// The file it was printed from, in the last release that has it.
     pub file: &'static str,
+    /// The first release that prints it.
     pub first: &'static str,
+    /// The last release that prints it.
     pub last: &'static str,
     /// How many releases print it.
     pub releases: u32,
@@ -59,12 +65,17 @@ pub struct Message {
 pub struct Class {
     /// The rule id its findings carry.
     pub rule: &'static str,
+    /// Its severity.
     pub severity: Severity,
+    /// A short title for the rule page.
     pub title: &'static str,
+    /// What a message of this class means.
     pub means: &'static str,
+    /// What fixes it.
     pub fix: &'static str,
     /// NCCL settings (environment variables) involved.
     pub settings: Vec<&'static str>,
+    /// The documentation and issues behind it.
     pub sources: Vec<Source>,
     /// For a rule page: what the rule reads.
     pub checks: String,
@@ -77,7 +88,9 @@ pub struct Class {
 /// The catalog: messages, classes and the matchers of the WARN messages.
 #[derive(Debug)]
 pub struct Catalog {
+    /// Every distinct message of the sources.
     pub messages: Vec<Message>,
+    /// The cause classes.
     pub classes: &'static [Class],
     /// Data lines that did not parse (a test keeps this empty).
     pub malformed: Vec<&'static str>,

@@ -90,6 +90,8 @@ fn rate_findings(tool: &str, rates: &[(String, f64)], out: &mut Vec<Finding>) {
     }
 }
 
+/// `ibstat`: ports not active (FAB-PORT-001) or not linked up (FAB-PORT-002), active ports slower
+/// than the others (FAB-PORT-004).
 pub fn ibstat(st: &Ibstat) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut rates = Vec::new();
@@ -112,6 +114,8 @@ pub fn ibstat(st: &Ibstat) -> Vec<Finding> {
     out
 }
 
+/// `ibv_devinfo`: ports not active (FAB-PORT-001) or not linked up (FAB-PORT-002), active ports
+/// slower than the others (FAB-PORT-004).
 pub fn ibv_devinfo(ports: &[DevinfoPort]) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut rates = Vec::new();
@@ -132,6 +136,7 @@ pub fn ibv_devinfo(ports: &[DevinfoPort]) -> Vec<Finding> {
     out
 }
 
+/// `ibdev2netdev`: RDMA ports not active or their interfaces down (FAB-PORT-001).
 pub fn ibdev2netdev(maps: &[NetdevMap]) -> Vec<Finding> {
     let mut out = Vec::new();
     for m in maps {
@@ -155,6 +160,8 @@ pub fn ibdev2netdev(maps: &[NetdevMap]) -> Vec<Finding> {
     out
 }
 
+/// `show_gids`: RoCE ports without a RoCE v2 GID that carries an IPv4 address (FAB-ROCE-001/002),
+/// and the GID index NCCL_IB_GID_INDEX wants (FAB-ROCE-INDEX).
 pub fn show_gids(rows: &[GidRow], idx: &[RoceV2Index]) -> Vec<Finding> {
     let mut out = Vec::new();
     // Only RoCE ports: show_gids prints an InfiniBand port's GID with an empty netdev column.
@@ -200,6 +207,7 @@ pub fn show_gids(rows: &[GidRow], idx: &[RoceV2Index]) -> Vec<Finding> {
     out
 }
 
+/// `mlnx_qos`: the trust state and the PFC priorities (FAB-QOS-001, FAB-QOS-PFC).
 pub fn mlnx_qos(q: &MlnxQos) -> Vec<Finding> {
     let mut out = Vec::new();
     let trust = q.trust.as_deref().unwrap_or("not shown");
@@ -253,6 +261,8 @@ pub struct TopoAdvice {
     pub nccl_ib_hca: Vec<String>,
 }
 
+/// `nvidia-smi topo -m`: each GPU's nearest NICs and how far they are (FAB-TOPO-NIC), with the
+/// `NCCL_IB_HCA` that keeps NCCL on the GPU-near NICs.
 pub fn topo(near: &[GpuNearestNic], all_nics: &BTreeSet<String>) -> (Vec<Finding>, TopoAdvice) {
     let mut out = Vec::new();
     let mut hca: Vec<String> = Vec::new();

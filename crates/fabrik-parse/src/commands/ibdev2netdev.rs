@@ -3,10 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One `DEV port N ==> NETDEV` line.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetdevMap {
+    /// The RDMA device (`mlx5_0`).
     pub device: String,
+    /// The port number.
     pub port: u32,
+    /// The network interface.
     pub netdev: String,
     /// The netdev's state in parentheses after it: `Up`, `Down`.
     pub netdev_up: Option<bool>,
@@ -14,6 +18,7 @@ pub struct NetdevMap {
     pub port_state: Option<String>,
 }
 
+/// Reads every mapping line; lines it does not know are skipped.
 pub fn parse_ibdev2netdev(raw: &str) -> Vec<NetdevMap> {
     let mut out = Vec::new();
     for line in raw.lines().map(super::unquote) {

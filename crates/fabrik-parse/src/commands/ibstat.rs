@@ -2,9 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One `Port N:` block of an `ibstat` CA.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IbstatPort {
+    /// The CA's name (`mlx5_0`).
     pub device: String,
+    /// The port number.
     pub port: u32,
     /// `Active`, `Down`, `Initializing`, `Armed`.
     pub state: Option<String>,
@@ -12,19 +15,26 @@ pub struct IbstatPort {
     pub phys_state: Option<String>,
     /// `Rate:` in Gb/s (`100`, `56`; a port that never trained reports 10 or 2.5).
     pub rate_gbps: Option<f64>,
+    /// `Link layer:` (`InfiniBand`, `Ethernet`).
     pub link_layer: Option<String>,
+    /// `Base lid:`.
     pub base_lid: Option<u32>,
+    /// The CA's `CA type:` (`MT4123`).
     pub ca_type: Option<String>,
+    /// The CA's `Firmware version:`.
     pub fw_ver: Option<String>,
 }
 
+/// What `ibstat` printed: its ports and its own errors.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ibstat {
+    /// Every port of every CA, in the order printed.
     pub ports: Vec<IbstatPort>,
     /// ibstat's own errors (`ibpanic: ... stat of IB device 'mlx5_8' failed`).
     pub errors: Vec<String>,
 }
 
+/// Reads `ibstat` output; lines it does not know are skipped.
 pub fn parse_ibstat(raw: &str) -> Ibstat {
     let mut out = Ibstat::default();
     let mut ca: Option<String> = None;

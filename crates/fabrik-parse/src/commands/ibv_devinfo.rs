@@ -44,18 +44,23 @@ pub fn parse_ibv_devinfo_mtu(raw: &str) -> BTreeMap<(String, u32), (Option<u32>,
 /// One port as `ibv_devinfo` prints it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DevinfoPort {
+    /// The RDMA device (`mlx5_0`).
     pub device: String,
+    /// The port number.
     pub port: u32,
     /// `PORT_ACTIVE`, `PORT_DOWN`, `PORT_INIT`... without the number.
     pub state: Option<String>,
     /// `LINK_UP`, `POLLING`, `DISABLED`... (`-v` only).
     pub phys_state: Option<String>,
+    /// `active_mtu` in bytes.
     pub active_mtu: Option<u32>,
+    /// `max_mtu` in bytes.
     pub max_mtu: Option<u32>,
     /// `InfiniBand`, `Ethernet`; old libibverbs printed no link_layer line.
     pub link_layer: Option<String>,
     /// Width × speed from `active_width`/`active_speed` (`-v` only), in Gb/s.
     pub rate_gbps: Option<f64>,
+    /// `fw_ver` of the device.
     pub fw_ver: Option<String>,
 }
 

@@ -34,6 +34,7 @@ impl MlnxQos {
     }
 }
 
+/// Reads everything `mlnx_qos -i IF` printed; `None` when the text has no PFC table.
 pub fn parse_mlnx_qos_full(raw: &str) -> Option<MlnxQos> {
     let mut cur = MlnxQos::default();
     let mut priorities: Option<Vec<u8>> = None;

@@ -4,15 +4,22 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
+/// One row of `show_gids`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GidRow {
+    /// The RDMA device (`mlx5_0`).
     pub device: String,
+    /// The port number.
     pub port: u32,
+    /// The GID index.
     pub index: u32,
+    /// The GID as printed.
     pub gid: String,
+    /// The IPv4 address of an IPv4-mapped GID.
     pub ipv4: Option<Ipv4Addr>,
     /// `v1` or `v2`.
     pub version: Option<String>,
+    /// The network interface behind the GID.
     pub netdev: Option<String>,
 }
 
@@ -20,13 +27,19 @@ pub struct GidRow {
 /// several): what NCCL_IB_GID_INDEX and perftest `-x` want.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoceV2Index {
+    /// The RDMA device.
     pub device: String,
+    /// The port number.
     pub port: u32,
+    /// The network interface of the chosen GID.
     pub netdev: Option<String>,
+    /// The GID index, `None` when no RoCE v2 GID carries an IPv4 address.
     pub index: Option<u32>,
+    /// The IPv4 address of that GID.
     pub ipv4: Option<Ipv4Addr>,
 }
 
+/// Reads `show_gids` rows; the header and lines it does not know are skipped.
 pub fn parse_show_gids(raw: &str) -> Vec<GidRow> {
     let mut out = Vec::new();
     for line in raw.lines().map(super::unquote) {

@@ -72,8 +72,11 @@ pub fn path_rank(cell: &str) -> Option<u8> {
 /// One GPU's nearest NICs (several when they tie) and the path to them.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpuNearestNic {
+    /// The GPU's index (`GPU0` is 0).
     pub gpu: usize,
+    /// Its nearest NICs by name.
     pub nics: Vec<String>,
+    /// The path class to them (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`).
     pub path: String,
 }
 

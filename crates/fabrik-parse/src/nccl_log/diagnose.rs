@@ -6,9 +6,13 @@ use fabrik_model::Severity;
 /// One entry of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Diagnosis {
+    /// The rule id its findings carry.
     pub rule: &'static str,
+    /// Its severity.
     pub severity: Severity,
+    /// What the message means.
     pub cause: &'static str,
+    /// What fixes it.
     pub fix: &'static str,
 }
 

@@ -124,6 +124,7 @@ impl Default for LogAnalyzer {
 }
 
 impl LogAnalyzer {
+    /// An analyzer with nothing read yet.
     pub fn new() -> Self {
         LogAnalyzer {
             splitter: Splitter::default(),

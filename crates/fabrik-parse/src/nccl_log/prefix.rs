@@ -5,24 +5,31 @@
 
 use memchr::memmem;
 
+/// The level an NCCL line was printed at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
+    /// `NCCL INFO`.
     Info,
+    /// `NCCL WARN`.
     Warn,
 }
 
 /// One NCCL line, borrowed from the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NcclLine<'a> {
+    /// `INFO` or `WARN`.
     pub level: Level,
     /// `host` of `host:pid:tid`, when printed.
     pub host: Option<&'a [u8]>,
+    /// `pid` of `host:pid:tid`, when printed.
     pub pid: Option<u64>,
     /// `host:pid` bytes, the per-process key (no allocation needed to look it up).
     pub key: Option<&'a [u8]>,
+    /// The CUDA device of `[dev]`, when printed.
     pub cuda_dev: Option<u32>,
     /// `file.cc:123` or `function():123` printed before `NCCL WARN`.
     pub source: Option<&'a [u8]>,
+    /// The message after `NCCL INFO ` or `NCCL WARN `.
     pub message: &'a [u8],
 }
 
