@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use fabrik_bench::{Amount, BenchError, ClientConfig, PathSpec, Server, ServerConfig};
 use fabrik_model::P2pTest;
+use fabrik_render::Format;
 use fabrik_wire::Token;
 
 /// The control port a server listens on when none is given.
@@ -29,14 +30,6 @@ enum Kind {
     /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it: host
     /// memory over TCP or RDMA verbs, or GPU memory through NCCL (`--backend`).
     Collective(Box<super::collective::Args>),
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,7 +124,7 @@ struct P2pArgs {
     #[arg(long, default_value_t = 100)]
     warmup: u64,
     /// Client: a perftest-style table (rows as they are measured) or the JSON report.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     format: Format,
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
@@ -249,7 +242,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     cfg.sock_buf = a.sock_buf.map(|b| b as usize);
     cfg.warmup = a.warmup;
     // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
-    let table = matches!(a.format, Format::Table);
+    let table = matches!(a.format, Format::Text);
     if table {
         if let Some(note) = &auto_note {
             println!("# {note}");
@@ -292,7 +285,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             report: &report,
             pass_line: judged.clone(),
         })?,
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             print!(
                 "{}{}",
                 fabrik_bench::render::footer(&report),

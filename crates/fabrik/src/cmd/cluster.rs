@@ -112,8 +112,8 @@ pub struct MatrixArgs {
     #[arg(long, default_value_t = 3)]
     pub iters: u32,
     /// text or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Also write the JSON matrix here.
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -136,8 +136,8 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "/")]
     pub root: std::path::PathBuf,
     /// text or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Write every rank's inventory as DIR/rank-N-HOST.json.
     #[arg(long, value_name = "DIR")]
     pub save: Option<std::path::PathBuf>,
@@ -155,14 +155,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn json_flag(format: &str) -> anyhow::Result<bool> {
-    match format {
-        "text" | "table" => Ok(false),
-        "json" => Ok(true),
-        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
-    }
-}
-
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
     use fabrik_cluster::link::Link;
@@ -170,7 +162,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use fabrik_cluster::pairs::render_matrix;
     use fabrik_cluster::rdma_link::pair_link;
     check_transport(&args.transport, "--transport")?;
-    let json = json_flag(&args.format)?;
+    let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
         size: fabrik_cluster::launch::parse_size(&args.size)?.max(1),
         iters: args.iters.max(1),
@@ -312,7 +304,7 @@ fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow:
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     use fabrik_cluster::doctor::gather_nodes;
-    let json = json_flag(&args.format)?;
+    let json = args.format == fabrik_render::Format::Json;
     run_ranked(&args.ranks, |group| {
         let node = fabrik_probe::probe(&args.root)
             .with_context(|| format!("probing {}", args.root.display()))?;

@@ -70,8 +70,8 @@ pub struct Args {
     #[arg(long = "chunk-size", default_value = "1M")]
     pub chunk: String,
     /// text (nccl-tests' table) or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Also write the JSON report here (kept, with the rows so far, when a run fails).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -97,11 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.backend
         );
     }
-    let json = match args.format.as_str() {
-        "text" | "table" => false,
-        "json" => true,
-        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
-    };
+    let json = args.format == fabrik_render::Format::Json;
     let min = parse_size(&args.min_bytes)?;
     let max = parse_size(&args.max_bytes)?;
     let inc = args.step_bytes.as_deref().map(parse_size).transpose()?;

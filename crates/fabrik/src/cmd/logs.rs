@@ -6,15 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_parse::nccl_log::{analyze_paths, LogReport, ProcessReport, Transport};
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-    Markdown,
-}
+use fabrik_render::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,7 +21,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = analyze_paths(&args.files).context("reading NCCL logs")?;
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", render_table(&report)),
+        Format::Text => print!("{}", render_table(&report)),
         Format::Markdown => print!("{}", render_markdown(&report)),
     }
     // Job-level findings (loopback across hosts, the first failure) are errors too.

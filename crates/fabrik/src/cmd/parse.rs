@@ -9,15 +9,8 @@ use fabrik_doctor::passline::{self, Judgement, Verdict};
 use fabrik_model::{Finding, P2pReport, P2pRows, Severity};
 use fabrik_parse::check::{check_collective, check_p2p};
 use fabrik_parse::nccl_tests::NcclTestsRun;
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -51,14 +44,14 @@ pub enum What {
 #[derive(clap::Args)]
 pub struct CmdArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
 #[derive(clap::Args)]
 pub struct ToolArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
     #[arg(long)]
@@ -142,7 +135,7 @@ fn emit_command<T: Serialize>(
             facts,
             findings,
         })?,
-        Format::Table => print!("{table}{}", findings_text(&findings)),
+        Format::Text | Format::Markdown => print!("{table}{}", findings_text(&findings)),
     }
     Ok(code)
 }
@@ -425,7 +418,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             print_docs(&docs)?;
         }
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let mut out = String::new();
             for (r, j) in runs.iter().zip(&judged) {
                 out.push_str(&collective_table(r));
@@ -589,7 +582,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let mut text = String::new();
             for (r, j) in reports.iter().zip(&judged) {
                 text.push_str(&p2p_table(r));
