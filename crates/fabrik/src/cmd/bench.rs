@@ -268,7 +268,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e @ BenchError::Corrupt { .. }) => {
             eprintln!("fabrik: {e}");
-            return Ok(ExitCode::from(1));
+            return Ok(crate::exit::status(true));
         }
         Err(e) => return Err(e).context("bench p2p"),
     };
@@ -298,10 +298,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail) {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::status(judged.is_some_and(|j| {
+        j.verdict == fabrik_doctor::passline::Verdict::Fail
+    })))
 }
 
 fn serve(a: &P2pArgs, timeout: Duration) -> anyhow::Result<ExitCode> {

@@ -12,10 +12,6 @@ use fabrik_doctor::{diagnose, name_nodes, render, Report};
 use fabrik_render::Format;
 use serde::Serialize;
 
-/// Exit status when the check could not decide (tool failure or budget spent): a wrapper must
-/// not drain a node on it, since nothing was found wrong with the node.
-const UNDECIDED: u8 = 2;
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Root to check: `/` for this machine, or a snapshot directory or .tar.gz.
@@ -68,11 +64,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(Ok(report)) => report,
         Ok(Err(e)) => {
             println!("ERROR: fabrik: check could not run: {e:#}");
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             println!("ERROR: fabrik: check could not run: the probe stopped without a result");
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
         Err(mpsc::RecvTimeoutError::Timeout) => {
             println!(
@@ -80,13 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 humantime::format_duration(args.budget),
                 args.root.display()
             );
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
     };
-    let code = report.exit_code(args.strict);
+    let failed = crate::exit::has_problems(&report.findings, args.strict);
     match args.format {
         Format::Json => crate::output::print_json(&CheckDocument {
-            healthy: code == 0,
+            healthy: !failed,
             elapsed_s: started.elapsed().as_secs_f64(),
             budget_s: args.budget.as_secs_f64(),
             report: &report,
@@ -99,5 +98,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::output::print_text(&text)?;
         }
     }
-    Ok(ExitCode::from(code))
+    Ok(crate::exit::status(failed))
 }

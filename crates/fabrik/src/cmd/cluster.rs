@@ -54,9 +54,12 @@ pub fn run_ranked(
                 .collect();
             eprintln!("fabrik: local ranks that failed: {}", list.join(", "));
         }
-        let code = first.code().unwrap_or(2).clamp(0, 255) as u8;
+        let code = first
+            .code()
+            .unwrap_or(crate::exit::TOOL_FAILURE.into())
+            .clamp(0, 255) as u8;
         return Ok(if code == 0 && !failed.is_empty() {
-            ExitCode::from(2)
+            crate::exit::failure()
         } else {
             ExitCode::from(code)
         });
@@ -285,15 +288,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 print!("{}", crate::cmd::expect::links_text(j));
             }
             if j.verdict == fabrik_doctor::passline::Verdict::Fail {
-                return Ok(ExitCode::from(1));
+                return Ok(crate::exit::status(true));
             }
         }
         let bad = !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty();
-        Ok(if bad {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        })
+        Ok(crate::exit::status(bad))
     })
 }
 
@@ -376,15 +375,10 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 println!("# {note}");
             }
         }
-        let errors = report
-            .findings
-            .iter()
-            .any(|f| matches!(f.severity, fabrik_model::Severity::Error));
-        Ok(if errors {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        })
+        Ok(crate::exit::status(crate::exit::has_problems(
+            &report.findings,
+            false,
+        )))
     })
 }
 

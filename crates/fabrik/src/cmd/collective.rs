@@ -359,9 +359,5 @@ fn report_sweep(
     }
     result.context("the collective run failed")?;
     let below = judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
-    Ok(if wrong_total > 0 || below {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::exit::status(wrong_total > 0 || below))
 }

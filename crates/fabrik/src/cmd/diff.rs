@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_model::{Finding, Severity, SCHEMA_VERSION};
+use fabrik_model::{Finding, SCHEMA_VERSION};
 use fabrik_monitor::{
     compare, interval_between, render, report_findings, sample, Report, Thresholds,
 };
@@ -104,12 +104,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             print_findings(&findings);
         }
     }
-    let errors = findings.iter().any(|f| f.severity == Severity::Error);
-    Ok(if errors {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::exit::status(crate::exit::has_problems(
+        &findings, false,
+    )))
 }
 
 pub fn print_findings(findings: &[Finding]) {

@@ -99,7 +99,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Text => emit(&render::table(&report))?,
         Format::Markdown => emit(&render::markdown(&report))?,
     }
-    Ok(ExitCode::from(report.exit_code(args.strict)))
+    Ok(crate::exit::status(crate::exit::has_problems(
+        &report.findings,
+        args.strict,
+    )))
 }
 
 /// Counter findings between two samples of `root`, `interval` apart. A snapshot tarball is

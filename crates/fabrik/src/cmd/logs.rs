@@ -27,15 +27,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Job-level findings (loopback across hosts, the first failure) are errors too.
     let failed = report.summary.errors > 0
         || report.summary.socket_fallback
-        || report
-            .findings
-            .iter()
-            .any(|f| f.severity == fabrik_model::Severity::Error);
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+        || crate::exit::has_problems(&report.findings, false);
+    Ok(crate::exit::status(failed))
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {

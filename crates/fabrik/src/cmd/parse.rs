@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_doctor::passline::{self, Judgement, Verdict};
-use fabrik_model::{Finding, P2pReport, P2pRows, Severity};
+use fabrik_model::{Finding, P2pReport, P2pRows};
 use fabrik_parse::check::{check_collective, check_p2p};
 use fabrik_parse::nccl_tests::NcclTestsRun;
 use fabrik_render::Format;
@@ -360,19 +360,13 @@ fn link_gbps(a: &ToolArgs) -> anyhow::Result<Option<f64>> {
 }
 
 fn exit_for(findings: &[Finding]) -> ExitCode {
-    if findings.iter().any(|f| f.severity == Severity::Error) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit::status(crate::exit::has_problems(findings, false))
 }
 
 /// Exit 1 on error findings or on a result below its pass line.
 fn exit_judged(findings: &[Finding], judged: &[Option<Judgement>]) -> ExitCode {
-    if judged.iter().flatten().any(|j| j.verdict == Verdict::Fail) {
-        return ExitCode::from(1);
-    }
-    exit_for(findings)
+    let below = judged.iter().flatten().any(|j| j.verdict == Verdict::Fail);
+    crate::exit::status(below || crate::exit::has_problems(findings, false))
 }
 
 fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> {
