@@ -2,13 +2,15 @@
 //! (text, Markdown) that every command prints them with. JSON is a result serialized as is.
 #![warn(missing_docs)]
 
-use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+pub mod findings;
 
-/// The form of a command's output, chosen with `--format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The form of a command's output, chosen with `--format`. A command with no Markdown form
+/// parses it with [`Format::text_or_json`], so its code treats `Markdown` as `Text`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
+    #[cfg_attr(feature = "clap", value(name = "text", alias = "table"))]
     Text,
     /// The result as versioned JSON, for programs.
     Json,
@@ -16,10 +18,12 @@ pub enum Format {
     Markdown,
 }
 
+#[cfg(feature = "clap")]
 impl Format {
     /// The `--format` parser of a command with no Markdown form: `text` (or `table`) and `json`.
     /// Such a command refuses `markdown` when parsing its arguments, as it always has.
-    pub fn text_or_json() -> impl TypedValueParser<Value = Format> {
+    pub fn text_or_json() -> impl clap::builder::TypedValueParser<Value = Format> {
+        use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
         PossibleValuesParser::new([
             PossibleValue::new("text")
                 .alias("table")
@@ -37,7 +41,7 @@ impl Format {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "clap"))]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;

@@ -110,24 +110,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 pub fn print_findings(findings: &[Finding]) {
-    // Subjects, messages and evidence carry names and values read from the snapshots.
-    use fabrik_model::text::{visible, visible_lines};
     if findings.is_empty() {
         println!("\nno counter findings");
         return;
     }
-    println!("\nfindings:");
-    for f in findings {
-        println!(
-            "{:<7}  {}  {}  {}",
-            f.severity.as_str(),
-            f.rule,
-            visible(&f.subject),
-            visible(&f.message)
-        );
-        for e in &f.evidence {
-            println!("         {}: {}", visible(&e.path), visible(&e.value));
-        }
-        println!("         fix: {}", visible_lines(&f.fix));
-    }
+    print!("\nfindings:\n{}", fabrik_render::findings::text(findings));
 }

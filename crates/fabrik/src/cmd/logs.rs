@@ -179,14 +179,7 @@ fn render_table(report: &LogReport) -> String {
     }
     if !report.findings.is_empty() {
         let _ = writeln!(out, "\nfindings:");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "  {} {} [{}] {}",
-                f.severity, f.rule, f.subject, f.message
-            );
-            let _ = writeln!(out, "      fix: {}", f.fix);
-        }
+        out.push_str(&fabrik_render::findings::text(&report.findings));
     }
     // Cells and findings quote the log: no escape sequence in it reaches the terminal.
     fabrik_model::text::visible_lines(&out).into_owned()
@@ -202,19 +195,8 @@ fn render_markdown(report: &LogReport) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     if !report.findings.is_empty() {
-        let _ = writeln!(out, "\n| severity | rule | subject | message | fix |");
-        let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                f.severity,
-                f.rule,
-                f.subject,
-                f.message.replace('|', "\\|"),
-                f.fix.replace('|', "\\|")
-            );
-        }
+        out.push('\n');
+        out.push_str(&fabrik_render::findings::markdown(&report.findings));
     }
     fabrik_model::text::visible_lines(&out).into_owned()
 }

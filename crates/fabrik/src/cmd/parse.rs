@@ -135,7 +135,9 @@ fn emit_command<T: Serialize>(
             facts,
             findings,
         })?,
-        Format::Text | Format::Markdown => print!("{table}{}", findings_text(&findings)),
+        Format::Text | Format::Markdown => {
+            print!("{table}{}", fabrik_render::findings::text(&findings))
+        }
     }
     Ok(code)
 }
@@ -420,7 +422,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     out.push_str(&crate::cmd::expect::judgement_text(j));
                 }
             }
-            out.push_str(&findings_text(&all));
+            out.push_str(&fabrik_render::findings::text(&all));
             print!("{out}");
         }
     }
@@ -490,19 +492,6 @@ fn collective_table(run: &NcclTestsRun) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
-    out
-}
-
-fn findings_text(all: &[Finding]) -> String {
-    let mut out = String::new();
-    for f in all {
-        let _ = writeln!(
-            out,
-            "{} {} [{}] {}",
-            f.severity, f.rule, f.subject, f.message
-        );
-        let _ = writeln!(out, "    fix: {}", f.fix);
-    }
     out
 }
 
@@ -604,7 +593,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     out.rows_dropped, out.reports_dropped, out.failures_dropped
                 );
             }
-            text.push_str(&findings_text(&all));
+            text.push_str(&fabrik_render::findings::text(&all));
             print!("{text}");
         }
     }
