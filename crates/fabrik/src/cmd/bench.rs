@@ -75,13 +75,13 @@ struct P2pArgs {
     #[arg(long, value_enum, default_value = "bw")]
     test: TestKind,
     /// Message size (K, M, G suffixes are powers of 1024). Default 64K for bw, 2 for lat.
-    #[arg(long, short = 's', value_parser = parse_size, conflicts_with_all = ["min_size", "max_size", "all"])]
+    #[arg(long, short = 's', value_parser = fabrik_model::size::parse_bytes, conflicts_with_all = ["min_size", "max_size", "all"])]
     size: Option<u64>,
     /// Sweep: smallest message size.
-    #[arg(short = 'b', long = "min-size", value_parser = parse_size, requires = "max_size")]
+    #[arg(short = 'b', long = "min-size", value_parser = fabrik_model::size::parse_bytes, requires = "max_size")]
     min_size: Option<u64>,
     /// Sweep: largest message size.
-    #[arg(short = 'e', long = "max-size", value_parser = parse_size, requires = "min_size")]
+    #[arg(short = 'e', long = "max-size", value_parser = fabrik_model::size::parse_bytes, requires = "min_size")]
     max_size: Option<u64>,
     /// Sweep: each size is the previous times this.
     #[arg(short = 'f', long, default_value_t = 2)]
@@ -118,7 +118,7 @@ struct P2pArgs {
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: kernel autotuning).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = fabrik_model::size::parse_bytes)]
     sock_buf: Option<u64>,
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
@@ -369,50 +369,12 @@ fn sizes(a: &P2pArgs) -> anyhow::Result<Option<Vec<u64>>> {
     if lo == 0 || lo > hi {
         bail!("the sweep needs 0 < MIN <= MAX (got {lo} and {hi})");
     }
-    let mut out = Vec::new();
-    let mut s = lo;
-    while s <= hi {
-        out.push(s);
-        s = match s.checked_mul(a.factor) {
-            Some(n) => n,
-            None => break,
-        };
-    }
-    Ok(Some(out))
-}
-
-fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(format!("unknown size suffix in {text:?} (use K, M or G)")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("{text:?} is not a size in bytes"))
+    Ok(Some(fabrik_model::size::sweep(lo, hi, a.factor, None)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("8m"), Ok(8 << 20));
-        assert_eq!(parse_size("123"), Ok(123));
-        assert!(parse_size("12X").is_err());
-        assert!(parse_size("").is_err());
-    }
 
     #[test]
     fn hosts_get_the_default_port() {

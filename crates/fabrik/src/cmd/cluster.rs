@@ -167,7 +167,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     check_transport(&args.transport, "--transport")?;
     let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
-        size: fabrik_cluster::launch::parse_size(&args.size)?.max(1),
+        size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
         iters: args.iters.max(1),
     };
     run_ranked(&args.ranks, |group| {

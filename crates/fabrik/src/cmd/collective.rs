@@ -10,7 +10,6 @@ use anyhow::Context;
 use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
-use fabrik_cluster::launch::parse_size;
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
 use fabrik_cluster::rdma_link::connect_comm;
@@ -18,6 +17,7 @@ use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_cluster::ClusterError;
 use fabrik_gpu::LIBNCCL;
+use fabrik_model::size::parse_bytes as parse_size;
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
