@@ -74,7 +74,7 @@ struct P2pArgs {
     /// bw: bandwidth (streams of messages); lat: ping-pong latency.
     #[arg(long, value_enum, default_value = "bw")]
     test: TestKind,
-    /// Message size (K, M, G suffixes are powers of 1024). Default 64K for bw, 2 for lat.
+    /// Message size (K, M, G, T suffixes are powers of 1024). Default 64K for bw, 2 for lat.
     #[arg(long, short = 's', value_parser = fabrik_model::size::parse_bytes, conflicts_with_all = ["min_size", "max_size", "all"])]
     size: Option<u64>,
     /// Sweep: smallest message size.

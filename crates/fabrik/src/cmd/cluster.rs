@@ -108,7 +108,7 @@ pub struct MatrixArgs {
     /// device, else tcp).
     #[arg(long, default_value = "tcp")]
     pub transport: String,
-    /// Bytes per timed transfer (K, M, G suffixes).
+    /// Bytes per timed transfer (K, M, G, T suffixes are powers of 1024).
     #[arg(long, default_value = "16M")]
     pub size: String,
     /// Timed transfers per direction, after one warm-up.

@@ -28,7 +28,7 @@ use crate::output::{print_json, write_atomically};
 pub struct Args {
     /// all_reduce, all_gather, reduce_scatter, broadcast, reduce or alltoall.
     pub op: String,
-    /// Smallest size (bytes; K, M, G suffixes).
+    /// Smallest size (bytes; K, M, G, T suffixes).
     #[arg(short = 'b', long = "minbytes", default_value = "8")]
     pub min_bytes: String,
     /// Largest size.
