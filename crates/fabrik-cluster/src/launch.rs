@@ -79,28 +79,6 @@ pub fn join_config(
     Ok((cfg, info))
 }
 
-/// Sizes as nccl-tests reads them: a number with an optional K, M or G (powers of 1024).
-pub fn parse_size(text: &str) -> Result<u64, ClusterError> {
-    let t = text.trim();
-    let bad = || ClusterError::Invalid(format!("{text:?} is not a size (e.g. 8, 64K, 32M, 1G)"));
-    let (digits, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m: u64 = match c.to_ascii_uppercase() {
-                'K' => 1 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                'B' => 1,
-                _ => return Err(bad()),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let v: u64 = digits.trim().parse().map_err(|_| bad())?;
-    v.checked_mul(mult).ok_or_else(bad)
-}
-
 /// Children of a `--local N` run.
 #[derive(Debug)]
 pub struct LocalRun {
@@ -194,24 +172,12 @@ pub fn strip_local(args: &[OsString]) -> Vec<OsString> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    }
-
-    #[test]
-    fn sizes_parse_like_nccl_tests() {
-        assert_eq!(parse_size("8").unwrap(), 8);
-        assert_eq!(parse_size("64K").unwrap(), 65536);
-        assert_eq!(parse_size("32M").unwrap(), 32 << 20);
-        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
-        assert!(parse_size("1X").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("99999999999999999999T").is_err());
     }
 
     #[test]
@@ -279,12 +245,5 @@ mod tests {
             .map(OsString::from)
             .collect();
         assert_eq!(strip_local(&a), want);
-    }
-
-    proptest! {
-        #[test]
-        fn parse_size_never_panics(s in any::<String>()) {
-            let _ = parse_size(&s);
-        }
     }
 }

@@ -64,25 +64,8 @@ pub(crate) struct RankResult {
     pub(crate) first_wrong: Option<WrongElement>,
 }
 
-/// Sizes from `min` to `max`: multiplied by `factor` (nccl-tests `-f`), or stepped by
-/// `increment` bytes (`-i`) when given.
-pub fn sizes(min: u64, max: u64, factor: u64, increment: Option<u64>) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut s = min.max(1);
-    while s <= max && out.len() < 100_000 {
-        out.push(s);
-        let next = match increment {
-            Some(i) if i > 0 => s.saturating_add(i),
-            _ if factor > 1 => s.saturating_mul(factor),
-            _ => break,
-        };
-        if next == s {
-            break;
-        }
-        s = next;
-    }
-    out
-}
+/// Sizes from `min` to `max`, as every sweep of fabrik makes them.
+pub use fabrik_model::size::sweep as sizes;
 
 /// Element counts for a size: (count per buffer as nccl-tests prints it, elements in the send
 /// buffer, elements in the receive buffer, bytes moved for the bandwidth).

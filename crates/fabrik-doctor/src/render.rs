@@ -1,36 +1,13 @@
 //! Text renderings of a [`Report`]: a terminal table grouped by subject, and Markdown for a
 //! ticket. JSON is the report serialized as is.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use fabrik_model::text::{visible, visible_lines};
-use fabrik_model::{Finding, Severity};
+use fabrik_model::text::visible;
+use fabrik_model::Severity;
+use fabrik_render::findings;
 
 use crate::Report;
-
-fn label(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "ERROR",
-        Severity::Warning => "WARN ",
-        Severity::Info => "info ",
-    }
-}
-
-/// Subjects in the order of their worst finding (errors first), then by name; the findings of
-/// each subject keep the report's order.
-fn grouped(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
-    let mut groups: BTreeMap<&str, Vec<&Finding>> = BTreeMap::new();
-    for f in findings {
-        groups.entry(f.subject.as_str()).or_default().push(f);
-    }
-    let mut v: Vec<(&str, Vec<&Finding>)> = groups.into_iter().collect();
-    v.sort_by(|a, b| {
-        let worst = |g: &Vec<&Finding>| g.iter().map(|f| f.severity).max();
-        worst(&b.1).cmp(&worst(&a.1)).then_with(|| a.0.cmp(b.0))
-    });
-    v
-}
 
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;
@@ -85,36 +62,9 @@ pub fn waived(report: &Report) -> String {
     out
 }
 
+/// The findings grouped by subject, then the verdict and what was waived.
 pub fn table(report: &Report) -> String {
-    let mut out = String::new();
-    if report.findings.is_empty() {
-        let _ = writeln!(out, "{}", verdict(report));
-        out.push_str(&waived(report));
-        return out;
-    }
-    // Subjects, messages and evidence carry names and values read from the node.
-    for (subject, findings) in grouped(&report.findings) {
-        let _ = writeln!(out, "{}", visible(subject));
-        for f in findings {
-            let _ = writeln!(
-                out,
-                "  {} {}  {}",
-                label(f.severity),
-                f.rule,
-                visible(&f.message)
-            );
-            for e in &f.evidence {
-                let _ = writeln!(
-                    out,
-                    "          {} = {}",
-                    visible(&e.path),
-                    visible(&e.value)
-                );
-            }
-            let _ = writeln!(out, "          fix: {}", visible_lines(&f.fix));
-        }
-        let _ = writeln!(out);
-    }
+    let mut out = findings::text(&report.findings);
     let _ = writeln!(out, "{}", verdict(report));
     out.push_str(&waived(report));
     out
@@ -142,10 +92,7 @@ pub fn health_lines(report: &Report, strict: bool) -> String {
     out
 }
 
-fn md_cell(s: &str) -> String {
-    visible(&s.replace('|', "\\|").replace('\n', " ")).into_owned()
-}
-
+/// A heading with the nodes and the verdict, what was waived, then the findings.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -157,48 +104,15 @@ pub fn markdown(report: &Report) -> String {
     if !report.waived.is_empty() {
         let _ = writeln!(out, "Waived:\n");
         for line in waived(report).lines() {
-            let _ = writeln!(out, "- {}", md_cell(line.trim_start_matches("waived: ")));
+            let _ = writeln!(
+                out,
+                "- {}",
+                findings::md_cell(line.trim_start_matches("waived: "))
+            );
         }
         let _ = writeln!(out);
     }
-    if report.findings.is_empty() {
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "| severity | rule | subject | finding |\n| --- | --- | --- | --- |"
-    );
-    for f in &report.findings {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            f.severity,
-            f.rule,
-            md_cell(&f.subject),
-            md_cell(&f.message)
-        );
-    }
-    let _ = writeln!(out);
-    for (subject, findings) in grouped(&report.findings) {
-        let _ = writeln!(out, "### {}\n", visible(subject));
-        for f in findings {
-            let _ = writeln!(
-                out,
-                "**{} {}**: {}\n",
-                f.severity,
-                f.rule,
-                visible(&f.message)
-            );
-            if !f.evidence.is_empty() {
-                let _ = writeln!(out, "```");
-                for e in &f.evidence {
-                    let _ = writeln!(out, "{} = {}", visible(&e.path), visible(&e.value));
-                }
-                let _ = writeln!(out, "```");
-            }
-            let _ = writeln!(out, "Fix: {}\n", visible_lines(&f.fix));
-        }
-    }
+    out.push_str(&findings::markdown(&report.findings));
     out
 }
 

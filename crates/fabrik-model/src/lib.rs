@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod finding;
 pub mod node;
 pub mod rule;
+pub mod size;
 pub mod text;
 
 pub use bench::*;

@@ -31,6 +31,40 @@ impl Op {
     }
 }
 
+/// perftest's defaults for what the user leaves out (ib_write_bw, ib_send_lat and their
+/// siblings): a latency test sends small messages one at a time, inline, and waits for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerftestDefaults {
+    /// Message size in bytes (`-s`).
+    pub size: u64,
+    /// Iterations per size (`-n`).
+    pub iterations: u64,
+    /// Work requests in flight per QP (`-t`).
+    pub tx_depth: u32,
+    /// Largest message sent inline (`-I`).
+    pub inline_size: u32,
+}
+
+impl PerftestDefaults {
+    /// The defaults of a bandwidth or a latency test.
+    pub fn of(test: P2pTest) -> Self {
+        match test {
+            P2pTest::Bw => PerftestDefaults {
+                size: 65536,
+                iterations: 5000,
+                tx_depth: 128,
+                inline_size: 0,
+            },
+            P2pTest::Lat => PerftestDefaults {
+                size: 2,
+                iterations: 1000,
+                tx_depth: 1,
+                inline_size: 236,
+            },
+        }
+    }
+}
+
 /// The test both ends run; the client chooses, the server follows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestParams {

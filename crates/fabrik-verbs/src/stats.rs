@@ -99,22 +99,6 @@ pub fn lat_row(bytes: u64, iterations: u64, samples_us: &[f64]) -> Option<LatRow
     })
 }
 
-/// Sizes of a sweep: powers of two from `min` to `max` (perftest's `-a`, or `-b/-e` with `-f 2`),
-/// multiplied by `factor` each step.
-pub fn size_sweep(min: u64, max: u64, factor: u64) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut s = min.max(1);
-    let f = factor.max(2);
-    while s <= max {
-        out.push(s);
-        match s.checked_mul(f) {
-            Some(n) => s = n,
-            None => break,
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -203,14 +187,6 @@ mod tests {
         let r = lat_row(2, 503, &v).unwrap();
         assert_eq!(r.t_typical_us, 10.0);
         assert_eq!(r.t_avg_us, 10.0);
-    }
-
-    #[test]
-    fn sweeps() {
-        assert_eq!(size_sweep(2, 16, 2), vec![2, 4, 8, 16]);
-        assert_eq!(size_sweep(1024, 65536, 4), vec![1024, 4096, 16384, 65536]);
-        assert_eq!(size_sweep(8, 4, 2), Vec::<u64>::new());
-        assert_eq!(size_sweep(u64::MAX / 2 + 1, u64::MAX, 2).len(), 1);
     }
 
     proptest::proptest! {

@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod exit;
 mod output;
 
 #[derive(Parser)]
@@ -90,7 +91,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("fabrik: error: {err:#}");
-            ExitCode::from(2)
+            exit::failure()
         }
     }
 }

@@ -26,7 +26,7 @@ fn diff_table_exits_1_on_error_findings() {
     assert!(text.starts_with("interval 10.000 s"));
     assert!(text.contains("16.00 Gb/s"), "{text}");
     assert!(text.contains("symbol_error +15 (1.5/s)"), "{text}");
-    assert!(text.contains("error    FAB-CNT-102  mlx5_1:1"), "{text}");
+    assert!(text.contains("\nmlx5_1:1\n  ERROR FAB-CNT-102  "), "{text}");
 }
 
 #[test]

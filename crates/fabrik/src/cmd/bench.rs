@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use fabrik_bench::{Amount, BenchError, ClientConfig, PathSpec, Server, ServerConfig};
 use fabrik_model::P2pTest;
+use fabrik_render::Format;
 use fabrik_wire::Token;
 
 /// The control port a server listens on when none is given.
@@ -29,14 +30,6 @@ enum Kind {
     /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it: host
     /// memory over TCP or RDMA verbs, or GPU memory through NCCL (`--backend`).
     Collective(Box<super::collective::Args>),
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,14 +74,14 @@ struct P2pArgs {
     /// bw: bandwidth (streams of messages); lat: ping-pong latency.
     #[arg(long, value_enum, default_value = "bw")]
     test: TestKind,
-    /// Message size (K, M, G suffixes are powers of 1024). Default 64K for bw, 2 for lat.
-    #[arg(long, short = 's', value_parser = parse_size, conflicts_with_all = ["min_size", "max_size", "all"])]
+    /// Message size (K, M, G, T suffixes are powers of 1024). Default 64K for bw, 2 for lat.
+    #[arg(long, short = 's', value_parser = fabrik_model::size::parse_bytes, conflicts_with_all = ["min_size", "max_size", "all"])]
     size: Option<u64>,
     /// Sweep: smallest message size.
-    #[arg(short = 'b', long = "min-size", value_parser = parse_size, requires = "max_size")]
+    #[arg(short = 'b', long = "min-size", value_parser = fabrik_model::size::parse_bytes, requires = "max_size")]
     min_size: Option<u64>,
     /// Sweep: largest message size.
-    #[arg(short = 'e', long = "max-size", value_parser = parse_size, requires = "min_size")]
+    #[arg(short = 'e', long = "max-size", value_parser = fabrik_model::size::parse_bytes, requires = "min_size")]
     max_size: Option<u64>,
     /// Sweep: each size is the previous times this.
     #[arg(short = 'f', long, default_value_t = 2)]
@@ -125,13 +118,13 @@ struct P2pArgs {
     #[arg(long, default_value_t = 30.0)]
     timeout: f64,
     /// SO_SNDBUF/SO_RCVBUF in bytes (default: kernel autotuning).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, value_parser = fabrik_model::size::parse_bytes)]
     sock_buf: Option<u64>,
     /// Latency round trips run before measuring.
     #[arg(long, default_value_t = 100)]
     warmup: u64,
     /// Client: a perftest-style table (rows as they are measured) or the JSON report.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     format: Format,
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
@@ -249,7 +242,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     cfg.sock_buf = a.sock_buf.map(|b| b as usize);
     cfg.warmup = a.warmup;
     // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
-    let table = matches!(a.format, Format::Table);
+    let table = matches!(a.format, Format::Text);
     if table {
         if let Some(note) = &auto_note {
             println!("# {note}");
@@ -275,7 +268,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e @ BenchError::Corrupt { .. }) => {
             eprintln!("fabrik: {e}");
-            return Ok(ExitCode::from(1));
+            return Ok(crate::exit::status(true));
         }
         Err(e) => return Err(e).context("bench p2p"),
     };
@@ -292,7 +285,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             report: &report,
             pass_line: judged.clone(),
         })?,
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             print!(
                 "{}{}",
                 fabrik_bench::render::footer(&report),
@@ -305,10 +298,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail) {
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::status(judged.is_some_and(|j| {
+        j.verdict == fabrik_doctor::passline::Verdict::Fail
+    })))
 }
 
 fn serve(a: &P2pArgs, timeout: Duration) -> anyhow::Result<ExitCode> {
@@ -377,50 +369,12 @@ fn sizes(a: &P2pArgs) -> anyhow::Result<Option<Vec<u64>>> {
     if lo == 0 || lo > hi {
         bail!("the sweep needs 0 < MIN <= MAX (got {lo} and {hi})");
     }
-    let mut out = Vec::new();
-    let mut s = lo;
-    while s <= hi {
-        out.push(s);
-        s = match s.checked_mul(a.factor) {
-            Some(n) => n,
-            None => break,
-        };
-    }
-    Ok(Some(out))
-}
-
-fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                _ => return Err(format!("unknown size suffix in {text:?} (use K, M or G)")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("{text:?} is not a size in bytes"))
+    Ok(Some(fabrik_model::size::sweep(lo, hi, a.factor, None)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("8m"), Ok(8 << 20));
-        assert_eq!(parse_size("123"), Ok(123));
-        assert!(parse_size("12X").is_err());
-        assert!(parse_size("").is_err());
-    }
 
     #[test]
     fn hosts_get_the_default_port() {

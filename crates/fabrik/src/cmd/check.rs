@@ -9,19 +9,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fabrik_doctor::{diagnose, name_nodes, render, Report};
+use fabrik_render::Format;
 use serde::Serialize;
-
-/// Exit status when the check could not decide (tool failure or budget spent): a wrapper must
-/// not drain a node on it, since nothing was found wrong with the node.
-const UNDECIDED: u8 = 2;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Text,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +24,7 @@ pub struct Args {
     /// Fail (exit 1) on warnings too, and print them.
     #[arg(long)]
     pub strict: bool,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
     pub expect: crate::cmd::expect::ExpectArgs,
@@ -75,11 +64,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(Ok(report)) => report,
         Ok(Err(e)) => {
             println!("ERROR: fabrik: check could not run: {e:#}");
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             println!("ERROR: fabrik: check could not run: the probe stopped without a result");
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
         Err(mpsc::RecvTimeoutError::Timeout) => {
             println!(
@@ -87,18 +78,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 humantime::format_duration(args.budget),
                 args.root.display()
             );
-            return Ok(ExitCode::from(UNDECIDED));
+            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
+            return Ok(crate::exit::failure());
         }
     };
-    let code = report.exit_code(args.strict);
+    let failed = crate::exit::has_problems(&report.findings, args.strict);
     match args.format {
         Format::Json => crate::output::print_json(&CheckDocument {
-            healthy: code == 0,
+            healthy: !failed,
             elapsed_s: started.elapsed().as_secs_f64(),
             budget_s: args.budget.as_secs_f64(),
             report: &report,
         })?,
-        Format::Text => {
+        Format::Text | Format::Markdown => {
             let mut text = render::health_lines(&report, args.strict);
             text.push_str(&render::verdict(&report));
             text.push('\n');
@@ -106,5 +98,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::output::print_text(&text)?;
         }
     }
-    Ok(ExitCode::from(code))
+    Ok(crate::exit::status(failed))
 }

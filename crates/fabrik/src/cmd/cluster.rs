@@ -54,9 +54,12 @@ pub fn run_ranked(
                 .collect();
             eprintln!("fabrik: local ranks that failed: {}", list.join(", "));
         }
-        let code = first.code().unwrap_or(2).clamp(0, 255) as u8;
+        let code = first
+            .code()
+            .unwrap_or(crate::exit::TOOL_FAILURE.into())
+            .clamp(0, 255) as u8;
         return Ok(if code == 0 && !failed.is_empty() {
-            ExitCode::from(2)
+            crate::exit::failure()
         } else {
             ExitCode::from(code)
         });
@@ -105,15 +108,15 @@ pub struct MatrixArgs {
     /// device, else tcp).
     #[arg(long, default_value = "tcp")]
     pub transport: String,
-    /// Bytes per timed transfer (K, M, G suffixes).
+    /// Bytes per timed transfer (K, M, G, T suffixes are powers of 1024).
     #[arg(long, default_value = "16M")]
     pub size: String,
     /// Timed transfers per direction, after one warm-up.
     #[arg(long, default_value_t = 3)]
     pub iters: u32,
     /// text or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Also write the JSON matrix here.
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -136,8 +139,8 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "/")]
     pub root: std::path::PathBuf,
     /// text or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Write every rank's inventory as DIR/rank-N-HOST.json.
     #[arg(long, value_name = "DIR")]
     pub save: Option<std::path::PathBuf>,
@@ -155,14 +158,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn json_flag(format: &str) -> anyhow::Result<bool> {
-    match format {
-        "text" | "table" => Ok(false),
-        "json" => Ok(true),
-        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
-    }
-}
-
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
     use fabrik_cluster::link::Link;
@@ -170,9 +165,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use fabrik_cluster::pairs::render_matrix;
     use fabrik_cluster::rdma_link::pair_link;
     check_transport(&args.transport, "--transport")?;
-    let json = json_flag(&args.format)?;
+    let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
-        size: fabrik_cluster::launch::parse_size(&args.size)?.max(1),
+        size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
         iters: args.iters.max(1),
     };
     run_ranked(&args.ranks, |group| {
@@ -293,15 +288,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 print!("{}", crate::cmd::expect::links_text(j));
             }
             if j.verdict == fabrik_doctor::passline::Verdict::Fail {
-                return Ok(ExitCode::from(1));
+                return Ok(crate::exit::status(true));
             }
         }
         let bad = !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty();
-        Ok(if bad {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        })
+        Ok(crate::exit::status(bad))
     })
 }
 
@@ -312,7 +303,7 @@ fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow:
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     use fabrik_cluster::doctor::gather_nodes;
-    let json = json_flag(&args.format)?;
+    let json = args.format == fabrik_render::Format::Json;
     run_ranked(&args.ranks, |group| {
         let node = fabrik_probe::probe(&args.root)
             .with_context(|| format!("probing {}", args.root.display()))?;
@@ -384,15 +375,10 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 println!("# {note}");
             }
         }
-        let errors = report
-            .findings
-            .iter()
-            .any(|f| matches!(f.severity, fabrik_model::Severity::Error));
-        Ok(if errors {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        })
+        Ok(crate::exit::status(crate::exit::has_problems(
+            &report.findings,
+            false,
+        )))
     })
 }
 

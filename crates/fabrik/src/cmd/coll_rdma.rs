@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use fabrik_cluster::launch::parse_size;
 use fabrik_cluster::rdma_link::{all_ranks_have_rdma, open_everywhere};
 use fabrik_cluster::rendezvous::Group;
+use fabrik_model::size::parse_bytes as parse_size;
 use fabrik_verbs::{LocalOptions, MemKind, PipeConfig, PipeDevice};
 
 #[derive(clap::Args, Debug, Clone)]

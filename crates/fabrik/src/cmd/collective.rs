@@ -10,7 +10,6 @@ use anyhow::Context;
 use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
-use fabrik_cluster::launch::parse_size;
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
 use fabrik_cluster::rdma_link::connect_comm;
@@ -18,6 +17,7 @@ use fabrik_cluster::rendezvous::Group;
 use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_cluster::ClusterError;
 use fabrik_gpu::LIBNCCL;
+use fabrik_model::size::parse_bytes as parse_size;
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
@@ -28,7 +28,7 @@ use crate::output::{print_json, write_atomically};
 pub struct Args {
     /// all_reduce, all_gather, reduce_scatter, broadcast, reduce or alltoall.
     pub op: String,
-    /// Smallest size (bytes; K, M, G suffixes).
+    /// Smallest size (bytes; K, M, G, T suffixes).
     #[arg(short = 'b', long = "minbytes", default_value = "8")]
     pub min_bytes: String,
     /// Largest size.
@@ -70,8 +70,8 @@ pub struct Args {
     #[arg(long = "chunk-size", default_value = "1M")]
     pub chunk: String,
     /// text (nccl-tests' table) or json.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
+    pub format: fabrik_render::Format,
     /// Also write the JSON report here (kept, with the rows so far, when a run fails).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -97,11 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.backend
         );
     }
-    let json = match args.format.as_str() {
-        "text" | "table" => false,
-        "json" => true,
-        f => anyhow::bail!("unknown --format {f:?} (text or json)"),
-    };
+    let json = args.format == fabrik_render::Format::Json;
     let min = parse_size(&args.min_bytes)?;
     let max = parse_size(&args.max_bytes)?;
     let inc = args.step_bytes.as_deref().map(parse_size).transpose()?;
@@ -363,9 +359,5 @@ fn report_sweep(
     }
     result.context("the collective run failed")?;
     let below = judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
-    Ok(if wrong_total > 0 || below {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::exit::status(wrong_total > 0 || below))
 }

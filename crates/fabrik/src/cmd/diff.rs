@@ -4,19 +4,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_model::{Finding, Severity, SCHEMA_VERSION};
+use fabrik_model::{Finding, SCHEMA_VERSION};
 use fabrik_monitor::{
     compare, interval_between, render, report_findings, sample, Report, Thresholds,
 };
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,7 +18,7 @@ pub struct Args {
     pub before: PathBuf,
     /// The later snapshot.
     pub after: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     /// PFC pause frames per second (per priority and direction) above which FAB-CNT-108 fires.
     #[arg(long, default_value_t = Thresholds::default().pause_frames_per_s)]
@@ -94,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report: &report,
             findings: &findings,
         })?,
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             match report.interval_s {
                 Some(s) => println!("interval {s:.3} s (from fabrik/captured_at)"),
                 None => println!(
@@ -111,33 +104,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             print_findings(&findings);
         }
     }
-    let errors = findings.iter().any(|f| f.severity == Severity::Error);
-    Ok(if errors {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::exit::status(crate::exit::has_problems(
+        &findings, false,
+    )))
 }
 
 pub fn print_findings(findings: &[Finding]) {
-    // Subjects, messages and evidence carry names and values read from the snapshots.
-    use fabrik_model::text::{visible, visible_lines};
     if findings.is_empty() {
         println!("\nno counter findings");
         return;
     }
-    println!("\nfindings:");
-    for f in findings {
-        println!(
-            "{:<7}  {}  {}  {}",
-            f.severity.as_str(),
-            f.rule,
-            visible(&f.subject),
-            visible(&f.message)
-        );
-        for e in &f.evidence {
-            println!("         {}: {}", visible(&e.path), visible(&e.value));
-        }
-        println!("         fix: {}", visible_lines(&f.fix));
-    }
+    print!("\nfindings:\n{}", fabrik_render::findings::text(findings));
 }

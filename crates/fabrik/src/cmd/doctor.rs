@@ -7,15 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use fabrik_doctor::{diagnose, name_nodes, render, PlannedEnv};
 use fabrik_model::Finding;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-    Markdown,
-}
+use fabrik_render::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,7 +21,7 @@ pub struct Args {
     /// Check this process's NCCL_*, FI_*, RDMAV_* and UCX_* environment variables.
     #[arg(long)]
     pub env: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Exit 1 on warnings too, not only on errors.
     #[arg(long)]
@@ -104,10 +96,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => emit(&render::table(&report))?,
+        Format::Text => emit(&render::table(&report))?,
         Format::Markdown => emit(&render::markdown(&report))?,
     }
-    Ok(ExitCode::from(report.exit_code(args.strict)))
+    Ok(crate::exit::status(crate::exit::has_problems(
+        &report.findings,
+        args.strict,
+    )))
 }
 
 /// Counter findings between two samples of `root`, `interval` apart. A snapshot tarball is

@@ -3,21 +3,14 @@
 use std::process::ExitCode;
 
 use fabrik_doctor::catalog;
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Text,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Rule id, e.g. FAB-PORT-001 (`fabrik rules` lists them).
     pub id: String,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -34,7 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(rule) => {
             let page = catalog::page(rule);
             match args.format {
-                Format::Text => crate::cmd::doctor::emit(&page)?,
+                Format::Text | Format::Markdown => crate::cmd::doctor::emit(&page)?,
                 Format::Json => crate::output::print_json(&ExplainDoc {
                     schema_version: fabrik_model::SCHEMA_VERSION,
                     rule,

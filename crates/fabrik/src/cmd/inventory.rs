@@ -7,21 +7,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_model::{Node, PathType};
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
+use fabrik_render::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Root to read: `/` for this machine, or a snapshot directory or .tar.gz.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -53,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = load_node(&args.root)?;
     match args.format {
         Format::Json => crate::output::print_json(&node)?,
-        Format::Table => crate::output::print_text(&render_table(&node))?,
+        Format::Text | Format::Markdown => crate::output::print_text(&render_table(&node))?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,6 +10,7 @@ use fabrik_launch::{JobShape, K8sKind, Kind};
 use serde::Serialize;
 
 use super::env::{build_env, NodeArgs};
+use fabrik_render::Format;
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum KindArg {
@@ -37,15 +38,6 @@ pub enum K8sKindArg {
     Job,
     Jobset,
     Pytorchjob,
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// The launch file itself (`table` is accepted as another name, as on every command).
-    #[value(alias = "table")]
-    Text,
-    /// `{schema_version, kind, profile, text, env}`.
-    Json,
 }
 
 #[derive(clap::Args)]
@@ -92,7 +84,7 @@ pub struct Args {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -135,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let kind: Kind = args.kind.into();
     let text = fabrik_launch::render(kind, &env, &shape)?;
     let out = match args.format {
-        Format::Text => text,
+        Format::Text | Format::Markdown => text,
         Format::Json => {
             let doc = LaunchDoc {
                 schema_version: fabrik_model::SCHEMA_VERSION,

@@ -6,15 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_parse::nccl_log::{analyze_paths, LogReport, ProcessReport, Transport};
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-    Markdown,
-}
+use fabrik_render::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,21 +21,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = analyze_paths(&args.files).context("reading NCCL logs")?;
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Table => print!("{}", render_table(&report)),
+        Format::Text => print!("{}", render_table(&report)),
         Format::Markdown => print!("{}", render_markdown(&report)),
     }
     // Job-level findings (loopback across hosts, the first failure) are errors too.
     let failed = report.summary.errors > 0
         || report.summary.socket_fallback
-        || report
-            .findings
-            .iter()
-            .any(|f| f.severity == fabrik_model::Severity::Error);
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+        || crate::exit::has_problems(&report.findings, false);
+    Ok(crate::exit::status(failed))
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
@@ -194,14 +179,7 @@ fn render_table(report: &LogReport) -> String {
     }
     if !report.findings.is_empty() {
         let _ = writeln!(out, "\nfindings:");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "  {} {} [{}] {}",
-                f.severity, f.rule, f.subject, f.message
-            );
-            let _ = writeln!(out, "      fix: {}", f.fix);
-        }
+        out.push_str(&fabrik_render::findings::text(&report.findings));
     }
     // Cells and findings quote the log: no escape sequence in it reaches the terminal.
     fabrik_model::text::visible_lines(&out).into_owned()
@@ -217,19 +195,8 @@ fn render_markdown(report: &LogReport) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     if !report.findings.is_empty() {
-        let _ = writeln!(out, "\n| severity | rule | subject | message | fix |");
-        let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
-        for f in &report.findings {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                f.severity,
-                f.rule,
-                f.subject,
-                f.message.replace('|', "\\|"),
-                f.fix.replace('|', "\\|")
-            );
-        }
+        out.push('\n');
+        out.push_str(&fabrik_render::findings::markdown(&report.findings));
     }
     fabrik_model::text::visible_lines(&out).into_owned()
 }

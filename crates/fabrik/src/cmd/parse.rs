@@ -6,18 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_doctor::passline::{self, Judgement, Verdict};
-use fabrik_model::{Finding, P2pReport, P2pRows, Severity};
+use fabrik_model::{Finding, P2pReport, P2pRows};
 use fabrik_parse::check::{check_collective, check_p2p};
 use fabrik_parse::nccl_tests::NcclTestsRun;
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -51,14 +44,14 @@ pub enum What {
 #[derive(clap::Args)]
 pub struct CmdArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
 #[derive(clap::Args)]
 pub struct ToolArgs {
     pub file: PathBuf,
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
     #[arg(long)]
@@ -142,7 +135,9 @@ fn emit_command<T: Serialize>(
             facts,
             findings,
         })?,
-        Format::Table => print!("{table}{}", findings_text(&findings)),
+        Format::Text | Format::Markdown => {
+            print!("{table}{}", fabrik_render::findings::text(&findings))
+        }
     }
     Ok(code)
 }
@@ -367,19 +362,13 @@ fn link_gbps(a: &ToolArgs) -> anyhow::Result<Option<f64>> {
 }
 
 fn exit_for(findings: &[Finding]) -> ExitCode {
-    if findings.iter().any(|f| f.severity == Severity::Error) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    crate::exit::status(crate::exit::has_problems(findings, false))
 }
 
 /// Exit 1 on error findings or on a result below its pass line.
 fn exit_judged(findings: &[Finding], judged: &[Option<Judgement>]) -> ExitCode {
-    if judged.iter().flatten().any(|j| j.verdict == Verdict::Fail) {
-        return ExitCode::from(1);
-    }
-    exit_for(findings)
+    let below = judged.iter().flatten().any(|j| j.verdict == Verdict::Fail);
+    crate::exit::status(below || crate::exit::has_problems(findings, false))
 }
 
 fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> {
@@ -425,7 +414,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             print_docs(&docs)?;
         }
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let mut out = String::new();
             for (r, j) in runs.iter().zip(&judged) {
                 out.push_str(&collective_table(r));
@@ -433,7 +422,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     out.push_str(&crate::cmd::expect::judgement_text(j));
                 }
             }
-            out.push_str(&findings_text(&all));
+            out.push_str(&fabrik_render::findings::text(&all));
             print!("{out}");
         }
     }
@@ -503,19 +492,6 @@ fn collective_table(run: &NcclTestsRun) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
-    out
-}
-
-fn findings_text(all: &[Finding]) -> String {
-    let mut out = String::new();
-    for f in all {
-        let _ = writeln!(
-            out,
-            "{} {} [{}] {}",
-            f.severity, f.rule, f.subject, f.message
-        );
-        let _ = writeln!(out, "    fix: {}", f.fix);
-    }
     out
 }
 
@@ -589,7 +565,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let mut text = String::new();
             for (r, j) in reports.iter().zip(&judged) {
                 text.push_str(&p2p_table(r));
@@ -617,7 +593,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
                     out.rows_dropped, out.reports_dropped, out.failures_dropped
                 );
             }
-            text.push_str(&findings_text(&all));
+            text.push_str(&fabrik_render::findings::text(&all));
             print!("{text}");
         }
     }

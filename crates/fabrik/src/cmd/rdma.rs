@@ -271,13 +271,9 @@ fn test_name(t: P2pTest) -> &'static str {
 
 fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
     let test = c.test;
-    let sizes = c
-        .sizes
-        .clone()
-        .unwrap_or_else(|| vec![if test == P2pTest::Bw { 65536 } else { 2 }]);
-    let tx_depth = r
-        .tx_depth
-        .unwrap_or(if test == P2pTest::Bw { 128 } else { 1 });
+    let d = fabrik_verbs::proto::PerftestDefaults::of(test);
+    let sizes = c.sizes.clone().unwrap_or_else(|| vec![d.size]);
+    let tx_depth = r.tx_depth.unwrap_or(d.tx_depth);
     let p = TestParams {
         op: match r.op {
             OpArg::Write => Op::Write,
@@ -286,15 +282,11 @@ fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
         },
         test,
         sizes,
-        iterations: c
-            .iters
-            .unwrap_or(if test == P2pTest::Bw { 5000 } else { 1000 }),
+        iterations: c.iters.unwrap_or(d.iterations),
         tx_depth,
         cq_mod: r.cq_mod.min(tx_depth).max(1),
         qps: r.qps,
-        inline_size: r
-            .inline_size
-            .unwrap_or(if test == P2pTest::Bw { 0 } else { 236 }),
+        inline_size: r.inline_size.unwrap_or(d.inline_size),
         verify: c.verify,
     };
     p.validate().map_err(anyhow::Error::msg)?;

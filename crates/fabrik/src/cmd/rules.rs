@@ -3,19 +3,12 @@
 use std::process::ExitCode;
 
 use fabrik_doctor::catalog;
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -31,7 +24,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             schema_version: fabrik_model::SCHEMA_VERSION,
             rules: catalog::rules(),
         })?,
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let mut text = String::new();
             for r in catalog::rules() {
                 text.push_str(&format!(

@@ -6,14 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use fabrik_probe::snapshot::{capture, default_output_name, SnapshotOptions};
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
+use fabrik_render::Format;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,7 +22,7 @@ pub struct Args {
     /// Seconds each helper command may run.
     #[arg(long, default_value_t = 20)]
     pub timeout: u64,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -56,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         capture(&opts).with_context(|| format!("writing snapshot {}", output.display()))?;
     match args.format {
         Format::Json => crate::output::print_json(&summary)?,
-        Format::Table => {
+        Format::Text | Format::Markdown => {
             let n = |k: usize, one: &str, many: &str| crate::output::plural(k as u64, one, many);
             let mut text = format!(
                 "snapshot {}: {}, {}, {}\n",

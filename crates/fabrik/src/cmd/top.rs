@@ -11,15 +11,8 @@ use fabrik_model::{Finding, SCHEMA_VERSION};
 use fabrik_monitor::{
     compare, render, report_findings, sample_with, Report, SampleOptions, Thresholds,
 };
+use fabrik_render::Format;
 use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Text for people (`table` is accepted as another name for it).
-    #[value(name = "text", alias = "table")]
-    Table,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,7 +36,7 @@ pub struct Args {
     pub no_ethtool: bool,
     /// `text` refreshes in place on a terminal (plain lines otherwise); `json` writes one object
     /// per interval (NDJSON).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
 }
 
@@ -88,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut done = 0u64;
     let mut first = true;
     // `q` quits when top refreshes in place, as in top(1); Ctrl-C still works too.
-    let keys = if tty && !args.once && matches!(args.format, Format::Table) {
+    let keys = if tty && !args.once && matches!(args.format, Format::Text) {
         Keys::open()
     } else {
         None
@@ -123,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 serde_json::to_writer(&mut out, &frame).context("writing JSON")?;
                 writeln!(out).context("writing to stdout")?;
             }
-            Format::Table => {
+            Format::Text | Format::Markdown => {
                 let head = format!(
                     "fabrik top  {}  every {}  {}",
                     args.root.display(),

@@ -1,0 +1,65 @@
+//! The exit status of every command, decided here and nowhere else: 0 when nothing wrong was
+//! found, 1 when something was (an error finding, a result below its pass line, data that came
+//! back wrong), 2 when the tool itself failed and so could not say either way. A scheduler's
+//! health check drains a node on 1 and must not on 2.
+
+use std::process::ExitCode;
+
+use fabrik_model::{Finding, Severity};
+
+/// The status of a command that ran to its end: 1 when it found something wrong, else 0.
+pub fn status(found_problems: bool) -> ExitCode {
+    if found_problems {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The status of a command that could not do its job (2).
+pub fn failure() -> ExitCode {
+    ExitCode::from(TOOL_FAILURE)
+}
+
+/// The number behind [`failure`], for a rank that reports its status to rank 0 as a byte.
+pub const TOOL_FAILURE: u8 = 2;
+
+/// Whether findings make a command fail: any error, and with `strict` any warning as well.
+pub fn has_problems(findings: &[Finding], strict: bool) -> bool {
+    findings.iter().any(|f| match f.severity {
+        Severity::Error => true,
+        Severity::Warning => strict,
+        Severity::Info => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(severity: Severity) -> Finding {
+        Finding {
+            rule: "FAB-PORT-001".into(),
+            severity,
+            subject: "mlx5_0:1".into(),
+            message: "port is not active".into(),
+            evidence: vec![],
+            fix: "bring the port up".into(),
+        }
+    }
+
+    #[test]
+    fn errors_fail_warnings_only_when_strict() {
+        assert!(!has_problems(&[], true));
+        assert!(!has_problems(&[with(Severity::Info)], true));
+        assert!(!has_problems(&[with(Severity::Warning)], false));
+        assert!(has_problems(&[with(Severity::Warning)], true));
+        assert!(has_problems(
+            &[with(Severity::Info), with(Severity::Error)],
+            false
+        ));
+        assert_eq!(status(true), ExitCode::from(1));
+        assert_eq!(status(false), ExitCode::SUCCESS);
+        assert_eq!(failure(), ExitCode::from(2));
+    }
+}
