@@ -549,3 +549,85 @@ fn the_failing_gpu_picks_the_rank_of_a_multi_gpu_process() {
         first.message
     );
 }
+
+/// The rule of the first issue of the first process of a one-file log.
+fn first_rule(log: &str) -> String {
+    let r = analyze_str("t.log", log);
+    r.processes[0].issues[0].rule.clone()
+}
+
+/// NVLS set-up failures carry their own class, not the CUDA one: transport/nvls.cc's driver calls
+/// fail through CUCHECK (src/include/cudawrap.h, v2.28.9-1: `Cuda failure %d '%s'`), and 2.27+
+/// prints `Failed to bind NVLink SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'.`
+/// (transport/nvls.cc). The lines follow NVIDIA/nccl#1338 (2.21.5) and pytorch/pytorch#177472
+/// (2.29.3, the `Last error:` detail); a `Cuda failure` printed by init.cc stays a CUDA failure.
+#[test]
+fn nvls_failures_are_nvls_not_cuda() {
+    let r = analyze_str(
+        "nvls.log",
+        "node2:242431:242475 [1] NCCL INFO NVLS multicast support is available on dev 1\n\
+         node2:242431:242475 [1] transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'\n\
+         node2:242431:242475 [1] NCCL INFO transport/nvls.cc:330 -> 1\n\
+         node2:242431:242475 [1] NCCL INFO init.cc:1277 -> 1\n\
+         node2:242431:242475 [1] NCCL INFO group.cc:64 -> 1 [Async thread]\n",
+    );
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-NVLS");
+    assert!(has_rule(&r, "FAB-NCCL-NVLS"));
+    assert!(!has_rule(&r, "FAB-NCCL-CUDA"));
+    // Newest prefix: a timestamp and the function after the source location.
+    assert_eq!(
+        first_rule("[2025-04-06 22:31:56] ccw-gpu-128:3485254:3487188 [0] transport/nvls.cc:598 (ncclNvlsBufferSetup) NCCL WARN Cuda failure 1 'invalid argument'\n"),
+        "FAB-NCCL-NVLS"
+    );
+    // The bind warning, with a CUDA error string that says "failed".
+    assert_eq!(
+        first_rule("gpu7:4242:4300 [5] transport/nvls.cc:376 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 901 'operation failed due to a previous error during capture'.\n"),
+        "FAB-NCCL-NVLS"
+    );
+    // PyTorch's report of the same failure: the `Last error:` detail names NVLS.
+    let r = analyze_str(
+        "torch.log",
+        "gpu7:4242:4300 [5] NCCL INFO Using network IB\n\
+         torch.distributed.DistBackendError: NCCL error in: /var/lib/jenkins/workspace/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.29.3\n\
+         ncclUnhandledCudaError: Call to CUDA function failed.\n\
+         Last error:\n\
+         Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.\n",
+    );
+    let rules: Vec<&str> = r.processes[0]
+        .issues
+        .iter()
+        .map(|i| i.rule.as_str())
+        .collect();
+    assert!(rules.contains(&"FAB-NCCL-NVLS"), "{rules:?}");
+    // The same block with no `Last error:` line (NVIDIA/nccl#2077, fixture 89): the WARN text
+    // follows the line naming the ncclResult; ordinary output there adds nothing.
+    let block = |detail: &str| {
+        analyze_str(
+            "torch2.log",
+            &format!(
+                "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, unhandled cuda error, NCCL version 2.29.7\n\
+                 ncclUnhandledCudaError: Call to CUDA function failed.\n\
+                 {detail}\n"
+            ),
+        )
+    };
+    let rules_of = |r: &fabrik_parse::nccl_log::LogReport| -> Vec<String> {
+        r.processes
+            .iter()
+            .flat_map(|p| p.issues.iter().map(|i| i.rule.clone()))
+            .collect()
+    };
+    let r = block("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 2 'out of memory'.");
+    assert!(
+        rules_of(&r).iter().any(|x| x == "FAB-NCCL-NVLS"),
+        "{:?}",
+        rules_of(&r)
+    );
+    let r = block("Epoch 3 timeout while aborting the SHARP step");
+    assert_eq!(rules_of(&r), vec!["FAB-NCCL-CUDA".to_string()]);
+    // A CUDA failure elsewhere keeps its CUDA class.
+    assert_eq!(
+        first_rule("[2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] init.cc:416 NCCL WARN Cuda failure 'operation not supported'\n"),
+        "FAB-NCCL-CUDA"
+    );
+}

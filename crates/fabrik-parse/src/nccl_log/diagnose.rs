@@ -1,7 +1,10 @@
 //! What an NCCL warning or error most likely means, and what fixes it. Keyed on the stable parts
 //! of NCCL's own messages (and those of the plugins and of PyTorch that surface NCCL errors).
 
+use std::sync::LazyLock;
+
 use fabrik_model::Severity;
+use memchr::memmem;
 
 /// One entry of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +250,23 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     {
         return PROXY_OP;
     }
+    let cuda_failure =
+        has(message, "Cuda failure") || has(message, "CUDA") && has(message, "failed");
+    // NVLS's driver calls (cuMulticastCreate, cuMulticastAddDevice, cuMulticastBindMem ...) fail
+    // through CUCHECK's bare `Cuda failure N '...'`; the file that printed it (transport/nvls.cc)
+    // says it was the NVLS set-up, whose fix is the fabric manager, not the CUDA stack.
+    if cuda_failure && src.starts_with(b"nvls.") {
+        if let Some(d) = class_diagnosis(NVLS_RULE) {
+            return d;
+        }
+    }
+    // NCCL's message catalog (crate::catalog), derived from NCCL's and the plugins' sources:
+    // a message's own class wins over the word keys below (plugin names, SHARP, sockets,
+    // time-outs, CUDA): `Failed to bind NVLink SHARP (NVLS) Multicast memory ... : CUDA error
+    // 401 '...'` is an NVLS failure, neither CollNet's SHARP nor a CUDA one.
+    if let Some(c) = crate::catalog::classify(message) {
+        return diagnosis_of(c);
+    }
     if has(src, "tcpx") || has(message, "tcpx") {
         return TCPX;
     }
@@ -277,7 +297,7 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     if has_ci(message, "abort") {
         return ABORT;
     }
-    if has(message, "Cuda failure") || has(message, "CUDA") && has(message, "failed") {
+    if cuda_failure {
         return CUDA;
     }
     // `Failed to open libnvidia-ml.so.1`, `NVML failure`, `nvmlInit() failed`
@@ -287,16 +307,32 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     if has(message, "libibverbs") {
         return IB_NO_VERBS;
     }
-    // NCCL's message catalog (crate::catalog), derived from NCCL's and the plugins' sources.
-    if let Some(c) = crate::catalog::classify(message) {
-        return Diagnosis {
-            rule: c.rule,
-            severity: c.severity,
-            cause: c.means,
-            fix: c.fix,
-        };
-    }
     GENERIC_WARN
+}
+
+/// The class of NVLS set-up failures in `data/nccl-classes.txt`.
+const NVLS_RULE: &str = "FAB-NCCL-NVLS";
+
+fn diagnosis_of(c: &'static crate::catalog::Class) -> Diagnosis {
+    Diagnosis {
+        rule: c.rule,
+        severity: c.severity,
+        cause: c.means,
+        fix: c.fix,
+    }
+}
+
+/// The diagnosis of a WARN text the catalog classifies; `None` for any other text.
+pub(super) fn catalog_diagnosis(message: &[u8]) -> Option<Diagnosis> {
+    crate::catalog::classify(message).map(diagnosis_of)
+}
+
+/// The diagnosis a catalog class gives, by its rule id.
+fn class_diagnosis(rule: &str) -> Option<Diagnosis> {
+    crate::catalog::classes()
+        .iter()
+        .find(|c| c.rule == rule)
+        .map(diagnosis_of)
 }
 
 /// The work-completion status of a `Got completion` warning: `with error 12,` (NCCL <= 2.2x),
@@ -366,7 +402,12 @@ pub fn result_code(message: &[u8]) -> Option<u32> {
 /// `transport/net_ib.cc:1012 -> 3`, `group.cc:75 -> 2 [Async thread]`, `misc/socket.cc:535 ->
 /// 6 (Connection refused)`: NCCLCHECK's trace of a failed call. Returns the site and the code.
 pub fn chain_site(message: &[u8]) -> Option<(&[u8], u32)> {
-    let arrow = memchr::memmem::find(message, b" -> ")?;
+    // The site has no space, so the arrow follows the first space: one memchr, not a substring
+    // searcher built for each of the (many) INFO lines this is asked about.
+    let arrow = memchr::memchr(b' ', message)?;
+    if !message[arrow..].starts_with(b" -> ") {
+        return None;
+    }
     let site = &message[..arrow];
     let colon = memchr::memrchr(b':', site)?;
     let file = &site[..colon];
@@ -420,9 +461,41 @@ pub(super) fn result_chain(code: u32) -> Diagnosis {
     }
 }
 
+/// Whether a program line holds a word without which none of the reports below can match.
+/// Training programs mention NCCL on every line (`ProcessGroupNCCL.cpp:2035] step 100 loss
+/// 0.2`); the words are searched with finders built once, so those lines cost a few searches
+/// instead of a substring searcher built for each of the twenty keys.
+fn program_gate(line: &[u8]) -> bool {
+    static WORDS: LazyLock<[memmem::Finder<'static>; 6]> = LazyLock::new(|| {
+        [
+            // ncclSystemError, unhandled system error, NCCL error, internal error ...
+            memmem::Finder::new(b"rror"),
+            // ncclInvalidUsage, invalid argument ...
+            memmem::Finder::new(b"nvalid"),
+            memmem::Finder::new(b"remote process"),
+            // `Test CUDA failure`
+            memmem::Finder::new(b"failure"),
+            memmem::Finder::new(b"aborted"),
+            // `Caught signal `, `*** Process received signal ***`
+            memmem::Finder::new(b"signal"),
+        ]
+    });
+    // The watchdog's and ProcessGroupNCCL's time-outs are matched in any case.
+    let timeout = || {
+        memchr::memchr2_iter(b't', b'T', line).any(|i| {
+            line.get(i..i + 7)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"timeout"))
+        })
+    };
+    WORDS.iter().any(|f| f.find(line).is_some()) || timeout()
+}
+
 /// Diagnoses a line that is not an NCCL line but reports an NCCL failure (PyTorch, Horovod, the
 /// `Last error:` detail). `None` when the line is not such a report.
 pub fn diagnose_program_line(line: &[u8]) -> Option<Diagnosis> {
+    if !program_gate(line) {
+        return None;
+    }
     if has(line, "ncclSystemError") || has(line, "unhandled system error") {
         return Some(SYSTEM_ERROR);
     }
@@ -474,6 +547,15 @@ const CONNECT_RETRY: Diagnosis = Diagnosis {
 
 /// Diagnoses INFO lines that are really problems NCCL chose to print at INFO level.
 pub fn diagnose_info(message: &[u8]) -> Option<Diagnosis> {
+    // Every INFO line is asked; one prebuilt searcher and two prefix tests turn away the
+    // ordinary ones before any other search.
+    static RETRYING: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"retrying"));
+    let nvm =
+        message.starts_with(b"NET/Plugin") || message.starts_with(b"Failed to open libibverbs");
+    if !nvm && RETRYING.find(message).is_none() {
+        return None;
+    }
     // `socketPollConnect: connect to 172.17.194.153<43893> returned No route to host, retrying
     // (1/34) after sleep for 100 msec` (2.2x); refused connections during start-up are normal
     // while the peer is not listening yet, so only unreachable routes and time-outs count.

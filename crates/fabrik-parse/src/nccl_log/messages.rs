@@ -1,5 +1,7 @@
 //! Reading facts out of NCCL INFO/WARN messages, one message at a time.
 
+use std::sync::LazyLock;
+
 use memchr::memmem;
 
 use super::prefix::parse_u64;
@@ -564,11 +566,17 @@ fn trees_line(r: &mut ProcessReport, msg: &[u8], cuda_dev: Option<u32>) {
     }
 }
 
+/// Searchers for what every channel line is asked (most lines of a log): built once, as
+/// building one per call costs more than the search.
+static ARROW: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"->"));
+static RECEIVE: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"[receive]"));
+
 /// The local rank of a channel line: the source of a send, the destination of a receive.
 fn channel_rank(msg: &[u8]) -> Option<u32> {
     let colon = memchr::memchr(b':', msg)?;
     let body = &msg[colon + 1..];
-    let arrow = memmem::find(body, b"->")?;
+    let arrow = ARROW.find(body)?;
     let num = |s: &[u8]| -> Option<u32> {
         let s = s.trim_ascii_start();
         let end = s
@@ -577,7 +585,7 @@ fn channel_rank(msg: &[u8]) -> Option<u32> {
             .unwrap_or(s.len());
         parse_u64(&s[..end]).and_then(|v| u32::try_from(v).ok())
     };
-    if memmem::find(body, b"[receive]").is_some() {
+    if RECEIVE.find(body).is_some() {
         num(&body[arrow + 2..])
     } else {
         num(&body[..arrow])

@@ -47,6 +47,9 @@ pub struct LogAnalyzer {
     bare_versions: Vec<String>,
     /// The previous non-NCCL line said `Last error:`; the next one is the detail.
     last_error_pending: bool,
+    /// The previous non-NCCL line was PyTorch's `ncclUnhandledCudaError: Call to CUDA function
+    /// failed.`; when its `Last error:` line is missing, NCCL's WARN text follows directly.
+    detail_pending: bool,
     gate: ProgramGate,
     ras: crate::ras::RasTextParser,
     /// A RAS JSON document being collected (from a line `{` to a line `}`).
@@ -60,7 +63,13 @@ struct ProgramGate {
     upper: memchr::memmem::Finder<'static>,
     lower: memchr::memmem::Finder<'static>,
     others: [memchr::memmem::Finder<'static>; 6],
+    /// Searched on the lines the gate lets through.
+    version: memchr::memmem::Finder<'static>,
+    last_error: memchr::memmem::Finder<'static>,
 }
+
+/// Index of `RCCL version ` in [`ProgramGate::others`].
+const RCCL_VERSION: usize = 3;
 
 impl ProgramGate {
     fn new() -> Self {
@@ -78,6 +87,8 @@ impl ProgramGate {
                 // UCX's `Caught signal 11 (...)`, Open MPI's `*** Process received signal ***`.
                 memchr::memmem::Finder::new(b" signal "),
             ],
+            version: memchr::memmem::Finder::new(b"NCCL version "),
+            last_error: memchr::memmem::Finder::new(b"Last error:"),
         }
     }
 }
@@ -117,6 +128,14 @@ struct Hints {
     gdr_off: bool,
 }
 
+/// PyTorch's line naming an ncclResult: `ncclUnhandledCudaError: Call to CUDA function failed.`
+/// (NCCLUtils.cpp's interpretation of the code, which NCCL's last error follows).
+fn names_result(line: &[u8]) -> bool {
+    let t = strip_launcher_prefix(line).trim_ascii_start();
+    let word = t.split(|b| *b == b' ').next().unwrap_or(b"");
+    word.starts_with(b"nccl") && word.ends_with(b"Error:")
+}
+
 impl Default for LogAnalyzer {
     fn default() -> Self {
         Self::new()
@@ -138,6 +157,7 @@ impl LogAnalyzer {
             nccl_lines: 0,
             bare_versions: Vec::new(),
             last_error_pending: false,
+            detail_pending: false,
             gate: ProgramGate::new(),
             ras: crate::ras::RasTextParser::new(),
             ras_json: None,
@@ -167,6 +187,7 @@ impl LogAnalyzer {
         self.line_no = 0;
         self.current = None;
         self.last_error_pending = false;
+        self.detail_pending = false;
     }
 
     /// Feeds one line (without its newline).
@@ -177,6 +198,7 @@ impl LogAnalyzer {
             Some(nl) => {
                 self.nccl_lines += 1;
                 self.last_error_pending = false;
+                self.detail_pending = false;
                 let idx = self.process_for(&nl);
                 self.current = Some(idx);
                 self.nccl_line(idx, &nl);
@@ -279,13 +301,14 @@ impl LogAnalyzer {
         let interesting = has_upper
             || self.gate.lower.find(line).is_some()
             || self.gate.others.iter().any(|f| f.find(line).is_some());
-        if !interesting && !self.last_error_pending {
+        if !interesting && !self.last_error_pending && !self.detail_pending {
             return;
         }
         // Rank 0 of NCCL < 2.9 prints its version without any prefix.
-        let bare = memchr::memmem::find(line, b"NCCL version ")
-            .filter(|_| has_upper)
-            .or_else(|| memchr::memmem::find(line, b"RCCL version "));
+        let bare = has_upper
+            .then(|| self.gate.version.find(line))
+            .flatten()
+            .or_else(|| self.gate.others[RCCL_VERSION].find(line));
         if let Some(pos) = bare {
             let rest = line[pos + 13..].trim_ascii_start();
             let rest = rest.strip_prefix(b":").unwrap_or(rest).trim_ascii_start();
@@ -311,8 +334,11 @@ impl LogAnalyzer {
             }
         }
         let pending = std::mem::replace(&mut self.last_error_pending, false);
-        if memchr::memmem::find(line, b"Last error:").is_some() {
+        let detail = std::mem::replace(&mut self.detail_pending, false);
+        if self.gate.last_error.find(line).is_some() {
             self.last_error_pending = true;
+        } else if names_result(line) {
+            self.detail_pending = true;
         }
         let diagnosis = diagnose::diagnose_program_line(line).or_else(|| {
             if pending {
@@ -324,6 +350,10 @@ impl LogAnalyzer {
                     .is_some_and(|p| p.report.env.contains_key("NCCL_SOCKET_IFNAME"));
                 let d = diagnose::refine(diagnose::diagnose_warn(text, None), text, ifname);
                 (d.rule != "FAB-NCCL-WARN").then_some(d)
+            } else if detail {
+                // Without `Last error:` the next line may be anything: only a WARN the catalog
+                // knows by its format string counts, never the word keys.
+                diagnose::catalog_diagnosis(strip_launcher_prefix(line))
             } else {
                 None
             }

@@ -38,6 +38,8 @@ pub struct Splitter {
     marker: memmem::FinderRev<'static>,
     old_info: memmem::Finder<'static>,
     old_warn: memmem::Finder<'static>,
+    /// Ray's de-duplication note; prebuilt because every NCCL line is searched for it.
+    repeated: memmem::Finder<'static>,
 }
 
 impl Default for Splitter {
@@ -46,18 +48,19 @@ impl Default for Splitter {
             marker: memmem::FinderRev::new(b"NCCL "),
             old_info: memmem::Finder::new(b"] INFO "),
             old_warn: memmem::Finder::new(b" WARN "),
+            repeated: memmem::Finder::new(b" [repeated "),
         }
     }
 }
 
 /// Cuts what collectors append to a message: ANSI colour codes and Ray's
 /// `[repeated 6x across cluster]` de-duplication note.
-fn cut_decorations(message: &[u8]) -> &[u8] {
+fn cut_decorations<'a>(repeated: &memmem::Finder<'_>, message: &'a [u8]) -> &'a [u8] {
     let mut m = message;
     if let Some(p) = memchr::memchr(0x1b, m) {
         m = &m[..p];
     }
-    if let Some(p) = memmem::find(m, b" [repeated ") {
+    if let Some(p) = repeated.find(m) {
         m = &m[..p];
     }
     // A paste's closing Markdown backticks.
@@ -85,7 +88,7 @@ impl Splitter {
             };
             let boundary_ok = pos == 0 || line[pos - 1].is_ascii_whitespace();
             if let (Some(level), true) = (level, boundary_ok) {
-                let message = cut_decorations(&after[4..]);
+                let message = cut_decorations(&self.repeated, &after[4..]);
                 return Some(parse_head(&line[..pos], level, message));
             }
             if pos == 0 {
@@ -105,7 +108,7 @@ impl Splitter {
             let p = self.old_warn.find(line)?;
             (&line[..p], Level::Warn, &line[p + 6..])
         };
-        let out = parse_head(head, level, cut_decorations(message));
+        let out = parse_head(head, level, cut_decorations(&self.repeated, message));
         // A clock (`10:00:00 [0] INFO`) also reads as host:pid:tid; a host name has a letter.
         let real_host = out
             .host
