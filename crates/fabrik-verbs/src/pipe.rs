@@ -381,6 +381,9 @@ struct SqState {
     data_done: u64,
     credit_done: u64,
     failed: Option<Failure>,
+    /// Where send completions are polled into: kept here, under the lock every reaper takes,
+    /// so that a reap (one or more per message) clears no array of its own.
+    wcs: [ibv_wc; 16],
 }
 
 #[derive(Debug)]
@@ -451,9 +454,12 @@ fn psn_seed(salt: u64) -> u32 {
 }
 
 /// A bounded wait: `progress` restarts the clock; `idle` spins a while, then sleeps in short
-/// naps, and gives up `timeout` after the last progress.
+/// naps, and gives up `timeout` after the last progress. The clock is first read at the first
+/// check (256 empty polls), not when the wait starts or progresses: a small message's wait
+/// usually ends before that, and a clock read can cost microseconds (a system call plus an
+/// emulated device read in a VM on the `hpet` clocksource), one or more per message otherwise.
 struct Waiter {
-    last: Instant,
+    last: Option<Instant>,
     timeout: Duration,
     spins: u32,
 }
@@ -467,20 +473,22 @@ const NAP: Duration = Duration::from_micros(20);
 impl Waiter {
     fn new(timeout: Duration) -> Self {
         Waiter {
-            last: Instant::now(),
+            last: None,
             timeout,
             spins: 0,
         }
     }
     fn progress(&mut self) {
-        self.last = Instant::now();
+        self.last = None;
         self.spins = 0;
     }
     fn idle(&mut self, what: impl FnOnce() -> String) -> Result<(), VerbsError> {
         self.spins = self.spins.saturating_add(1);
         let napping = self.spins > SPINS_BEFORE_NAPS;
         if napping || self.spins % 256 == 0 {
-            if self.last.elapsed() > self.timeout {
+            let now = Instant::now();
+            let last = *self.last.get_or_insert(now);
+            if now.duration_since(last) > self.timeout {
                 return Err(VerbsError::Timeout {
                     what: what(),
                     secs: self.timeout.as_secs_f64(),
@@ -664,9 +672,9 @@ impl VerbsPipe {
         if let Some(f) = &sq.failed {
             return Err(f.error());
         }
-        let mut wcs = [ibv_wc::default(); 16];
-        let n = self.send_cq.poll(&mut wcs)?;
-        for wc in &wcs[..n] {
+        let n = self.send_cq.poll(&mut sq.wcs)?;
+        for i in 0..n {
+            let wc = sq.wcs[i];
             let credit = wc.wr_id & TAG_CREDIT != 0;
             if wc.status != IBV_WC_SUCCESS {
                 let f = Failure {
@@ -1080,6 +1088,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn waiter_reads_no_clock_before_its_first_check_and_still_times_out() {
+        // A zero timeout cannot fire before the first check (the 256th empty poll), nor at it:
+        // the clock starts there. Progress restarts it.
+        let mut w = Waiter::new(Duration::ZERO);
+        for _ in 0..256 {
+            w.idle(|| "x".into()).unwrap();
+        }
+        assert!(w.last.is_some());
+        std::thread::sleep(Duration::from_millis(2));
+        let e = (0..256)
+            .find_map(|_| w.idle(|| "credits from rank 1".into()).err())
+            .unwrap()
+            .to_string();
+        assert!(e.contains("credits from rank 1"), "{e}");
+        w.progress();
+        assert!(w.last.is_none());
+        w.idle(|| "x".into()).unwrap();
     }
 
     #[test]

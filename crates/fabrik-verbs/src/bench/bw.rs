@@ -1,0 +1,149 @@
+//! The bandwidth loops: many work requests in flight, a completion every `cq_mod`, as perftest's
+//! ib_*_bw run them.
+
+use std::time::{Duration, Instant};
+
+use super::resources::Resources;
+use super::wait::{check_wc, poll_some};
+use crate::error::VerbsError;
+use crate::ffi::*;
+use crate::mem::pattern;
+use crate::proto::{Endpoint, TestParams};
+use crate::stats::bw_row;
+
+pub(super) fn secs(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64()
+}
+
+/// Bandwidth, sending side: `iterations` WRs round-robin over the QPs, at most `tx_depth` in
+/// flight per QP, one signaled every `cq_mod`.
+pub(super) fn bw_sender(
+    res: &mut Resources,
+    p: &TestParams,
+    remote: &Endpoint,
+    bytes: u64,
+    timeout: Duration,
+) -> Result<fabrik_model::BwRow, VerbsError> {
+    let n = p.iterations as usize;
+    let nq = res.qps.len();
+    let depth = p.tx_depth as usize;
+    let cq_mod = p.cq_mod as usize;
+    let mut posted_at = Vec::with_capacity(n);
+    let mut completed_at = Vec::with_capacity(n);
+    let mut outstanding = vec![0usize; nq];
+    let mut since_signal = vec![0usize; nq];
+    let (mut posted, mut completed) = (0usize, 0usize);
+    let mut wcs = [ibv_wc::default(); 16];
+    let verbs = res.ctx.verbs.clone();
+    let start = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut idle_spins = 0u32;
+    while completed < n {
+        while posted < n {
+            let q = posted % nq;
+            if outstanding[q] >= depth {
+                break;
+            }
+            since_signal[q] += 1;
+            let signaled = since_signal[q] >= cq_mod || posted + nq >= n;
+            let wr_id = ((q as u64) << 32) | since_signal[q] as u64;
+            // Stamped before posting, as perftest does: on software providers (rxe) the post
+            // itself can run the whole transfer.
+            posted_at.push(secs(start));
+            res.post(q, p.op, bytes, remote, signaled, wr_id)?;
+            outstanding[q] += 1;
+            posted += 1;
+            if signaled {
+                since_signal[q] = 0;
+            }
+        }
+        let got = res.send_cq.poll(&mut wcs)?;
+        if got == 0 {
+            // Reading the clock on every empty poll costs more than the poll where the guest
+            // clocksource is emulated; look every 1024.
+            idle_spins = idle_spins.wrapping_add(1);
+            if idle_spins % 1024 == 0 {
+                std::thread::yield_now();
+            }
+            if idle_spins % 1024 == 0 {
+                let now = Instant::now();
+                if now.duration_since(last_progress) > timeout {
+                    return Err(VerbsError::Timeout {
+                        what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
+                        secs: timeout.as_secs_f64(),
+                    });
+                }
+                if let Some(w) = &res.watch {
+                    w.check(now, "completions")?;
+                }
+            }
+            std::hint::spin_loop();
+            continue;
+        }
+        let t = secs(start);
+        last_progress = Instant::now();
+        for wc in &wcs[..got] {
+            check_wc(&verbs, wc, p.op.as_str())?;
+            let q = (wc.wr_id >> 32) as usize;
+            let covered = (wc.wr_id & 0xffff_ffff) as usize;
+            if q >= nq {
+                return Err(VerbsError::Control(format!(
+                    "stray completion wr_id {:#x}",
+                    wc.wr_id
+                )));
+            }
+            outstanding[q] = outstanding[q].saturating_sub(covered);
+            completed += covered;
+            completed_at.extend(std::iter::repeat_n(t, covered));
+        }
+    }
+    completed_at.truncate(n);
+    bw_row(bytes, &posted_at, &completed_at)
+        .ok_or_else(|| VerbsError::Control("no time elapsed: too few iterations".into()))
+}
+
+/// Send bandwidth, receiving side: reap `iterations` receives, reposting each slot, checking
+/// payloads when asked. Returns the number of mismatching bytes.
+pub(super) fn bw_receiver(
+    res: &mut Resources,
+    p: &TestParams,
+    bytes: u64,
+    timeout: Duration,
+) -> Result<u64, VerbsError> {
+    let mut wcs = [ibv_wc::default(); 16];
+    let verbs = res.ctx.verbs.clone();
+    let mut received = 0u64;
+    let mut mismatches = 0u64;
+    let expected = pattern(bytes);
+    while received < p.iterations {
+        let got = poll_some(
+            &res.recv_cq,
+            &mut wcs,
+            timeout,
+            "send data from the peer",
+            res.watch.as_ref(),
+        )?;
+        for wc in &wcs[..got] {
+            check_wc(&verbs, wc, "receive")?;
+            let q = (wc.wr_id >> 32) as usize;
+            let slot = wc.wr_id & 0xffff_ffff;
+            if q >= res.qps.len() {
+                return Err(VerbsError::Control(format!(
+                    "stray receive wr_id {:#x}",
+                    wc.wr_id
+                )));
+            }
+            res.rx_posted[q] = res.rx_posted[q].saturating_sub(1);
+            if u64::from(wc.byte_len) != bytes {
+                mismatches += bytes.abs_diff(u64::from(wc.byte_len));
+            } else if p.verify {
+                mismatches += res
+                    .buf
+                    .mismatches(res.dst_offset(slot) as usize, &expected)?;
+            }
+            res.post_recv_slot(q, slot)?;
+            received += 1;
+        }
+    }
+    Ok(mismatches)
+}
