@@ -98,7 +98,7 @@ PY
 HAVE_GLOO=0
 "$PYTHON" -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
 
-busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3f", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
+busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3g", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
 
 for N in ${@:-2 4 8}; do
   testbed/netns.sh up "$NAME" "$N" 1 >/dev/null
