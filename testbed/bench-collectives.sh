@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Side-by-side CPU all_reduce benchmark on the namespace testbed: fabrik's tcp backend, Open MPI
 # (MPI_Allreduce, TCP BTL only) and gloo (torch.distributed), same hosts, same sizes, one run.
-# Prints one table of busbw (GB/s, nccl-tests' formula) per size and the ratios, each anchor
-# against fabrik's run of the same placement (MPI out-of-place, gloo in-place).
+# Prints per rank count one table with, per size, each tool's median time (µs) and busbw (GB/s,
+# nccl-tests' formula), fabrik's time over the best anchor's (below 1 is fabrik ahead), and the
+# crossover sizes where that ratio crosses 1. MPI_Allreduce is out-of-place and gloo's
+# all_reduce in-place; each is compared with fabrik's run of the same placement.
 #
 # On a shared machine the CPU left to the run drifts within a minute, so the tools take turns:
 # ROUNDS rounds of fabrik, Open MPI, gloo, each the full sweep, and the table shows each tool's
-# median time per size over the rounds (every round's busbw is printed above it).
+# median time per size over the rounds (every round's busbw is printed above it). Small sizes
+# run more iterations (ITERS x 1 MiB / size, at most 1000) so each timing spans milliseconds.
 #
-#   testbed/bench-collectives.sh [RANKS...]        default: 4 8
-#   env: ROUNDS (3), ITERS (10), WARMUP (3), CHANNELS (2), SIZES (1, 4, 16, 64 MiB)
+#   testbed/bench-collectives.sh [RANKS...]        default: 2 4 8
+#   env: ROUNDS (3), ITERS (10), WARMUP (3), CHANNELS (2), ALGO (auto),
+#        SIZES (8 B, then 16 B to 256 MiB by factors of 4)
 #
 # Needs root, a release build of fabrik (cargo build --release -p fabrik), and for the anchors
 # Debian's openmpi-bin + libopenmpi-dev and python3-torch (or torch from PyPI). Not run by CI.
@@ -18,11 +22,14 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 2; }
 FABRIK=$(realpath "${FABRIK:-target/release/fabrik}")
 [ -x "$FABRIK" ] || { echo "build fabrik first: cargo build --release -p fabrik" >&2; exit 2; }
-SIZES=${SIZES:-"1048576 4194304 16777216 67108864"}
+SIZES=${SIZES:-"8 $(awk 'BEGIN{for (s = 16; s <= 268435456; s *= 4) printf "%d ", s}')"}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
 ROUNDS=${ROUNDS:-3}
+ALGO=${ALGO:-auto}
+# Iterations for a size: ITERS at 1 MiB and up, more below (the same rule in every tool).
+iters_for() { awk -v s="$1" -v i="$ITERS" 'BEGIN{ n = int(i * 1048576 / s); if (n < i) n = i; if (n > 1000) n = 1000; print n }'; }
 # Debian's python3-torch lives in the system interpreter, not in a pyenv one.
 PYTHON=${PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || command -v python3 )}
 WORK=$(mktemp -d)
@@ -38,9 +45,11 @@ cat > "$WORK/allreduce.c" <<'C'
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, n; MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &n);
-  int iters = atoi(argv[1]), warmup = atoi(argv[2]);
+  int base = atoi(argv[1]), warmup = atoi(argv[2]);
   for (int a = 3; a < argc; a++) {
     size_t bytes = strtoull(argv[a], NULL, 10), count = bytes / sizeof(float);
+    long it = (long)((double)base * 1048576.0 / (double)bytes);
+    int iters = it < base ? base : it > 1000 ? 1000 : (int)it;
     float *s = malloc(bytes), *r = malloc(bytes);
     for (size_t i = 0; i < count; i++) s[i] = (float)((rank + i) % 5);
     for (int i = 0; i < warmup; i++) MPI_Allreduce(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -73,8 +82,9 @@ cat > "$WORK/gloo.py" <<'PY'
 import os, sys, time, torch, torch.distributed as dist
 rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 dist.init_process_group("gloo", init_method=f"tcp://10.77.0.1:{os.environ['MASTER_PORT']}", rank=rank, world_size=n)
-iters, warmup = int(sys.argv[1]), int(sys.argv[2])
+base, warmup = int(sys.argv[1]), int(sys.argv[2])
 for b in sys.argv[3:]:
+    iters = min(1000, max(base, int(base * 1048576 / int(b))))
     t = torch.ones(int(b) // 4, dtype=torch.float32)
     for _ in range(warmup): dist.all_reduce(t)
     dist.barrier()
@@ -88,25 +98,30 @@ PY
 HAVE_GLOO=0
 "$PYTHON" -c "import torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null && HAVE_GLOO=1
 
-busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3f", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
+busbw() { awk -v b="$1" -v us="$2" -v n="$3" 'BEGIN{ if (us > 0) printf "%.3g", b / us / 1e3 * 2 * (n - 1) / n; else print "-" }'; }
 
-for N in ${@:-4 8}; do
+for N in ${@:-2 4 8}; do
   testbed/netns.sh up "$NAME" "$N" 1 >/dev/null
   PORT=$((29700 + N))
-  MIN=$(echo $SIZES | awk '{print $1}'); MAX=$(echo $SIZES | awk '{print $NF}')
   rm -f "$WORK"/fabrik.*.txt "$WORK"/mpi.*.txt "$WORK"/gloo.*.txt
   for round in $(seq 1 "$ROUNDS"); do
-  # fabrik
-  for h in $(seq 0 $((N - 1))); do
-    ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$((PORT + 10 * round)) \
-      FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$MIN" -e "$MAX" -f 4 -n "$ITERS" \
-      -w "$WARMUP" -c 0 --channels "$CHANNELS" --format json --name "h$h" > "$WORK/fab$h.json" &
-  done
-  wait
-  python3 -c "
+  # fabrik: one run per size, so each size gets its own iteration count
+  : > "$WORK/fabrik.$round.txt"
+  k=0
+  for s in $SIZES; do
+    k=$((k + 1))
+    for h in $(seq 0 $((N - 1))); do
+      ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$((PORT + 1000 * round + 10 * k)) \
+        FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$s" -e "$s" -n "$(iters_for "$s")" \
+        -w "$WARMUP" -c 0 --channels "$CHANNELS" --algo "$ALGO" --format json --name "h$h" > "$WORK/fab$h.json" &
+    done
+    wait || true
+    python3 -c "
 import json
 d = json.load(open('$WORK/fab0.json'))
-for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" > "$WORK/fabrik.$round.txt"
+for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']['time_us'])" >> "$WORK/fabrik.$round.txt" \
+      || echo "fabrik run failed at $s B" >&2
+  done
   # Open MPI
   : > "$WORK/mpi.$round.txt"
   if [ $HAVE_MPI = 1 ]; then
@@ -145,17 +160,27 @@ for r in d['rows']: print(r['size'], r['out_of_place']['time_us'], r['in_place']
     g=$(cat "$WORK"/gloo.*[0-9].txt | awk -v s=$s '$1==s{print $2}' | median)
     [ -n "$g" ] && echo "$s $g" >> "$WORK/gloo.txt"
   done
-  # MPI_Allreduce here is out-of-place and gloo's all_reduce in-place: each is compared with
-  # fabrik's run of the same placement.
-  echo "# all_reduce float sum, $N ranks (namespace hosts), busbw GB/s, $ITERS iterations, median of $ROUNDS rounds"
-  printf "%12s %11s %11s %10s %10s %14s %14s\n" size fabrik-oop fabrik-ip openmpi gloo fabrik/mpi fabrik/gloo
+  # Per cell: time in µs / busbw in GB/s. Ratios are fabrik's time over the anchor's, each
+  # against fabrik's run of the same placement (MPI out-of-place, gloo in-place); "best" is
+  # over whichever anchor is faster at that size.
+  echo "# all_reduce float sum, $N ranks (namespace hosts), --algo $ALGO, time µs / busbw GB/s, median of $ROUNDS rounds"
+  printf "%12s %18s %18s %18s %18s %9s %9s %9s\n" size fabrik-oop fabrik-ip openmpi gloo f/mpi f/gloo f/best
+  prev_side=""; crossings=""
   for s in $SIZES; do
     fo=$(awk -v s=$s '$1==s{print $2}' "$WORK/fabrik.txt"); fi=$(awk -v s=$s '$1==s{print $3}' "$WORK/fabrik.txt")
     m=$(awk -v s=$s '$1==s{print $2}' "$WORK/mpi.txt"); g=$(awk -v s=$s '$1==s{print $2}' "$WORK/gloo.txt")
-    fob=$(busbw $s "${fo:-0}" $N); fib=$(busbw $s "${fi:-0}" $N); mb=$(busbw $s "${m:-0}" $N); gb=$(busbw $s "${g:-0}" $N)
-    rm_=$(awk -v a="$fob" -v b="$mb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
-    rg=$(awk -v a="$fib" -v b="$gb" 'BEGIN{ if (b+0 > 0) printf "%.2fx", a/b; else print "-" }')
-    printf "%12s %11s %11s %10s %10s %14s %14s\n" "$s" "$fob" "$fib" "$mb" "$gb" "$rm_" "$rg"
+    cell() { if [ -n "$1" ]; then printf "%.1f/%s" "$1" "$(busbw $s "$1" $N)"; else echo "-"; fi; }
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2f", a/b; else print "-" }'; }
+    rm_=$(ratio "$fo" "$m"); rg=$(ratio "$fi" "$g")
+    best=$(printf "%s\n%s\n" "$rm_" "$rg" | grep -v -- - | sort -g | tail -1)
+    printf "%12s %18s %18s %18s %18s %9s %9s %9s\n" "$s" "$(cell "$fo")" "$(cell "$fi")" "$(cell "$m")" "$(cell "$g")" "$rm_" "$rg" "${best:--}"
+    if [ -n "$best" ]; then
+      side=$(awk -v r="$best" 'BEGIN{ print (r <= 1) ? "ahead" : "behind" }')
+      [ -n "$prev_side" ] && [ "$side" != "$prev_side" ] && crossings="$crossings ${s}B(->$side)"
+      prev_side=$side
+    fi
   done
+  echo "# crossover sizes (fabrik vs the faster anchor):${crossings:- none}"
+
   testbed/netns.sh down "$NAME" >/dev/null
 done

@@ -1,6 +1,7 @@
 //! Collectives between host-memory buffers over any [`Link`] (TCP by default): ring algorithms
 //! (reduce-scatter then all-gather for all_reduce), chains for broadcast and reduce, and
-//! pairwise exchange for alltoall. Each of `channels` parallel lanes carries its own slice of
+//! pairwise exchange for alltoall at large sizes; recursive doubling, binomial trees and Bruck's
+//! all_gather for small ones ([`Comm::algorithm`] picks; `small` holds them). Each of `channels` parallel lanes carries its own slice of
 //! every buffer in its own thread, so one rank can fill several NICs. A lane's ring steps run
 //! as one stream ([`crate::ring`]): on TCP one thread polls both sockets and forwards each chunk
 //! as soon as it is reduced; other links send and receive each step from two threads.
@@ -15,6 +16,8 @@ use crate::link::{step, Direct, Link, StepError, TcpLink};
 use crate::rendezvous::Group;
 use crate::ring::{self, Schedule};
 use crate::ClusterError;
+
+mod small;
 
 /// Receive granularity: large enough that syscalls are few, small enough that reducing one chunk
 /// overlaps with the next one arriving.
@@ -83,6 +86,91 @@ impl std::str::FromStr for CollOp {
     }
 }
 
+/// Which algorithm family the collectives use: `Auto` picks by size and rank count; the others
+/// force one (`rd` and `tree` fall back to the latency-bound algorithm each operation has; see
+/// [`Comm::algorithm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlgoChoice {
+    /// By size and rank count, with the thresholds below.
+    #[default]
+    Auto,
+    /// Rings (chains for broadcast and reduce), on every channel.
+    Ring,
+    /// Recursive doubling (Bruck for all_gather, binomial trees for broadcast and reduce).
+    Rd,
+    /// Binomial trees (all_reduce as reduce then broadcast; Bruck for all_gather).
+    Tree,
+}
+
+impl std::str::FromStr for AlgoChoice {
+    type Err = ClusterError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(AlgoChoice::Auto),
+            "ring" => Ok(AlgoChoice::Ring),
+            "rd" => Ok(AlgoChoice::Rd),
+            "tree" => Ok(AlgoChoice::Tree),
+            _ => Err(ClusterError::Invalid(format!(
+                "unknown algorithm {s:?} (ring, rd, tree or auto)"
+            ))),
+        }
+    }
+}
+
+impl AlgoChoice {
+    /// Whether the choice may pick an algorithm that talks to non-neighbours, so the
+    /// communicator needs the mesh.
+    pub fn needs_mesh(self) -> bool {
+        self != AlgoChoice::Ring
+    }
+}
+
+/// The algorithm one collective call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Ring reduce-scatter / all-gather, or a pipelined chain for broadcast and reduce.
+    Ring,
+    /// Recursive doubling, with the non-power-of-two fold.
+    Rd,
+    /// Binomial trees.
+    Tree,
+    /// Bruck's all_gather.
+    Bruck,
+    /// Pairwise exchange over the mesh (alltoall).
+    Pairwise,
+}
+
+impl Algorithm {
+    /// The name reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Rd => "rd",
+            Algorithm::Tree => "tree",
+            Algorithm::Bruck => "bruck",
+            Algorithm::Pairwise => "pairwise",
+        }
+    }
+}
+
+/// Up to this many bytes, `auto` runs recursive doubling for all_reduce (and reduce_scatter,
+/// as an all_reduce of the whole buffer): ⌈log2 n⌉ steps of the whole buffer beat the ring's
+/// 2(n-1) steps of 1/n of it until the bytes cost more than the step latency.
+/// Measured with `bench collective` over loopback TCP (docs/benchmarks/collectives.md).
+pub const RD_MAX_BYTES: usize = 64 << 10;
+/// Up to this many bytes, `auto` runs Bruck's all_gather instead of the ring (measured as
+/// [`RD_MAX_BYTES`]).
+pub const BRUCK_MAX_BYTES: usize = 64 << 10;
+/// Up to this many bytes, `auto` runs binomial trees for broadcast and reduce instead of the
+/// pipelined chain (measured as [`RD_MAX_BYTES`]).
+pub const TREE_MAX_BYTES: usize = 64 << 10;
+/// Below this many bytes a ring runs on one channel, on the calling thread: another lane's
+/// thread and its extra step latency cost more than the bandwidth it adds (measured as
+/// [`RD_MAX_BYTES`]).
+pub const ONE_LANE_BELOW: usize = 256 << 10;
+
 /// One ring channel: a link to the next rank and one from the previous, and the receive
 /// scratch space its reductions use (kept across calls; `u64` words so any element type fits
 /// its alignment).
@@ -102,6 +190,7 @@ pub struct Comm {
     mesh: Vec<Option<Box<dyn Link>>>,
     labels: Vec<String>,
     chunk_bytes: usize,
+    algo: AlgoChoice,
 }
 
 impl Comm {
@@ -150,7 +239,52 @@ impl Comm {
             mesh,
             labels,
             chunk_bytes: chunk_bytes.max(64),
+            algo: AlgoChoice::Auto,
         })
+    }
+
+    /// A whole group of `n` communicators joined by in-memory links ([`crate::link::mem_pair`],
+    /// each direction buffering `pipe_bytes`): `channels` rings and a full mesh. For tests of
+    /// the algorithms without sockets; `comms[r]` is rank `r`, named `rank r (memr)`.
+    pub fn in_memory(
+        n: u32,
+        channels: usize,
+        pipe_bytes: usize,
+        chunk_bytes: usize,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<Comm>, ClusterError> {
+        type BoxLink = Box<dyn Link>;
+        let nu = n as usize;
+        // Ring c's pipe r runs from rank r to rank r+1.
+        let mut to_next: Vec<Vec<BoxLink>> = (0..nu).map(|_| Vec::new()).collect();
+        let mut from_prev: Vec<Vec<BoxLink>> = (0..nu).map(|_| Vec::new()).collect();
+        if n > 1 {
+            for _ in 0..channels.max(1) {
+                for r in 0..nu {
+                    let (a, b) = crate::link::mem_pair(pipe_bytes, timeout);
+                    to_next[r].push(Box::new(a));
+                    from_prev[(r + 1) % nu].push(Box::new(b));
+                }
+            }
+        }
+        let mut mesh: Vec<Vec<Option<BoxLink>>> =
+            (0..nu).map(|_| (0..nu).map(|_| None).collect()).collect();
+        for (i, j) in (0..nu).flat_map(|i| (i + 1..nu).map(move |j| (i, j))) {
+            let (a, b) = crate::link::mem_pair(pipe_bytes, timeout);
+            mesh[i][j] = Some(Box::new(a));
+            mesh[j][i] = Some(Box::new(b));
+        }
+        let labels: Vec<String> = (0..n).map(|r| format!("rank {r} (mem{r})")).collect();
+        to_next
+            .into_iter()
+            .zip(from_prev)
+            .zip(mesh)
+            .enumerate()
+            .map(|(r, ((tn, fp), m))| {
+                let lanes = tn.into_iter().zip(fp).collect();
+                Comm::from_links(r as u32, n, labels.clone(), lanes, m, chunk_bytes)
+            })
+            .collect()
     }
 
     /// Opens the ring lanes (and, with `mesh`, a connection to every other rank).
@@ -218,6 +352,67 @@ impl Comm {
         Comm::from_links(rank, n, labels, lanes, mesh_conns, chunk_bytes)
     }
 
+    /// Sets how the collectives pick their algorithm (`Auto` when never set).
+    pub fn set_algo(&mut self, algo: AlgoChoice) {
+        self.algo = algo;
+    }
+
+    /// The algorithm `op` runs on a buffer of `bytes` (the whole buffer: all `n` blocks for
+    /// all_gather and reduce_scatter). Without links to every rank (no mesh, more than two
+    /// ranks) only rings can run, whatever was chosen.
+    pub fn algorithm(&self, op: CollOp, bytes: usize) -> Algorithm {
+        if op == CollOp::Alltoall {
+            return Algorithm::Pairwise;
+        }
+        if self.algo == AlgoChoice::Ring || self.n < 2 || !self.has_peer_links() {
+            return Algorithm::Ring;
+        }
+        let forced = self.algo != AlgoChoice::Auto;
+        match op {
+            CollOp::AllReduce if self.algo == AlgoChoice::Tree => Algorithm::Tree,
+            CollOp::AllReduce | CollOp::ReduceScatter if forced || bytes <= RD_MAX_BYTES => {
+                Algorithm::Rd
+            }
+            CollOp::AllGather if forced || bytes <= BRUCK_MAX_BYTES => Algorithm::Bruck,
+            CollOp::Broadcast | CollOp::Reduce if forced || bytes <= TREE_MAX_BYTES => {
+                Algorithm::Tree
+            }
+            _ => Algorithm::Ring,
+        }
+    }
+
+    /// Which algorithm runs at each of `sizes` (`(size as reported, bytes of the buffer the
+    /// call gets)`), as ranges: `rd 8-65536 B, ring 131072-33554432 B`.
+    pub fn algorithms_by_size(&self, op: CollOp, sizes: &[(u64, usize)]) -> String {
+        let mut runs: Vec<(Algorithm, u64, u64)> = Vec::new();
+        for &(size, bytes) in sizes {
+            let a = self.algorithm(op, bytes);
+            match runs.last_mut() {
+                Some(last) if last.0 == a => last.2 = size,
+                _ => runs.push((a, size, size)),
+            }
+        }
+        runs.iter()
+            .map(|(a, lo, hi)| {
+                if lo == hi {
+                    format!("{} {lo} B", a.name())
+                } else {
+                    format!("{} {lo}-{hi} B", a.name())
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// How many lanes a ring over `bytes` uses.
+    fn lanes_for(&self, bytes: usize) -> usize {
+        if bytes < ONE_LANE_BELOW {
+            1
+        } else {
+            self.lanes.len()
+        }
+    }
+
     pub fn rank(&self) -> u32 {
         self.rank
     }
@@ -248,12 +443,21 @@ impl Comm {
     /// In-place all_reduce: ring reduce-scatter then ring all-gather on every channel.
     pub fn all_reduce<T: Elem>(&self, buf: &mut [T], op: RedOp) -> Result<(), ClusterError> {
         let n = self.n as usize;
-        if n > 1 {
-            let parts = split_even(buf, self.lanes.len());
-            self.per_lane(parts, |lane, part| {
-                let mut segs = split_even(part, n);
-                self.ring(lane, &mut segs, None, n - 1, n - 1, op)
-            })?;
+        let bytes = std::mem::size_of_val(buf);
+        match self.algorithm(CollOp::AllReduce, bytes) {
+            Algorithm::Rd => self.rd_all_reduce(buf, op)?,
+            Algorithm::Tree => {
+                self.tree_reduce(buf, op, 0)?;
+                self.tree_broadcast(buf, 0)?;
+            }
+            _ if n > 1 => {
+                let parts = split_even(buf, self.lanes_for(bytes));
+                self.per_lane(parts, |lane, part| {
+                    let mut segs = split_even(part, n);
+                    self.ring(lane, &mut segs, None, n - 1, n - 1, op)
+                })?;
+            }
+            _ => {}
         }
         finish_avg(buf, op, self.n);
         Ok(())
@@ -270,10 +474,22 @@ impl Comm {
         let n = self.n as usize;
         let len = send.len().min(recv.len());
         let (send, recv) = (&send[..len], &mut recv[..len]);
+        let bytes = std::mem::size_of_val(send);
+        let algo = self.algorithm(CollOp::AllReduce, bytes);
         if n < 2 {
             recv.copy_from_slice(send);
+        } else if algo != Algorithm::Ring {
+            // The latency-bound algorithms work in place; one copy of a small buffer is
+            // cheaper than a send-buffer variant of each.
+            recv.copy_from_slice(send);
+            if algo == Algorithm::Tree {
+                self.tree_reduce(recv, op, 0)?;
+                self.tree_broadcast(recv, 0)?;
+            } else {
+                self.rd_all_reduce(recv, op)?;
+            }
         } else {
-            let lanes = self.lanes.len();
+            let lanes = self.lanes_for(bytes);
             let sparts = split_even_ref(send, lanes);
             let rparts = split_even(recv, lanes);
             let parts: Vec<(&[T], &mut [T])> = sparts.into_iter().zip(rparts).collect();
@@ -291,8 +507,12 @@ impl Comm {
     pub fn reduce_scatter<T: Elem>(&self, buf: &mut [T], op: RedOp) -> Result<(), ClusterError> {
         let n = self.n as usize;
         let block = buf.len() / n;
-        if n > 1 {
-            let lanes = self.lanes.len();
+        let bytes = std::mem::size_of_val(&buf[..block * n]);
+        if n > 1 && self.algorithm(CollOp::ReduceScatter, bytes) != Algorithm::Ring {
+            // Every rank reduces the whole buffer and keeps its block: ⌈log2 n⌉ steps.
+            self.rd_all_reduce(&mut buf[..block * n], op)?;
+        } else if n > 1 {
+            let lanes = self.lanes_for(bytes);
             let per_lane = block_major(&mut buf[..block * n], n, lanes);
             self.per_lane(per_lane, |lane, mut segs| {
                 self.ring(lane, &mut segs, None, n - 1, 0, op)
@@ -306,9 +526,12 @@ impl Comm {
     /// In-place all_gather: `buf` holds `n` equal blocks, this rank's own already at `rank`.
     pub fn all_gather<T: Elem>(&self, buf: &mut [T]) -> Result<(), ClusterError> {
         let n = self.n as usize;
-        if n > 1 {
-            let block = buf.len() / n;
-            let per_lane = block_major(&mut buf[..block * n], n, self.lanes.len());
+        let block = buf.len() / n.max(1);
+        let bytes = std::mem::size_of_val(&buf[..block * n]);
+        if n > 1 && self.algorithm(CollOp::AllGather, bytes) != Algorithm::Ring {
+            self.bruck_all_gather(&mut buf[..block * n])?;
+        } else if n > 1 {
+            let per_lane = block_major(&mut buf[..block * n], n, self.lanes_for(bytes));
             self.per_lane(per_lane, |lane, mut segs| {
                 self.ring(lane, &mut segs, None, 0, n - 1, RedOp::Sum)
             })?;
@@ -322,8 +545,12 @@ impl Comm {
         if n < 2 {
             return Ok(());
         }
+        let bytes = std::mem::size_of_val(buf);
+        if self.algorithm(CollOp::Broadcast, bytes) != Algorithm::Ring {
+            return self.tree_broadcast(buf, root);
+        }
         let pos = (self.rank + n - root % n) % n;
-        let parts = split_even(buf, self.lanes.len());
+        let parts = split_even(buf, self.lanes_for(bytes));
         let chunk = self.chunk_elems::<T>();
         self.per_lane(parts, |lane, part| {
             if pos == 0 {
@@ -340,9 +567,12 @@ impl Comm {
     /// Only `root`'s buffer holds the result.
     pub fn reduce<T: Elem>(&self, buf: &mut [T], op: RedOp, root: u32) -> Result<(), ClusterError> {
         let n = self.n;
-        if n > 1 {
+        let bytes = std::mem::size_of_val(buf);
+        if n > 1 && self.algorithm(CollOp::Reduce, bytes) != Algorithm::Ring {
+            self.tree_reduce(buf, op, root)?;
+        } else if n > 1 {
             let pos = (self.rank + 2 * n - root % n - 1) % n;
-            let parts = split_even(buf, self.lanes.len());
+            let parts = split_even(buf, self.lanes_for(bytes));
             let chunk = self.chunk_elems::<T>();
             self.per_lane(parts, |lane, part| {
                 if pos == 0 {

@@ -8,50 +8,13 @@ use std::time::Duration;
 
 use fabrik_cluster::collective::Comm;
 use fabrik_cluster::dtype::RedOp;
-use fabrik_cluster::{mem_pair, ClusterError, Link};
+use fabrik_cluster::ClusterError;
 
 const PIPE_BYTES: usize = 1000;
 
-fn label(r: u32) -> String {
-    format!("rank {r} (mem{r})")
-}
-
-type BoxLink = Box<dyn Link>;
-
 /// One communicator per rank, wired as `channels` rings plus a full mesh.
 fn comms(n: u32, channels: usize, chunk: usize) -> Vec<Comm> {
-    let t = Duration::from_secs(20);
-    let nu = n as usize;
-    // Ring c's pipe r runs from rank r to rank r+1.
-    let mut to_next: Vec<Vec<BoxLink>> = (0..nu).map(|_| Vec::new()).collect();
-    let mut from_prev: Vec<Vec<BoxLink>> = (0..nu).map(|_| Vec::new()).collect();
-    if n > 1 {
-        for _ in 0..channels {
-            for r in 0..nu {
-                let (a, b) = mem_pair(PIPE_BYTES, t);
-                to_next[r].push(Box::new(a));
-                from_prev[(r + 1) % nu].push(Box::new(b));
-            }
-        }
-    }
-    let mut mesh: Vec<Vec<Option<BoxLink>>> =
-        (0..nu).map(|_| (0..nu).map(|_| None).collect()).collect();
-    for (i, j) in (0..nu).flat_map(|i| (i + 1..nu).map(move |j| (i, j))) {
-        let (a, b) = mem_pair(PIPE_BYTES, t);
-        mesh[i][j] = Some(Box::new(a));
-        mesh[j][i] = Some(Box::new(b));
-    }
-    let labels: Vec<String> = (0..n).map(label).collect();
-    to_next
-        .into_iter()
-        .zip(from_prev)
-        .zip(mesh)
-        .enumerate()
-        .map(|(r, ((tn, fp), m))| {
-            let lanes = tn.into_iter().zip(fp).collect();
-            Comm::from_links(r as u32, n, labels.clone(), lanes, m, chunk).unwrap()
-        })
-        .collect()
+    Comm::in_memory(n, channels, PIPE_BYTES, chunk, Duration::from_secs(20)).unwrap()
 }
 
 /// Rank `r`'s input element `i`: small integers, so float sums are exact.

@@ -40,6 +40,11 @@ fn local_all_reduce_prints_an_nccl_tests_table_with_verified_rows() {
     );
     assert!(text.contains("# Out of bounds values : 0 OK"), "{text}");
     assert!(text.contains("# Avg bus bandwidth    : "), "{text}");
+    // 1-64 KiB is recursive doubling's range under `--algo auto`.
+    assert!(
+        text.contains("# Algorithm (auto): rd 1024-65536 B\n"),
+        "{text}"
+    );
     let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(rows.len(), 4, "{text}");
     for r in rows {
@@ -107,6 +112,12 @@ fn bad_options_are_clear_errors() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown data type"));
+    let out = fabrik()
+        .args(["bench", "collective", "all_reduce", "--algo", "bruck"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ring, rd, tree or auto"));
 }
 
 #[test]

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_cluster::collective::{CollOp, Comm, DEFAULT_CHUNK_BYTES};
+use fabrik_cluster::collective::{AlgoChoice, CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
 use fabrik_cluster::rdma_link::connect_comm;
 use fabrik_cluster::rendezvous::Group;
-use fabrik_cluster::sweep::{run_sweep, sizes, SweepConfig, WrongElement};
+use fabrik_cluster::sweep::{counts, run_sweep, sizes, SweepConfig, WrongElement};
 use fabrik_cluster::ClusterError;
 use fabrik_gpu::LIBNCCL;
 use fabrik_model::size::parse_bytes as parse_size;
@@ -66,6 +66,11 @@ pub struct Args {
     /// Parallel connections per ring neighbour (spread over --data-ip addresses).
     #[arg(long, default_value_t = 2)]
     pub channels: usize,
+    /// Algorithm: ring, rd (recursive doubling; Bruck for all_gather, binomial trees for
+    /// broadcast and reduce), tree (binomial trees; all_reduce as reduce then broadcast), or
+    /// auto (by size and rank count). Host-memory backends only.
+    #[arg(long, default_value = "auto")]
+    pub algo: String,
     /// Pipelining chunk size.
     #[arg(long = "chunk-size", default_value = "1M")]
     pub chunk: String,
@@ -91,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let op: CollOp = args.op.parse()?;
     let dtype: DType = args.dtype.parse()?;
     let redop: RedOp = args.redop.parse()?;
+    let _: AlgoChoice = args.algo.parse()?;
     if !matches!(args.backend.as_str(), "tcp" | "rdma" | "auto" | "nccl") {
         anyhow::bail!(
             "unknown --backend {:?} (tcp, rdma, auto or nccl)",
@@ -180,8 +186,9 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
     } else {
         chunk
     };
-    let mesh = cfg.op == CollOp::Alltoall;
-    let comm = match &transport {
+    let algo: AlgoChoice = args.algo.parse()?;
+    let mesh = cfg.op == CollOp::Alltoall || algo.needs_mesh();
+    let mut comm = match &transport {
         Transport::Tcp => Comm::connect(group, args.channels.max(1), mesh, chunk_bytes),
         Transport::Rdma(dev) => {
             let pipe = args.verbs.pipe_config(group.timeout())?;
@@ -189,10 +196,20 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
         }
     }
     .context("opening data connections")?;
-    let mut notes = vec![format!(
-        "channels {}, chunk {} B, warm-up {}, iterations {}",
-        args.channels, chunk, cfg.warmup, cfg.iters
-    )];
+    comm.set_algo(algo);
+    let by_size: Vec<(u64, usize)> = cfg
+        .sizes
+        .iter()
+        .map(|&s| (s, counts(cfg.op, cfg.dtype, s, group.size()).3 as usize))
+        .collect();
+    let algos = comm.algorithms_by_size(cfg.op, &by_size);
+    let mut notes = vec![
+        format!(
+            "channels {}, chunk {} B, warm-up {}, iterations {}",
+            args.channels, chunk, cfg.warmup, cfg.iters
+        ),
+        format!("algorithm ({}): {algos}", args.algo),
+    ];
     if let Transport::Rdma(dev) = &transport {
         notes.push(format!(
             "rdma: {}, {} x {} B in flight per pipe",
@@ -208,7 +225,7 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
         backend,
         devices,
         notes,
-        None,
+        Some(format!("# Algorithm ({}): {algos}", args.algo)),
         |group, on_row| run_sweep(group, &comm, cfg, on_row),
     )
 }
