@@ -131,6 +131,20 @@ fn completion_hint(status: i32) -> &'static str {
     }
 }
 
+impl From<fabrik_gpu::dl::DlError> for VerbsError {
+    fn from(e: fabrik_gpu::dl::DlError) -> Self {
+        match e {
+            fabrik_gpu::dl::DlError::Open { lib, reason } => {
+                VerbsError::LibraryNotFound { name: lib, reason }
+            }
+            fabrik_gpu::dl::DlError::Symbol { lib, symbol } => VerbsError::MissingSymbol {
+                library: lib,
+                symbol,
+            },
+        }
+    }
+}
+
 impl VerbsError {
     pub(crate) fn call(call: &'static str) -> Self {
         VerbsError::Call {
