@@ -178,21 +178,7 @@ pub fn parse_proc_modules(raw: &str) -> Vec<(String, Option<u32>)> {
 
 /// The `Max locked memory` line of `/proc/PID/limits`.
 pub fn parse_memlock(raw: &str) -> Option<MemlockLimit> {
-    let line = raw.lines().find(|l| l.starts_with("Max locked memory"))?;
-    let rest = line.strip_prefix("Max locked memory")?;
-    let mut w = rest.split_whitespace();
-    let value = |s: Option<&str>| -> Option<Option<u64>> {
-        match s? {
-            "unlimited" => Some(None),
-            n => n.parse().ok().map(Some),
-        }
-    };
-    let soft = value(w.next())?;
-    let hard = value(w.next())?;
-    Some(MemlockLimit {
-        soft_bytes: soft,
-        hard_bytes: hard,
-    })
+    MemlockLimit::from_proc_limits(raw)
 }
 
 /// Local IPv4 addresses from `/proc/net/fib_trie`: the `/32 host LOCAL` leaves.
@@ -407,23 +393,7 @@ pub fn iommu_cmdline_flags(cmdline: &str) -> Vec<String> {
         .collect()
 }
 
-/// The IPv4 address inside an IPv4-mapped GID (`0000:...:ffff:c0a8:0101`).
-pub fn gid_ipv4(gid: &str) -> Option<String> {
-    let hex: String = gid.chars().filter(|c| *c != ':').collect();
-    if hex.len() != 32 {
-        return None;
-    }
-    let bits = u128::from_str_radix(&hex, 16).ok()?;
-    Ipv6Addr::from(bits)
-        .to_ipv4_mapped()
-        .map(|v4| v4.to_string())
-}
-
-/// Whether a GID is all zeros (an empty slot).
-pub fn gid_is_zero(gid: &str) -> bool {
-    gid.chars()
-        .all(|c| c == '0' || c == ':' || c.is_whitespace())
-}
+pub use fabrik_model::gid::{ipv4_of_text as gid_ipv4, is_zero_text as gid_is_zero};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
