@@ -78,10 +78,10 @@ impl std::str::FromStr for CollOp {
         CollOp::ALL
             .into_iter()
             .find(|o| o.name() == s || o.name().replace('_', "") == s)
-            .ok_or_else(|| {
-                ClusterError::Invalid(format!(
-                    "unknown collective {s:?} (all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall)"
-                ))
+            .ok_or_else(|| ClusterError::Unknown {
+                what: "collective",
+                value: s.to_string(),
+                known: "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall",
             })
     }
 }
@@ -332,9 +332,9 @@ impl Comm {
                     }
                     Ok((inc, m))
                 })();
-                let connected = h.join().unwrap_or_else(|_| {
-                    Err(ClusterError::Invalid("connect thread panicked".into()))
-                });
+                let connected = h
+                    .join()
+                    .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("connect")));
                 let (out, m_out) = connected?;
                 let (inc, m_in) = accepted?;
                 Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
@@ -640,9 +640,9 @@ impl Comm {
                 None => Ok(()),
             };
             for h in handles {
-                let r = h.join().unwrap_or_else(|_| {
-                    Err(ClusterError::Invalid("a channel thread panicked".into()))
-                });
+                let r = h
+                    .join()
+                    .unwrap_or(Err(ClusterError::ThreadPanicked("a channel")));
                 if result.is_ok() {
                     result = r;
                 }
@@ -768,7 +768,7 @@ impl Comm {
             drop(tx);
             let sent = h
                 .join()
-                .unwrap_or_else(|_| Err(ClusterError::Invalid("a send thread panicked".into())));
+                .unwrap_or(Err(ClusterError::ThreadPanicked("a send")));
             got.and(sent)
         })
     }
@@ -793,7 +793,7 @@ fn read_all(link: &dyn Link, buf: &mut [u8], peer: &str) -> Result<(), ClusterEr
 /// Puts the peer's rank and host on a link's error (one that already names a peer is kept).
 fn name_peer(peer: &str, doing: &str, e: ClusterError) -> ClusterError {
     match e {
-        ClusterError::Io { source, .. } => io_peer(peer, doing, source),
+        ClusterError::Io { err: source, .. } => io_peer(peer, doing, source),
         e @ (ClusterError::Peer { .. } | ClusterError::Aborted(_)) => e,
         e => ClusterError::Peer {
             peer: peer.to_string(),

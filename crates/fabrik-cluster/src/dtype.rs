@@ -68,23 +68,25 @@ impl FromStr for DType {
     type Err = ClusterError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         // nccl-tests also accepts these spellings.
-        let t = match s {
-            "int8" | "char" => DType::Int8,
-            "uint8" => DType::Uint8,
-            "int32" | "int" => DType::Int32,
-            "uint32" => DType::Uint32,
-            "int64" => DType::Int64,
-            "uint64" => DType::Uint64,
-            "half" | "float16" | "fp16" => DType::Half,
-            "float" | "float32" | "fp32" => DType::Float,
-            "double" | "float64" | "fp64" => DType::Double,
-            "bfloat16" | "bf16" => DType::Bfloat16,
-            _ => {
-                return Err(ClusterError::Invalid(format!(
-                    "unknown data type {s:?} (int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16)"
-                )))
-            }
-        };
+        let t =
+            match s {
+                "int8" | "char" => DType::Int8,
+                "uint8" => DType::Uint8,
+                "int32" | "int" => DType::Int32,
+                "uint32" => DType::Uint32,
+                "int64" => DType::Int64,
+                "uint64" => DType::Uint64,
+                "half" | "float16" | "fp16" => DType::Half,
+                "float" | "float32" | "fp32" => DType::Float,
+                "double" | "float64" | "fp64" => DType::Double,
+                "bfloat16" | "bf16" => DType::Bfloat16,
+                _ => return Err(ClusterError::Unknown {
+                    what: "data type",
+                    value: s.to_string(),
+                    known:
+                        "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16",
+                }),
+            };
         Ok(t)
     }
 }
@@ -122,9 +124,11 @@ impl FromStr for RedOp {
             "min" => RedOp::Min,
             "avg" => RedOp::Avg,
             _ => {
-                return Err(ClusterError::Invalid(format!(
-                    "unknown reduction {s:?} (sum, prod, max, min, avg)"
-                )))
+                return Err(ClusterError::Unknown {
+                    what: "reduction",
+                    value: s.to_string(),
+                    known: "sum, prod, max, min, avg",
+                })
             }
         })
     }

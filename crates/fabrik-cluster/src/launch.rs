@@ -96,9 +96,9 @@ pub fn spawn_local(exe: &Path, args: &[OsString], n: u32) -> Result<LocalRun, Cl
     }
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .map_err(|source| ClusterError::Io {
+        .map_err(|err| ClusterError::Io {
             what: "finding a free port for the rendezvous".into(),
-            source,
+            err,
         })?
         .port();
     let token = Token::random()?;
@@ -117,9 +117,9 @@ pub fn spawn_local(exe: &Path, args: &[OsString], n: u32) -> Result<LocalRun, Cl
         if rank != 0 {
             cmd.stdout(Stdio::null());
         }
-        let child = cmd.spawn().map_err(|source| ClusterError::Io {
+        let child = cmd.spawn().map_err(|err| ClusterError::Io {
             what: format!("starting rank {rank} ({})", exe.display()),
-            source,
+            err,
         })?;
         children.push(child);
     }
@@ -131,9 +131,9 @@ impl LocalRun {
     pub fn wait(mut self) -> Result<(ExitStatus, Vec<(u32, ExitStatus)>), ClusterError> {
         let mut statuses = Vec::new();
         for (rank, c) in self.children.iter_mut().enumerate() {
-            let st = c.wait().map_err(|source| ClusterError::Io {
+            let st = c.wait().map_err(|err| ClusterError::Io {
                 what: format!("waiting for rank {rank}"),
-                source,
+                err,
             })?;
             statuses.push((rank as u32, st));
         }

@@ -103,11 +103,9 @@ pub(crate) fn step(
     thread::scope(|s| {
         let h = s.spawn(send);
         let got = recv(sink);
-        let sent = h.join().unwrap_or_else(|_| {
-            Err(StepError::Send(ClusterError::Invalid(
-                "a send thread panicked".into(),
-            )))
-        });
+        let sent = h
+            .join()
+            .unwrap_or(Err(StepError::Send(ClusterError::ThreadPanicked("a send"))));
         got.and(sent)
     })
 }
@@ -160,7 +158,7 @@ impl Pipe {
     fn io_err(kind: std::io::ErrorKind, what: &str) -> ClusterError {
         ClusterError::Io {
             what: what.into(),
-            source: std::io::Error::from(kind),
+            err: std::io::Error::from(kind),
         }
     }
 
@@ -283,7 +281,7 @@ mod tests {
         let (a, b) = mem_pair(4, Duration::from_millis(50));
         let mut buf = [0u8; 8];
         match b.recv_exact(&mut buf) {
-            Err(ClusterError::Io { source, .. }) => {
+            Err(ClusterError::Io { err: source, .. }) => {
                 assert_eq!(source.kind(), std::io::ErrorKind::TimedOut)
             }
             other => panic!("{other:?}"),
@@ -291,7 +289,7 @@ mod tests {
         a.send_all(&[1, 2]).unwrap();
         drop(a);
         match b.recv_exact(&mut buf) {
-            Err(ClusterError::Io { source, .. }) => {
+            Err(ClusterError::Io { err: source, .. }) => {
                 assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof)
             }
             other => panic!("{other:?}"),

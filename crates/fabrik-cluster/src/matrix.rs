@@ -176,7 +176,7 @@ fn measure_pair(
 fn io<'a>(peer: &'a str, doing: &str) -> impl Fn(ClusterError) -> ClusterError + 'a {
     let doing = doing.to_string();
     move |e| match e {
-        ClusterError::Io { source, .. } => ClusterError::Peer {
+        ClusterError::Io { err: source, .. } => ClusterError::Peer {
             peer: peer.to_string(),
             why: format!("{doing}: {source}"),
         },

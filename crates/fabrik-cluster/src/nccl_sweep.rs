@@ -52,14 +52,18 @@ pub fn check_support(v: NcclVersion, cfg: &SweepConfig) -> Result<(), ClusterErr
         return Ok(());
     }
     if cfg.dtype == DType::Bfloat16 {
-        return Err(ClusterError::Invalid(format!(
-            "NCCL {v} has no bfloat16 (NCCL 2.10 or later)"
-        )));
+        return Err(ClusterError::NcclTooOld {
+            version: v.to_string(),
+            lacks: "bfloat16",
+            needs: "2.10",
+        });
     }
     if cfg.op.reduces() && cfg.redop == RedOp::Avg {
-        return Err(ClusterError::Invalid(format!(
-            "NCCL {v} has no avg reduction (NCCL 2.10 or later)"
-        )));
+        return Err(ClusterError::NcclTooOld {
+            version: v.to_string(),
+            lacks: "avg reduction",
+            needs: "2.10",
+        });
     }
     Ok(())
 }
@@ -155,7 +159,7 @@ impl GpuRank {
         let id = if group.rank() == 0 {
             match self.nccl.unique_id() {
                 Ok(id) => Some(id.internal.to_vec()),
-                Err(e) => return Err(group.fail(&ClusterError::Invalid(e.to_string()))),
+                Err(e) => return Err(group.fail(&ClusterError::Gpu(e))),
             }
         } else {
             None
@@ -163,7 +167,7 @@ impl GpuRank {
         let bytes: Vec<u8> = group.broadcast(id)?;
         let id = match UniqueId::from_bytes(&bytes) {
             Ok(id) => id,
-            Err(e) => return Err(group.fail(&ClusterError::Invalid(e.to_string()))),
+            Err(e) => return Err(group.fail(&ClusterError::Gpu(e))),
         };
         let limit = group.timeout();
         self.timeout = limit;
@@ -179,9 +183,7 @@ impl GpuRank {
                 self.comm = Some(c);
                 self.stream = Some(s);
             }
-            (Err(e), _) | (_, Err(e)) => {
-                return Err(group.fail(&ClusterError::Invalid(e.to_string())))
-            }
+            (Err(e), _) | (_, Err(e)) => return Err(group.fail(&ClusterError::Gpu(e))),
         }
         // Everyone joined: the communicator is usable on every rank.
         group.barrier()
@@ -404,7 +406,7 @@ impl GpuRank {
 }
 
 fn gpu(e: GpuError) -> ClusterError {
-    ClusterError::Invalid(e.to_string())
+    ClusterError::Gpu(e)
 }
 
 /// One size's device buffers (element counts as [`counts`] gives them).

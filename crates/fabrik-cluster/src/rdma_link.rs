@@ -123,11 +123,8 @@ fn connect_all(
             .collect();
         hs.into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(ClusterError::Invalid(
-                        "an RDMA pipe set-up thread panicked".into(),
-                    ))
-                })
+                h.join()
+                    .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("an RDMA pipe set-up")))
             })
             .collect()
     })
@@ -180,11 +177,9 @@ pub fn connect_comm(
             }
             Ok((inc, m))
         })();
-        let connected = h.join().unwrap_or_else(|_| {
-            Err(ClusterError::Invalid(
-                "the data-connection thread panicked".into(),
-            ))
-        });
+        let connected = h
+            .join()
+            .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("the data-connection")));
         let (inc, m_in) = accepted?;
         let (out, m_out) = connected?;
         Ok::<_, ClusterError>((out, inc, m_out, m_in))

@@ -128,15 +128,15 @@ pub fn join(cfg: &JoinConfig) -> Result<Group, ClusterError> {
             cfg.rank, cfg.world_size
         )));
     }
-    let listener = TcpListener::bind("0.0.0.0:0").map_err(|source| ClusterError::Io {
+    let listener = TcpListener::bind("0.0.0.0:0").map_err(|err| ClusterError::Io {
         what: "binding the data listener".into(),
-        source,
+        err,
     })?;
     let data_port = listener
         .local_addr()
-        .map_err(|source| ClusterError::Io {
+        .map_err(|err| ClusterError::Io {
             what: "reading the data listener's port".into(),
-            source,
+            err,
         })?
         .port();
     if cfg.rank == 0 {
@@ -176,9 +176,9 @@ fn root_join(
     let mut stalls: Vec<Stall> = Vec::new();
     let mut my_ip: Option<IpAddr> = None;
     if n > 1 {
-        let rv = TcpListener::bind(("0.0.0.0", port)).map_err(|source| ClusterError::Io {
+        let rv = TcpListener::bind(("0.0.0.0", port)).map_err(|err| ClusterError::Io {
             what: format!("rank 0 listening for the rendezvous on port {port}"),
-            source,
+            err,
         })?;
         set_nonblocking(&rv, true)?;
         let deadline = Instant::now() + cfg.timeout;
@@ -202,10 +202,10 @@ fn root_join(
                     true
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => false,
-                Err(source) => {
+                Err(err) => {
                     return Err(ClusterError::Io {
                         what: "accepting rendezvous connections".into(),
-                        source,
+                        err,
                     })
                 }
             };
@@ -427,9 +427,9 @@ fn member_join(
             .stream()
             .local_addr()
             .map(|a| a.ip())
-            .map_err(|source| ClusterError::Io {
+            .map_err(|err| ClusterError::Io {
                 what: "reading the local address".into(),
-                source,
+                err,
             })?;
         vec![ip.to_string()]
     } else {
@@ -481,9 +481,9 @@ fn join_addr(ip: &str, port: u16) -> String {
 }
 
 fn set_nonblocking(l: &TcpListener, on: bool) -> Result<(), ClusterError> {
-    l.set_nonblocking(on).map_err(|source| ClusterError::Io {
+    l.set_nonblocking(on).map_err(|err| ClusterError::Io {
         what: "configuring a listener".into(),
-        source,
+        err,
     })
 }
 
@@ -761,10 +761,10 @@ impl Group {
                     std::thread::sleep(Duration::from_millis(1));
                     continue;
                 }
-                Err(source) => {
+                Err(err) => {
                     return Err(ClusterError::Io {
                         what: "accepting data connections".into(),
-                        source,
+                        err,
                     })
                 }
             };

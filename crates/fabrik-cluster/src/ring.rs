@@ -106,14 +106,14 @@ pub(crate) fn run<T: Elem>(
 fn send_err(e: std::io::Error) -> StepError {
     StepError::Send(ClusterError::Io {
         what: "sending".into(),
-        source: e,
+        err: e,
     })
 }
 
 fn recv_err(e: std::io::Error) -> StepError {
     StepError::Recv(ClusterError::Io {
         what: "receiving".into(),
-        source: e,
+        err: e,
     })
 }
 

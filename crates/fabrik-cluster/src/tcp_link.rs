@@ -34,9 +34,9 @@ impl TcpLink {
         let timeout = stream.read_timeout().ok().flatten();
         stream
             .set_nonblocking(true)
-            .map_err(|source| ClusterError::Io {
+            .map_err(|err| ClusterError::Io {
                 what: "making a data connection non-blocking".into(),
-                source,
+                err,
             })?;
         Ok(TcpLink { stream, timeout })
     }
@@ -50,10 +50,10 @@ impl TcpLink {
     }
 }
 
-fn io(what: &str, source: std::io::Error) -> ClusterError {
+fn io(what: &str, err: std::io::Error) -> ClusterError {
     ClusterError::Io {
         what: what.into(),
-        source,
+        err,
     }
 }
 
@@ -267,7 +267,7 @@ mod tests {
         let (a, b) = pair(Duration::from_millis(100));
         let mut inb = [0u8; 16];
         match step(&a, &[], &a, &mut Direct { buf: &mut inb }) {
-            Err(StepError::Recv(ClusterError::Io { source, .. })) => {
+            Err(StepError::Recv(ClusterError::Io { err: source, .. })) => {
                 assert_eq!(source.kind(), ErrorKind::TimedOut)
             }
             other => panic!("{other:?}"),
@@ -275,7 +275,7 @@ mod tests {
         b.send_all(&[1, 2, 3]).unwrap();
         drop(b);
         match a.recv_exact(&mut inb) {
-            Err(ClusterError::Io { source, .. }) => {
+            Err(ClusterError::Io { err: source, .. }) => {
                 assert_eq!(source.kind(), ErrorKind::UnexpectedEof)
             }
             other => panic!("{other:?}"),

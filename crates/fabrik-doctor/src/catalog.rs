@@ -1,13 +1,15 @@
 //! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
-//! The monitor's counter rules (FAB-CNT-1xx) live beside the code that emits them
-//! (`fabrik_monitor::rules::RULES`), the log rules (FAB-NCCL-*, FAB-BENCH-*) with NCCL's message
-//! catalog (`fabrik_parse::catalog::rules`); both join this table in [`rules`] and [`rule`].
+//! The counter rules (FAB-CNT-1xx), whose findings `fabrik_monitor` emits, are in [`counters`];
+//! the log rules (FAB-NCCL-*, FAB-BENCH-*) live with NCCL's message catalog
+//! (`fabrik_parse::catalog::rules`); both join this table in [`rules`] and [`rule`].
 //! `docs/rules/` is generated from both (tests/rule_pages.rs); the same test keeps them in sync.
 
 use fabrik_model::Severity;
 pub use fabrik_model::{Rule, Scope, Source};
+
+pub mod counters;
 
 const NCCL_ENV: Source = Source {
     title: "NCCL documentation: Environment Variables",
@@ -743,7 +745,7 @@ pub static RULES: &[Rule] = &[
 pub fn rules() -> Vec<&'static Rule> {
     RULES
         .iter()
-        .chain(fabrik_monitor::rules::RULES)
+        .chain(counters::RULES)
         .chain(fabrik_parse::catalog::rules())
         .chain(fabrik_parse::perftest_failures::rules())
         .collect()
@@ -752,7 +754,7 @@ pub fn rules() -> Vec<&'static Rule> {
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES
         .iter()
-        .chain(fabrik_monitor::rules::RULES)
+        .chain(counters::RULES)
         .chain(fabrik_parse::catalog::rules())
         .chain(fabrik_parse::perftest_failures::rules())
         .find(|r| r.id.eq_ignore_ascii_case(id))
@@ -787,7 +789,7 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` for the counter rules FAB-CNT-1xx, `crates/fabrik-monitor/src/rules.rs`, and for the log and benchmark rules FAB-NCCL-*/FAB-BENCH-*, `crates/fabrik-parse/data/nccl-classes.txt`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog.rs` for the counter rules FAB-CNT-1xx, `crates/fabrik-doctor/src/catalog/counters.rs`, and for the log and benchmark rules FAB-NCCL-*/FAB-BENCH-*, `crates/fabrik-parse/data/nccl-classes.txt`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
     for r in rules() {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",

@@ -87,15 +87,20 @@ pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     out
 }
 
+/// How many findings of each severity a report holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
+    /// Findings of severity error: "do not run the job here".
     pub errors: usize,
+    /// Findings of severity warning.
     pub warnings: usize,
+    /// Findings of severity info.
     pub infos: usize,
 }
 
 impl Summary {
-    pub(crate) fn of(findings: &[Finding]) -> Self {
+    /// The counts of `findings`: what a report of them (one node's or a cluster's) summarises.
+    pub fn of(findings: &[Finding]) -> Self {
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
         Summary {
             errors: count(Severity::Error),

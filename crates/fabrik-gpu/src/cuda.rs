@@ -8,9 +8,7 @@ use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int, c_uint};
 use std::sync::Arc;
 
-use libloading::Library;
-
-use crate::dl;
+use crate::dl::Library;
 use crate::GpuError;
 
 pub const LIBCUDA: &str = "libcuda.so.1";
@@ -89,19 +87,16 @@ impl Cuda {
 
     /// Loads and initialises the driver without choosing a device (to count them first).
     pub fn load_from(name: &str) -> Result<Self, GpuError> {
-        let lib = dl::open(name, HINT)?;
+        // SAFETY: loading the CUDA driver runs its constructors only; no driver call touches a
+        // GPU before cuInit.
+        let lib = unsafe { Library::open(name) }.map_err(|e| GpuError::from_dl(e, HINT))?;
         macro_rules! sym {
             ($s:literal) => {
                 // SAFETY: the type is the CUDA driver API prototype of this symbol; the pointer
                 // does not outlive `lib`, which moves into the returned struct.
-                unsafe {
-                    dl::symbol(
-                        &lib,
-                        name,
-                        $s,
-                        "the NVIDIA driver is too old or this is not libcuda",
-                    )
-                }?
+                unsafe { lib.symbol($s) }.map_err(|e| {
+                    GpuError::from_dl(e, "the NVIDIA driver is too old or this is not libcuda")
+                })?
             };
         }
         let init: CuInit = sym!("cuInit");
@@ -125,9 +120,7 @@ impl Cuda {
             stream_sync: sym!("cuStreamSynchronize"),
             stream_destroy: sym!("cuStreamDestroy_v2"),
             // SAFETY: as in sym!; absent on drivers older than CUDA 11.7.
-            get_handle: unsafe { lib.get(b"cuMemGetHandleForAddressRange\0") }
-                .ok()
-                .map(|f| *f),
+            get_handle: unsafe { lib.optional("cuMemGetHandleForAddressRange") },
             error_string: sym!("cuGetErrorString"),
             _lib: lib,
         };

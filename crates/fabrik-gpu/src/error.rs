@@ -36,3 +36,17 @@ pub enum GpuError {
     #[error("{0}")]
     Invalid(String),
 }
+
+impl GpuError {
+    /// A load failure from [`crate::dl`], with `hint`: what to install or upgrade.
+    pub(crate) fn from_dl(e: crate::dl::DlError, hint: &'static str) -> Self {
+        match e {
+            crate::dl::DlError::Open { lib, reason } => GpuError::Missing {
+                lib,
+                why: reason,
+                hint,
+            },
+            crate::dl::DlError::Symbol { lib, symbol } => GpuError::Symbol { lib, symbol, hint },
+        }
+    }
+}

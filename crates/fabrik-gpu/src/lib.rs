@@ -4,7 +4,7 @@
 //! naming the missing library instead of a loader failure at start-up.
 
 pub mod cuda;
-mod dl;
+pub mod dl;
 mod error;
 pub mod nccl;
 pub mod wait;

@@ -8,9 +8,7 @@ use std::ffi::{c_void, CStr};
 use std::os::raw::{c_char, c_int};
 use std::sync::Arc;
 
-use libloading::Library;
-
-use crate::dl;
+use crate::dl::Library;
 use crate::{GpuError, Stream};
 
 pub const LIBNCCL: &str = "libnccl.so.2";
@@ -213,19 +211,16 @@ impl Nccl {
     }
 
     pub fn load_from(name: &str) -> Result<Arc<Self>, GpuError> {
-        let lib = dl::open(name, HINT)?;
+        // SAFETY: loading NCCL runs its constructors only (NCCL opens CUDA lazily, on
+        // first use).
+        let lib = unsafe { Library::open(name) }.map_err(|e| GpuError::from_dl(e, HINT))?;
         macro_rules! sym {
             ($s:literal) => {
                 // SAFETY: the type is nccl.h's prototype of this symbol; the pointer does not
                 // outlive `lib`, which moves into the returned struct.
-                unsafe {
-                    dl::symbol(
-                        &lib,
-                        name,
-                        $s,
-                        "fabrik needs NCCL 2.7 or later (ncclSend/ncclRecv)",
-                    )
-                }?
+                unsafe { lib.symbol($s) }.map_err(|e| {
+                    GpuError::from_dl(e, "fabrik needs NCCL 2.7 or later (ncclSend/ncclRecv)")
+                })?
             };
         }
         Ok(Arc::new(Nccl {
@@ -237,7 +232,7 @@ impl Nccl {
             comm_get_async_error: sym!("ncclCommGetAsyncError"),
             get_error_string: sym!("ncclGetErrorString"),
             // SAFETY: as in sym!; absent before NCCL 2.13.
-            get_last_error: unsafe { lib.get(b"ncclGetLastError\0") }.ok().map(|f| *f),
+            get_last_error: unsafe { lib.optional("ncclGetLastError") },
             all_reduce: sym!("ncclAllReduce"),
             all_gather: sym!("ncclAllGather"),
             reduce_scatter: sym!("ncclReduceScatter"),

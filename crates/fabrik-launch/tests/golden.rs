@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Golden files: every profile's environment and every launch kind, compared byte for byte
-//! with fixtures/golden/. `FABRIK_UPDATE_GOLDEN=1 cargo test -p fabrik-launch --test golden`
+//! with fixtures/golden/. `FABRIK_BLESS=1 cargo test -p fabrik-launch --test golden`
 //! rewrites them; review the diff before committing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,10 +61,10 @@ pub fn files_for(env: &Env) -> BTreeMap<String, String> {
     f
 }
 
-/// Compares (or with FABRIK_UPDATE_GOLDEN=1 rewrites) a directory of golden files, including
+/// Compares (or with FABRIK_BLESS=1 rewrites) a directory of golden files, including
 /// that no stale file lingers there.
 pub fn check_dir(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
-    let update = std::env::var_os("FABRIK_UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let update = std::env::var_os("FABRIK_BLESS").is_some_and(|v| v == "1");
     if update {
         std::fs::create_dir_all(dir).unwrap();
         if let Ok(rd) = std::fs::read_dir(dir) {
@@ -131,7 +131,7 @@ fn every_named_profile_matches_its_golden_files() {
     }
     assert!(
         problems.is_empty(),
-        "golden mismatches (FABRIK_UPDATE_GOLDEN=1 regenerates):\n{}",
+        "golden mismatches (FABRIK_BLESS=1 regenerates):\n{}",
         problems.join("\n")
     );
 }
@@ -171,7 +171,7 @@ fn auto_on_every_node_fixture_matches_its_golden_files() {
     }
     assert!(
         problems.is_empty(),
-        "golden mismatches (FABRIK_UPDATE_GOLDEN=1 regenerates):\n{}",
+        "golden mismatches (FABRIK_BLESS=1 regenerates):\n{}",
         problems.join("\n")
     );
 }
@@ -183,7 +183,7 @@ fn a_changed_golden_file_is_detected() {
     files.insert("a.sh".to_string(), "export A=1\n".to_string());
     std::fs::write(dir.path().join("a.sh"), "export A=2\n").unwrap();
     std::fs::write(dir.path().join("old.sh"), "x").unwrap();
-    if std::env::var_os("FABRIK_UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("FABRIK_BLESS").is_some() {
         return;
     }
     let p = check_dir(dir.path(), &files);

@@ -104,10 +104,33 @@ pub struct KernelModule {
 pub struct MemlockLimit {
     /// `None` means unlimited.
     pub soft_bytes: Option<u64>,
+    /// `None` means unlimited.
     pub hard_bytes: Option<u64>,
 }
 
 impl MemlockLimit {
+    /// The `Max locked memory` line of `/proc/PID/limits` text (the kernel's `proc_pid_limits`
+    /// prints soft then hard, each a number of bytes or `unlimited`); `None` when the line is
+    /// missing or malformed.
+    pub fn from_proc_limits(text: &str) -> Option<Self> {
+        let line = text.lines().find(|l| l.starts_with("Max locked memory"))?;
+        let rest = line.strip_prefix("Max locked memory")?;
+        let mut w = rest.split_whitespace();
+        let value = |s: Option<&str>| -> Option<Option<u64>> {
+            match s? {
+                "unlimited" => Some(None),
+                n => n.parse().ok().map(Some),
+            }
+        };
+        let soft = value(w.next())?;
+        let hard = value(w.next())?;
+        Some(MemlockLimit {
+            soft_bytes: soft,
+            hard_bytes: hard,
+        })
+    }
+
+    /// Whether the soft limit is unlimited.
     pub fn is_unlimited(&self) -> bool {
         self.soft_bytes.is_none()
     }

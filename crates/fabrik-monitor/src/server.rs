@@ -49,8 +49,10 @@ pub type HealthFn = Box<dyn Fn(&Path) -> Result<(), String> + Send + Sync>;
 pub enum ServerError {
     #[error("cannot listen on {addr}: {reason}")]
     Bind { addr: String, reason: String },
+    /// The cause is part of the message rather than a `source`, so that a caller printing the
+    /// chain (`{:#}`) prints it once.
     #[error("the exporter's server stopped: {0}")]
-    Serve(#[source] io::Error),
+    Serve(io::Error),
 }
 
 /// What the exporter reads and how.
@@ -499,5 +501,23 @@ impl AsyncWrite for Watched {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CLI prints errors as anyhow's chain (`{:#}`): the OS message must appear once.
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let os = io::Error::from_raw_os_error(24);
+        let text = os.to_string();
+        let chain = format!("{:#}", anyhow::Error::new(ServerError::Serve(os)));
+        assert!(
+            chain.starts_with("the exporter's server stopped: "),
+            "{chain}"
+        );
+        assert_eq!(chain.matches(&text).count(), 1, "{chain}");
     }
 }

@@ -148,22 +148,7 @@ fn parse_addr_range(raw: &str, af: AddrFamily) -> Option<(IpAddr, u32)> {
     (bits <= max).then_some((ip, bits))
 }
 
-/// Parses a GID as sysfs writes it (`fe80:0000:...:0001`, 8 groups of up to 4 hex digits).
-pub fn parse_gid(s: &str) -> Option<[u8; 16]> {
-    let groups: Vec<&str> = s.trim().split(':').collect();
-    if groups.len() != 8 {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, g) in groups.iter().enumerate() {
-        if g.is_empty() || g.len() > 4 {
-            return None;
-        }
-        let v = u16::from_str_radix(g, 16).ok()?;
-        out[2 * i..2 * i + 2].copy_from_slice(&v.to_be_bytes());
-    }
-    Some(out)
-}
+pub use fabrik_model::gid::parse as parse_gid;
 
 fn word(raw: &[u8; 16], i: usize) -> u32 {
     u32::from_be_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])

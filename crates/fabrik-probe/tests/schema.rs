@@ -1,6 +1,6 @@
 //! `docs/schema/node.schema.json` is the JSON Schema of [`fabrik_model::Node`], generated from
 //! the types. This test fails when the committed file and the types disagree; run it with
-//! `FABRIK_UPDATE_SCHEMA=1` to rewrite the file after changing the model.
+//! `FABRIK_BLESS=1` to rewrite the file after changing the model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -16,13 +16,13 @@ fn generated() -> String {
 fn committed_node_schema_matches_the_types() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/node.schema.json");
     let want = generated();
-    if std::env::var_os("FABRIK_UPDATE_SCHEMA").is_some() {
+    if std::env::var_os("FABRIK_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,
-        "{} is out of date; regenerate with FABRIK_UPDATE_SCHEMA=1 cargo test -p fabrik-probe --test schema",
+        "{} is out of date; regenerate with FABRIK_BLESS=1 cargo test -p fabrik-probe --test schema",
         path.display()
     );
 }

@@ -131,6 +131,20 @@ fn completion_hint(status: i32) -> &'static str {
     }
 }
 
+impl From<fabrik_gpu::dl::DlError> for VerbsError {
+    fn from(e: fabrik_gpu::dl::DlError) -> Self {
+        match e {
+            fabrik_gpu::dl::DlError::Open { lib, reason } => {
+                VerbsError::LibraryNotFound { name: lib, reason }
+            }
+            fabrik_gpu::dl::DlError::Symbol { lib, symbol } => VerbsError::MissingSymbol {
+                library: lib,
+                symbol,
+            },
+        }
+    }
+}
+
 impl VerbsError {
     pub(crate) fn call(call: &'static str) -> Self {
         VerbsError::Call {
@@ -151,18 +165,7 @@ impl VerbsError {
 /// The locked-memory soft limit in bytes from `/proc/self/limits` text (`Max locked memory`),
 /// `u64::MAX` for unlimited.
 pub fn parse_memlock_limit(limits: &str) -> Option<u64> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line
-        .trim_start_matches("Max locked memory")
-        .split_whitespace()
-        .next()?;
-    if soft == "unlimited" {
-        Some(u64::MAX)
-    } else {
-        soft.parse().ok()
-    }
+    fabrik_model::MemlockLimit::from_proc_limits(limits).map(|l| l.soft_bytes.unwrap_or(u64::MAX))
 }
 
 /// This process's locked-memory limit, when `/proc` tells it.

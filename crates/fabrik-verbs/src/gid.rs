@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+pub use fabrik_model::gid::{format as format_gid, ipv4 as gid_ipv4, parse as parse_gid};
 use fabrik_model::{Gid, GidType, LinkLayer, Port};
-pub use fabrik_nccl::gid::parse_gid;
 use fabrik_nccl::gid::{nccl_gid_index, GidSettings};
 
 /// The GID index NCCL would use on RoCE `port` of `device` under `settings`, from the table under
@@ -18,23 +18,6 @@ pub fn roce_gid_index(root: &Path, device: &str, port: u32, settings: &GidSettin
         ..Default::default()
     };
     nccl_gid_index(&p, settings)
-}
-
-/// Formats a GID as sysfs does.
-pub fn format_gid(raw: &[u8; 16]) -> String {
-    raw.chunks(2)
-        .map(|c| format!("{:02x}{:02x}", c[0], c[1]))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-/// The IPv4 address of an IPv4-mapped GID (`::ffff:a.b.c.d`).
-pub fn gid_ipv4(raw: &[u8; 16]) -> Option<String> {
-    if raw[..10].iter().all(|b| *b == 0) && raw[10] == 0xff && raw[11] == 0xff {
-        Some(format!("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]))
-    } else {
-        None
-    }
 }
 
 /// Reads the non-empty GID table of one port from `ROOT/sys/class/infiniband/DEV/ports/P/`.

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_uint};
 
-use libloading::Library;
+use fabrik_gpu::dl::Library;
 
 use crate::error::VerbsError;
 use crate::ffi::*;
@@ -86,30 +86,19 @@ impl Verbs {
     pub fn load_from(name: &str) -> Result<Self, VerbsError> {
         // SAFETY: loading libibverbs runs its ELF constructors, which only set up internal
         // tables; no other code in this process depends on a particular load order for it.
-        let lib = unsafe { Library::new(name) }.map_err(|e| VerbsError::LibraryNotFound {
-            name: name.to_string(),
-            reason: e.to_string(),
-        })?;
+        let lib = unsafe { Library::open(name) }?;
         macro_rules! sym {
-            ($s:literal) => {{
+            ($s:literal) => {
                 // SAFETY: the symbol's type is the C prototype from verbs.h for this name, and
                 // the pointer does not outlive `lib`, which is moved into the returned struct.
-                let f = unsafe { lib.get(concat!($s, "\0").as_bytes()) }.map_err(|_| {
-                    VerbsError::MissingSymbol {
-                        library: name.to_string(),
-                        symbol: $s,
-                    }
-                })?;
-                *f
-            }};
+                unsafe { lib.symbol($s) }?
+            };
         }
         macro_rules! opt_sym {
-            ($s:literal) => {{
+            ($s:literal) => {
                 // SAFETY: as in `sym!`; an absent symbol is an older rdma-core, not an error.
-                unsafe { lib.get(concat!($s, "\0").as_bytes()) }
-                    .ok()
-                    .map(|f| *f)
-            }};
+                unsafe { lib.optional($s) }
+            };
         }
         Ok(Verbs {
             get_device_list: sym!("ibv_get_device_list"),
