@@ -163,15 +163,10 @@ pub(crate) fn render_shared(names: Vec<String>, findings: &[Finding]) -> String 
         })
         .collect();
     fabrik_model::sort_findings(&mut findings);
-    let count = |s: fabrik_model::Severity| findings.iter().filter(|f| f.severity == s).count();
     let report = fabrik_doctor::Report {
         schema_version: fabrik_model::SCHEMA_VERSION,
         nodes: names,
-        summary: fabrik_doctor::Summary {
-            errors: count(fabrik_model::Severity::Error),
-            warnings: count(fabrik_model::Severity::Warning),
-            infos: count(fabrik_model::Severity::Info),
-        },
+        summary: fabrik_doctor::Summary::of(&findings),
         findings,
         waived: vec![],
     };
