@@ -95,9 +95,11 @@ pub struct Isolation {
     /// A second-pass link below this is slow: the first pass's slow-link rule drawn over the
     /// links among good nodes (the whole matrix's line with fewer than 4 of them).
     pub threshold_gbps: f64,
+    /// Rounds of disjoint pairs the second pass took.
     pub rounds: u32,
     /// Every link measured in the second pass (`round` counts its own rounds).
     pub links: Vec<LinkMeasurement>,
+    /// One per culprit found (or one `undecided`).
     pub verdicts: Vec<Culprit>,
 }
 
@@ -118,6 +120,7 @@ pub enum CulpritKind {
 /// One verdict of the second pass, with the measurements it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Culprit {
+    /// What is blamed.
     pub kind: CulpritKind,
     /// The node (one rank), or the pair's two ranks (lower first).
     pub ranks: Vec<u32>,
@@ -125,14 +128,18 @@ pub struct Culprit {
     pub hosts: Vec<String>,
     /// The verdict in words.
     pub why: String,
+    /// The directed measurements the verdict rests on, first pass then second.
     pub evidence: Vec<PairEvidence>,
 }
 
 /// One directed measurement a verdict rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PairEvidence {
+    /// The sending rank.
     pub src: u32,
+    /// The receiving rank.
     pub dst: u32,
+    /// Gb/s from `src` to `dst`.
     pub gbps: f64,
     /// `matrix` (the first pass) or `second` (the second pass).
     pub pass: String,
