@@ -108,14 +108,7 @@ pub fn run_matrix_over(
             on_rows(&m);
         }
         on_round(k, total);
-        if let Some(p) = partner(round, group.rank()) {
-            let measured = open(group, p, cfg.tag(false, k))
-                .and_then(|link| measure_pair(group, &*link, p, k, cfg));
-            match measured {
-                Ok(m) => mine = m,
-                Err(e) => return Err(group.fail(&e)),
-            }
-        }
+        play(group, cfg, open, round, k, false, &mut mine)?;
     }
     // The last round's rows, then the verdict.
     let root = collect(group, &mut mine, &mut links)?;
@@ -151,14 +144,7 @@ fn second_pass(
     let mut mine = Vec::new();
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
-        if let Some(p) = partner(round, group.rank()) {
-            let measured = open(group, p, cfg.tag(true, k))
-                .and_then(|link| measure_pair(group, &*link, p, k, cfg));
-            match measured {
-                Ok(got) => mine = got,
-                Err(e) => return Err(group.fail(&e)),
-            }
-        }
+        play(group, cfg, open, round, k, true, &mut mine)?;
         collect(group, &mut mine, &mut links)?;
     }
     if let (Some(m), Some(plan)) = (m, plan) {
@@ -174,6 +160,28 @@ fn second_pass(
             links,
             verdicts,
         });
+    }
+    Ok(())
+}
+
+/// This rank's pair test of round `k` (of the second pass when `second`), if it plays; its
+/// rows go to `mine`. A failure is reported to rank 0 before it is returned.
+fn play(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    open: &mut PairOpener<'_>,
+    round: &[(u32, u32)],
+    k: u32,
+    second: bool,
+    mine: &mut Vec<LinkMeasurement>,
+) -> Result<(), ClusterError> {
+    if let Some(p) = partner(round, group.rank()) {
+        let measured = open(group, p, cfg.tag(second, k))
+            .and_then(|link| measure_pair(group, &*link, p, k, cfg));
+        match measured {
+            Ok(got) => *mine = got,
+            Err(e) => return Err(group.fail(&e)),
+        }
     }
     Ok(())
 }
