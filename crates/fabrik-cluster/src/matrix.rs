@@ -4,14 +4,23 @@
 
 use std::time::Instant;
 
-use fabrik_model::{LinkMeasurement, PairMatrix, SCHEMA_VERSION};
+use fabrik_model::{Isolation, LinkMeasurement, PairMatrix, SCHEMA_VERSION};
 
 use crate::link::{Link, TcpLink};
-use crate::pairs::{analyze, partner, round_robin};
+use crate::pairs::{
+    analyze, disjoint_rounds, good_threshold, isolation_plan, isolation_verdicts, partner,
+    round_robin,
+};
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
 const TAG_MATRIX: u32 = 2 << 16;
+/// Tags of one rail's runs: `TAG_MATRIX + rail * RAIL_TAGS + round`, the second pass from
+/// `SECOND_PASS_TAGS` on; so 64 rails and 511 rounds fit below the next user of the tag space.
+const RAIL_TAGS: u32 = 1024;
+const SECOND_PASS_TAGS: u32 = 512;
+/// Rails a per-rail run may have (the tag space above).
+pub const MAX_RAILS: u32 = 64;
 const LAT_ROUNDS: u32 = 50;
 const WRITE_CHUNK: usize = 4 << 20;
 
@@ -21,6 +30,36 @@ pub struct MatrixConfig {
     pub size: u64,
     /// Timed transfers per direction (after one warm-up).
     pub iters: u32,
+    /// Which of each rank's data addresses the pairs use (0 unless per rail).
+    pub rail: u32,
+    /// Whether a second pass measures each suspect against good nodes (bad node or bad link).
+    pub isolate: bool,
+}
+
+impl MatrixConfig {
+    fn tag(&self, second: bool, round: u32) -> u32 {
+        let base = TAG_MATRIX + self.rail.min(MAX_RAILS - 1) * RAIL_TAGS;
+        if second {
+            base + SECOND_PASS_TAGS + round.min(SECOND_PASS_TAGS - 1)
+        } else {
+            base + round.min(SECOND_PASS_TAGS - 1)
+        }
+    }
+}
+
+/// A TCP connection to `peer` on `rail` (the peer's `rail`-th data address): the lower rank
+/// connects, the higher accepts.
+pub fn rail_stream(
+    group: &mut Group,
+    peer: u32,
+    tag: u32,
+    rail: u32,
+) -> Result<std::net::TcpStream, ClusterError> {
+    if group.rank() < peer {
+        group.connect_data(peer, tag, rail as usize)
+    } else {
+        group.accept_data(peer, tag)
+    }
 }
 
 /// Opens the two-way link one pair test runs over: `(group, peer, tag)`.
@@ -34,8 +73,9 @@ pub fn run_matrix(
     cfg: &MatrixConfig,
     on_round: &mut dyn FnMut(u32, u32),
 ) -> Result<Option<PairMatrix>, ClusterError> {
+    let rail = cfg.rail;
     let mut tcp = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, ClusterError> {
-        Ok(Box::new(TcpLink::new(g.pair_stream(peer, tag)?)?))
+        Ok(Box::new(TcpLink::new(rail_stream(g, peer, tag, rail)?)?))
     };
     run_matrix_over(group, cfg, "tcp", &mut tcp, on_round, &mut |_| {})
 }
@@ -68,18 +108,82 @@ pub fn run_matrix_over(
             on_rows(&m);
         }
         on_round(k, total);
-        if let Some(p) = partner(round, group.rank()) {
-            let measured = open(group, p, TAG_MATRIX + k)
-                .and_then(|link| measure_pair(group, &*link, p, k, cfg));
-            match measured {
-                Ok(m) => mine = m,
-                Err(e) => return Err(group.fail(&e)),
-            }
-        }
+        play(group, cfg, open, round, k, false, &mut mine)?;
     }
     // The last round's rows, then the verdict.
     let root = collect(group, &mut mine, &mut links)?;
-    Ok(root.then(|| matrix(group, cfg, transport, total, links)))
+    let mut m = root.then(|| matrix(group, cfg, transport, total, links));
+    if cfg.isolate {
+        if let Some(m) = &m {
+            // The whole first pass is kept should the second fail.
+            on_rows(m);
+        }
+        second_pass(group, cfg, open, m.as_mut())?;
+    }
+    Ok(m)
+}
+
+/// The second pass: rank 0 plans it from the first pass's suspects (nothing when there are
+/// none) and every rank runs the pairs it is in, one round of disjoint pairs at a time; rank 0
+/// then writes the verdicts into `m.isolation`.
+fn second_pass(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    open: &mut PairOpener<'_>,
+    m: Option<&mut PairMatrix>,
+) -> Result<(), ClusterError> {
+    let plan = m
+        .as_ref()
+        .and_then(|m| isolation_plan(&m.analysis, m.ranks));
+    let rounds: Vec<Vec<(u32, u32)>> = group.broadcast(m.as_ref().map(|_| {
+        plan.as_ref()
+            .map(|p| disjoint_rounds(&p.pairs))
+            .unwrap_or_default()
+    }))?;
+    let mut links = Vec::new();
+    let mut mine = Vec::new();
+    for (k, round) in rounds.iter().enumerate() {
+        let k = k as u32;
+        play(group, cfg, open, round, k, true, &mut mine)?;
+        collect(group, &mut mine, &mut links)?;
+    }
+    if let (Some(m), Some(plan)) = (m, plan) {
+        let threshold =
+            good_threshold(&m.links, &plan.good).unwrap_or(m.analysis.link_threshold_gbps);
+        let verdicts =
+            isolation_verdicts(&plan, &m.analysis, &m.links, &links, &m.hosts, threshold);
+        m.isolation = Some(Isolation {
+            good: plan.good,
+            suspects: plan.suspects,
+            threshold_gbps: threshold,
+            rounds: rounds.len() as u32,
+            links,
+            verdicts,
+        });
+    }
+    Ok(())
+}
+
+/// This rank's pair test of round `k` (of the second pass when `second`), if it plays; its
+/// rows go to `mine`. A failure is reported to rank 0 before it is returned.
+fn play(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    open: &mut PairOpener<'_>,
+    round: &[(u32, u32)],
+    k: u32,
+    second: bool,
+    mine: &mut Vec<LinkMeasurement>,
+) -> Result<(), ClusterError> {
+    if let Some(p) = partner(round, group.rank()) {
+        let measured = open(group, p, cfg.tag(second, k))
+            .and_then(|link| measure_pair(group, &*link, p, k, cfg));
+        match measured {
+            Ok(got) => *mine = got,
+            Err(e) => return Err(group.fail(&e)),
+        }
+    }
+    Ok(())
 }
 
 /// Gathers this rank's rows of the round just finished at rank 0 (into `links`, kept sorted),
@@ -121,6 +225,8 @@ fn matrix(
         rounds,
         links,
         analysis,
+        rail: None,
+        isolation: None,
     }
 }
 
@@ -311,6 +417,8 @@ mod tests {
     const SMALL: MatrixConfig = MatrixConfig {
         size: 1 << 14,
         iters: 1,
+        rail: 0,
+        isolate: true,
     };
 
     #[test]
@@ -419,6 +527,8 @@ mod tests {
                         &MatrixConfig {
                             size: 1 << 16,
                             iters: 2,
+                            rail: 0,
+                            isolate: true,
                         },
                         &mut |_, _| {},
                     )

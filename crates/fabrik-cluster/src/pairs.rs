@@ -4,7 +4,9 @@
 //! N/2 disjoint pairs (N rounds with one rank resting each when N is odd), so every pair meets
 //! exactly once and a full matrix takes time proportional to N, not N².
 
-use fabrik_model::{LinkMeasurement, MatrixAnalysis, SlowLink, SlowNode};
+use fabrik_model::{
+    Culprit, CulpritKind, LinkMeasurement, MatrixAnalysis, PairEvidence, SlowLink, SlowNode,
+};
 
 /// Scale that makes the MAD estimate a normal distribution's standard deviation.
 const MAD_TO_SIGMA: f64 = 1.4826;
@@ -171,6 +173,312 @@ pub fn analyze(links: &[LinkMeasurement], hosts: &[String], ranks: u32) -> Matri
     out
 }
 
+/// How many good nodes each suspect is measured against in the second pass: enough that one
+/// partner's own bad luck cannot make a node look bad, few enough to stay a short pass.
+pub const PARTNERS: usize = 3;
+
+/// What the second pass measures: the suspects, the good nodes, and the pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsolationPlan {
+    /// Ranks flagged by the first pass: the slow nodes, and both ends of every slow link that
+    /// no slow node explains.
+    pub suspects: Vec<u32>,
+    /// Every other rank: its links all passed, or only its link to a slow node failed.
+    pub good: Vec<u32>,
+    /// Pairs to measure, lower rank first, each once: every suspect with up to [`PARTNERS`]
+    /// good nodes, and the pair of every slow link that no slow node explains.
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// Slow nodes with at least half of their directed links slow: a bad node makes every one of
+/// its links slow, so those links are its own and not suspects of their own.
+fn dominant(analysis: &MatrixAnalysis, ranks: u32) -> Vec<u32> {
+    let per_node = 2 * ranks.saturating_sub(1) as usize;
+    analysis
+        .slow_nodes
+        .iter()
+        .map(|n| n.rank)
+        .filter(|&r| {
+            let slow = analysis
+                .slow_links
+                .iter()
+                .filter(|l| l.src == r || l.dst == r)
+                .count();
+            2 * slow >= per_node
+        })
+        .collect()
+}
+
+/// The slow links with neither end a [`dominant`] slow node: the ones a bad node does not
+/// already explain.
+fn unexplained(analysis: &MatrixAnalysis, ranks: u32) -> impl Iterator<Item = &SlowLink> {
+    let dom = dominant(analysis, ranks);
+    analysis
+        .slow_links
+        .iter()
+        .filter(move |l| !dom.contains(&l.src) && !dom.contains(&l.dst))
+}
+
+/// The second pass's plan, or `None` when the first pass flagged nothing.
+pub fn isolation_plan(analysis: &MatrixAnalysis, ranks: u32) -> Option<IsolationPlan> {
+    // A bad node makes every one of its links slow; blaming its partners too would leave no
+    // good node to compare with, so only links no slow node explains make suspects.
+    let mut suspects: Vec<u32> = analysis
+        .slow_nodes
+        .iter()
+        .map(|n| n.rank)
+        .chain(unexplained(analysis, ranks).flat_map(|l| [l.src, l.dst]))
+        .filter(|&r| r < ranks)
+        .collect();
+    suspects.sort_unstable();
+    suspects.dedup();
+    if suspects.is_empty() {
+        return None;
+    }
+    let good: Vec<u32> = (0..ranks).filter(|r| !suspects.contains(r)).collect();
+    let mut pairs = Vec::new();
+    let mut add = |a: u32, b: u32| {
+        let p = (a.min(b), a.max(b));
+        if a != b && !pairs.contains(&p) {
+            pairs.push(p);
+        }
+    };
+    for (i, &s) in suspects.iter().enumerate() {
+        // Rotating the start spreads the suspects over the good nodes, so the rounds stay few.
+        for j in 0..PARTNERS.min(good.len()) {
+            add(s, good[(i + j) % good.len()]);
+        }
+    }
+    for l in unexplained(analysis, ranks) {
+        add(l.src, l.dst);
+    }
+    Some(IsolationPlan {
+        suspects,
+        good,
+        pairs,
+    })
+}
+
+/// The slow line of the second pass: the first pass's rule drawn over the links among good
+/// nodes only, since a bad node's many slow links widen the spread of the whole matrix (seen: a
+/// node shaped to 20 Mb/s among 1-10 Gb/s links put the whole-matrix line at 0.01 Gb/s). `None`
+/// with fewer than 4 such links.
+pub fn good_threshold(links: &[LinkMeasurement], good: &[u32]) -> Option<f64> {
+    let among: Vec<f64> = links
+        .iter()
+        .filter(|l| good.contains(&l.src) && good.contains(&l.dst))
+        .map(|l| l.gbps)
+        .collect();
+    (among.len() >= 4).then(|| low_threshold(&among).2)
+}
+
+/// Packs pairs into rounds of disjoint pairs (no rank in two tests at once), greedily in order.
+pub fn disjoint_rounds(pairs: &[(u32, u32)]) -> Vec<Vec<(u32, u32)>> {
+    let mut rounds: Vec<Vec<(u32, u32)>> = Vec::new();
+    for &(a, b) in pairs {
+        let free = rounds
+            .iter_mut()
+            .find(|r| r.iter().all(|&(x, y)| x != a && x != b && y != a && y != b));
+        match free {
+            Some(r) => r.push((a, b)),
+            None => rounds.push(vec![(a, b)]),
+        }
+    }
+    rounds
+}
+
+/// The verdicts of the second pass. A suspect is a bad node when at least half of its pairs
+/// with good nodes have a direction below `threshold` (a bad NIC is slow with everyone); the
+/// slow links of suspects that are not bad nodes are bad links when their pair is slow again,
+/// and not reproduced when it is not. `first` is the matrix's links, `second` the second
+/// pass's.
+pub fn isolation_verdicts(
+    plan: &IsolationPlan,
+    analysis: &MatrixAnalysis,
+    first: &[LinkMeasurement],
+    second: &[LinkMeasurement],
+    hosts: &[String],
+    threshold: f64,
+) -> Vec<Culprit> {
+    let host = |r: u32| {
+        hosts
+            .get(r as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("rank {r}"))
+    };
+    let evidence = |links: &[LinkMeasurement], pass: &str, a: u32, b: u32| -> Vec<PairEvidence> {
+        links
+            .iter()
+            .filter(|l| (l.src == a && l.dst == b) || (l.src == b && l.dst == a))
+            .map(|l| PairEvidence {
+                src: l.src,
+                dst: l.dst,
+                gbps: l.gbps,
+                pass: pass.into(),
+                slow: l.gbps.is_nan() || l.gbps < threshold,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut bad_nodes = Vec::new();
+    if plan.good.is_empty() {
+        out.push(Culprit {
+            kind: CulpritKind::Undecided,
+            ranks: plan.suspects.clone(),
+            hosts: plan.suspects.iter().map(|&r| host(r)).collect(),
+            why: "no node passed every pair, so no suspect could be measured against a good one"
+                .into(),
+            evidence: Vec::new(),
+        });
+        return out;
+    }
+    for &s in &plan.suspects {
+        let partners: Vec<u32> = plan
+            .pairs
+            .iter()
+            .filter_map(|&(a, b)| match (a == s, b == s) {
+                (true, _) if plan.good.contains(&b) => Some(b),
+                (_, true) if plan.good.contains(&a) => Some(a),
+                _ => None,
+            })
+            .collect();
+        let mut ev = Vec::new();
+        let mut slow_with = 0;
+        for &g in &partners {
+            let e = evidence(second, "second", s, g);
+            // A pair the second pass could not measure counts as neither slow nor fine.
+            if e.iter().any(|x| x.slow) {
+                slow_with += 1;
+            }
+            ev.extend(e);
+        }
+        if !partners.is_empty() && 2 * slow_with >= partners.len() {
+            bad_nodes.push(s);
+            out.push(Culprit {
+                kind: CulpritKind::Node,
+                ranks: vec![s],
+                hosts: vec![host(s)],
+                why: format!(
+                    "slow with {slow_with} of {} nodes that passed every pair: the node (its NIC, \
+                     port, cable or host) is bad",
+                    partners.len()
+                ),
+                evidence: ev,
+            });
+        } else if analysis.slow_nodes.iter().any(|n| n.rank == s) {
+            out.push(Culprit {
+                kind: CulpritKind::NotReproduced,
+                ranks: vec![s],
+                hosts: vec![host(s)],
+                why: format!(
+                    "slow as a whole in the matrix, but at pace with {} of {} nodes that \
+                     passed every pair when measured again",
+                    partners.len() - slow_with,
+                    partners.len()
+                ),
+                evidence: ev,
+            });
+        }
+    }
+    let mut seen: Vec<(u32, u32)> = Vec::new();
+    // A link to a node slow with most of its partners is the node's verdict's business.
+    let ranks = hosts
+        .len()
+        .max(plan.suspects.iter().chain(&plan.good).count()) as u32;
+    for l in unexplained(analysis, ranks) {
+        let (a, b) = (l.src.min(l.dst), l.src.max(l.dst));
+        if seen.contains(&(a, b)) || bad_nodes.contains(&a) || bad_nodes.contains(&b) {
+            continue;
+        }
+        seen.push((a, b));
+        let mut ev = evidence(first, "matrix", a, b);
+        let again = evidence(second, "second", a, b);
+        let slow_again = again.iter().any(|x| x.slow);
+        ev.extend(again);
+        for &end in &[a, b] {
+            for &(x, y) in &plan.pairs {
+                let other = if x == end {
+                    y
+                } else if y == end {
+                    x
+                } else {
+                    continue;
+                };
+                if plan.good.contains(&other) {
+                    ev.extend(evidence(second, "second", end, other));
+                }
+            }
+        }
+        let (kind, why) = if slow_again {
+            (
+                CulpritKind::Link,
+                "slow again between these two, while each end is at pace with nodes that \
+                 passed every pair: the path between them (a cable, a switch port or route, \
+                 a shaping or ACL rule) is bad, not either node"
+                    .to_string(),
+            )
+        } else {
+            (
+                CulpritKind::NotReproduced,
+                "slow in the matrix but at pace when measured again: transient (contention, \
+                 a flap), not a lasting fault"
+                    .to_string(),
+            )
+        };
+        out.push(Culprit {
+            kind,
+            ranks: vec![a, b],
+            hosts: vec![host(a), host(b)],
+            why,
+            evidence: ev,
+        });
+    }
+    out
+}
+
+/// The second pass as text: what it measured, then one line per verdict and its evidence.
+pub fn render_isolation(iso: &fabrik_model::Isolation) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# second pass: {} suspect(s) {:?} against good nodes {:?}: {} links in {} rounds, slow below {:.3} Gb/s",
+        iso.suspects.len(),
+        iso.suspects,
+        iso.good,
+        iso.links.len(),
+        iso.rounds,
+        iso.threshold_gbps
+    );
+    for c in &iso.verdicts {
+        let who: Vec<String> = c
+            .ranks
+            .iter()
+            .zip(&c.hosts)
+            .map(|(r, h)| format!("rank {r} ({h})"))
+            .collect();
+        let (tag, joint) = match c.kind {
+            CulpritKind::Node => ("BAD NODE", ""),
+            CulpritKind::Link => ("BAD LINK", " <-> "),
+            CulpritKind::NotReproduced => ("NOT REPRODUCED", " <-> "),
+            CulpritKind::Undecided => ("UNDECIDED", ", "),
+        };
+        let _ = writeln!(s, "{tag} {}: {}", who.join(joint), c.why);
+        for e in &c.evidence {
+            let _ = writeln!(
+                s,
+                "  rank {} -> rank {}: {:.3} Gb/s ({}{})",
+                e.src,
+                e.dst,
+                e.gbps,
+                e.pass,
+                if e.slow { ", slow" } else { "" }
+            );
+        }
+    }
+    s
+}
+
 /// The matrix as text: one row per source rank, Gb/s to each destination, `*` after a slow link.
 pub fn render_matrix(links: &[LinkMeasurement], analysis: &MatrixAnalysis, ranks: u32) -> String {
     let mut s = format!("{:>8}", "src\\dst");
@@ -282,6 +590,150 @@ mod tests {
         let a = analyze(&links, &hosts(2), 2);
         assert!(a.slow_links.is_empty());
         assert!(a.note.is_some());
+    }
+
+    /// Second-pass measurements of `pairs` at `base`, both ways, slowed by `slow(src, dst)`.
+    fn remeasure(
+        pairs: &[(u32, u32)],
+        base: f64,
+        slow: impl Fn(u32, u32) -> f64,
+    ) -> Vec<LinkMeasurement> {
+        pairs
+            .iter()
+            .flat_map(|&(a, b)| [(a, b), (b, a)])
+            .map(|(s, d)| LinkMeasurement {
+                src: s,
+                dst: d,
+                gbps: base * slow(s, d),
+                latency_us: None,
+                round: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_node_slow_with_every_partner_is_a_bad_node() {
+        let n = 8;
+        let bad = 3;
+        let mut links = matrix(n, 10.0, &[0.0, 0.02, -0.02]);
+        for l in &mut links {
+            if l.src == bad || l.dst == bad {
+                l.gbps *= 0.05;
+            }
+        }
+        let a = analyze(&links, &hosts(n), n);
+        let plan = isolation_plan(&a, n).unwrap();
+        // Only the node is suspect: its partners' slow links are its own.
+        assert_eq!(plan.suspects, vec![bad]);
+        assert_eq!(plan.good.len(), 7);
+        assert_eq!(plan.pairs.len(), PARTNERS);
+        let second = remeasure(&plan.pairs, 10.0, |s, d| {
+            if s == bad || d == bad {
+                0.05
+            } else {
+                1.0
+            }
+        });
+        let v = isolation_verdicts(&plan, &a, &links, &second, &hosts(n), a.link_threshold_gbps);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].kind, CulpritKind::Node);
+        assert_eq!(v[0].ranks, vec![bad]);
+        assert_eq!(v[0].hosts, vec!["node3".to_string()]);
+        assert_eq!(v[0].evidence.len(), 2 * PARTNERS);
+        assert!(v[0].evidence.iter().all(|e| e.slow && e.pass == "second"));
+        assert!(v[0].why.contains("3 of 3"), "{}", v[0].why);
+    }
+
+    #[test]
+    fn a_pair_slow_only_with_each_other_is_a_bad_link() {
+        let n = 8;
+        let mut links = matrix(n, 10.0, &[0.0, 0.02, -0.02]);
+        for l in &mut links {
+            if (l.src, l.dst) == (2, 5) {
+                l.gbps = 0.02;
+            }
+        }
+        let a = analyze(&links, &hosts(n), n);
+        assert!(a.slow_nodes.is_empty(), "{a:?}");
+        let plan = isolation_plan(&a, n).unwrap();
+        assert_eq!(plan.suspects, vec![2, 5]);
+        assert!(plan.pairs.contains(&(2, 5)));
+        assert_eq!(plan.pairs.len(), 2 * PARTNERS + 1);
+        // Rounds of disjoint pairs, every pair once.
+        let rounds = disjoint_rounds(&plan.pairs);
+        let flat: Vec<_> = rounds.iter().flatten().copied().collect();
+        assert_eq!(flat.len(), plan.pairs.len());
+        for r in &rounds {
+            let mut busy = BTreeSet::new();
+            for &(x, y) in r {
+                assert!(busy.insert(x) && busy.insert(y), "{rounds:?}");
+            }
+        }
+        let second = remeasure(&plan.pairs, 10.0, |s, d| {
+            if (s, d) == (2, 5) {
+                0.002
+            } else {
+                1.0
+            }
+        });
+        let v = isolation_verdicts(&plan, &a, &links, &second, &hosts(n), a.link_threshold_gbps);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].kind, CulpritKind::Link);
+        assert_eq!(v[0].ranks, vec![2, 5]);
+        // The matrix's two directions, the retest's two, and each end with 3 good nodes.
+        assert_eq!(v[0].evidence.len(), 2 + 2 + 2 * 2 * PARTNERS);
+        let slow: Vec<_> = v[0]
+            .evidence
+            .iter()
+            .filter(|e| e.slow)
+            .map(|e| (e.src, e.dst, e.pass.as_str()))
+            .collect();
+        assert_eq!(slow, vec![(2, 5, "matrix"), (2, 5, "second")]);
+
+        // The same matrix, the pair at pace when measured again: not reproduced.
+        let second = remeasure(&plan.pairs, 10.0, |_, _| 1.0);
+        let v = isolation_verdicts(&plan, &a, &links, &second, &hosts(n), a.link_threshold_gbps);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, CulpritKind::NotReproduced);
+
+        // And a node slow with its good partners too is the node, not the link.
+        let second = remeasure(
+            &plan.pairs,
+            10.0,
+            |s, d| if s == 5 || d == 5 { 0.01 } else { 1.0 },
+        );
+        let v = isolation_verdicts(&plan, &a, &links, &second, &hosts(n), a.link_threshold_gbps);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(
+            (v[0].kind, v[0].ranks.clone()),
+            (CulpritKind::Node, vec![5])
+        );
+        assert!(render_isolation(&fabrik_model::Isolation {
+            good: plan.good.clone(),
+            suspects: plan.suspects.clone(),
+            threshold_gbps: a.link_threshold_gbps,
+            rounds: rounds.len() as u32,
+            links: second,
+            verdicts: v,
+        })
+        .contains("BAD NODE rank 5 (node5): slow with 3 of 3"));
+    }
+
+    #[test]
+    fn nothing_flagged_means_no_second_pass_and_no_good_node_means_undecided() {
+        let links = matrix(6, 10.0, &[0.0, 0.01]);
+        let a = analyze(&links, &hosts(6), 6);
+        assert_eq!(isolation_plan(&a, 6), None);
+        // Three ranks, all three links between 0-1, 1-2 and 0-2 slow one way: every rank is
+        // an end of a slow link, so no partner is known good.
+        let plan = IsolationPlan {
+            suspects: vec![0, 1, 2],
+            good: vec![],
+            pairs: vec![(0, 1)],
+        };
+        let v = isolation_verdicts(&plan, &a, &links, &[], &hosts(3), 1.0);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, CulpritKind::Undecided);
     }
 
     proptest! {

@@ -952,6 +952,8 @@ mod tests {
             rounds: 3,
             links,
             analysis,
+            rail: None,
+            isolation: None,
         }
     }
 

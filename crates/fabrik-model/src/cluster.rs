@@ -76,6 +76,75 @@ pub struct PairMatrix {
     pub rounds: u32,
     pub links: Vec<LinkMeasurement>,
     pub analysis: MatrixAnalysis,
+    /// The rail this matrix ran on (`--per-rail`): every rank's `rail`-th data address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u32>,
+    /// The second pass, when the first flagged something: each suspect measured again against
+    /// nodes whose every pair passed, to tell a bad node from a bad link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
+}
+
+/// The second pass over the suspects of a pair matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Isolation {
+    /// Ranks whose every link passed the first pass: the partners of the second.
+    pub good: Vec<u32>,
+    /// Ranks flagged by the first pass (a slow node, or an end of a slow link).
+    pub suspects: Vec<u32>,
+    /// A second-pass link below this is slow: the first pass's slow-link rule drawn over the
+    /// links among good nodes (the whole matrix's line with fewer than 4 of them).
+    pub threshold_gbps: f64,
+    /// Rounds of disjoint pairs the second pass took.
+    pub rounds: u32,
+    /// Every link measured in the second pass (`round` counts its own rounds).
+    pub links: Vec<LinkMeasurement>,
+    /// One per culprit found (or one `undecided`).
+    pub verdicts: Vec<Culprit>,
+}
+
+/// What the second pass blames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CulpritKind {
+    /// The node is slow with nodes that passed everything: its NIC, port, cable or host.
+    Node,
+    /// Both ends are at pace with good nodes but slow with each other: the path between them.
+    Link,
+    /// The link was slow in the matrix and at pace when measured again.
+    NotReproduced,
+    /// No node passed every pair, so there was no good partner to compare with.
+    Undecided,
+}
+
+/// One verdict of the second pass, with the measurements it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Culprit {
+    /// What is blamed.
+    pub kind: CulpritKind,
+    /// The node (one rank), or the pair's two ranks (lower first).
+    pub ranks: Vec<u32>,
+    /// Host of each of `ranks`.
+    pub hosts: Vec<String>,
+    /// The verdict in words.
+    pub why: String,
+    /// The directed measurements the verdict rests on, first pass then second.
+    pub evidence: Vec<PairEvidence>,
+}
+
+/// One directed measurement a verdict rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairEvidence {
+    /// The sending rank.
+    pub src: u32,
+    /// The receiving rank.
+    pub dst: u32,
+    /// Gb/s from `src` to `dst`.
+    pub gbps: f64,
+    /// `matrix` (the first pass) or `second` (the second pass).
+    pub pass: String,
+    /// Below the slow-link line.
+    pub slow: bool,
 }
 
 /// One rank's node inventory in a cluster-wide doctor run.

@@ -127,6 +127,15 @@ pub struct MatrixArgs {
     /// Link rate in Gb/s for the default line, 90 % of it (NVIDIA ngc_multinode_perf's).
     #[arg(long, value_name = "GBPS")]
     pub link_gbps: Option<f64>,
+    /// One matrix per rail: rail i pairs every rank's i-th --data-ip (NIC i against NIC i, for
+    /// rail-optimised fabrics). Every rank gives the same number of addresses; --output FILE is
+    /// written as FILE-railI per rail.
+    #[arg(long)]
+    pub per_rail: bool,
+    /// Skip the second pass that measures each suspect against nodes whose every pair passed
+    /// (to tell a bad node from a bad link).
+    #[arg(long)]
+    pub no_second_pass: bool,
     #[command(flatten)]
     pub ranks: RankArgs,
     #[command(flatten)]
@@ -160,140 +169,247 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
-    use fabrik_cluster::link::Link;
-    use fabrik_cluster::matrix::{run_matrix_over, MatrixConfig};
-    use fabrik_cluster::pairs::render_matrix;
-    use fabrik_cluster::rdma_link::pair_link;
+    use fabrik_cluster::matrix::MatrixConfig;
     check_transport(&args.transport, "--transport")?;
     let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
         size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
         iters: args.iters.max(1),
+        rail: 0,
+        isolate: !args.no_second_pass,
     };
     run_ranked(&args.ranks, |group| {
-        let is_root = group.rank() == 0;
-        let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
         let transport = agree_transport(group, &args.transport, &args.verbs)?;
-        let pipe = args.verbs.pipe_config(group.timeout())?;
-        let mut open = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, _> {
-            Ok(match &transport {
-                Transport::Tcp => Box::new(fabrik_cluster::link::TcpLink::new(
-                    g.pair_stream(peer, tag)?,
-                )?),
-                Transport::Rdma(dev) => Box::new(pair_link(g, dev, peer, tag, &pipe)?),
-            })
-        };
-        let progress = Progress::new(is_root, "matrix", "rounds", rounds);
-        // Rank 0 rewrites --output (atomically) as each round's rows arrive, so a run that fails
-        // later keeps what it measured, as `bench collective` does.
-        let mut partial: Option<fabrik_model::PairMatrix> = None;
-        let mut keep = |m: &fabrik_model::PairMatrix| {
-            if let Some(path) = &args.output {
-                if let Err(e) = write_matrix(path, m) {
-                    eprintln!("fabrik: {e:#}");
-                }
+        let rails = if args.per_rail {
+            if matches!(transport, Transport::Rdma(_)) {
+                anyhow::bail!("--per-rail runs over TCP only (use --transport tcp)");
             }
-            partial = Some(m.clone());
-        };
-        // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
-        let result = run_matrix_over(
-            group,
-            &cfg,
-            transport.name(),
-            &mut open,
-            &mut |k, _| {
-                if k > 0 {
-                    progress.done(u64::from(k), "");
-                }
-            },
-            &mut keep,
-        )
-        .with_context(|| format!("rank {} in the pair matrix", group.rank()));
-        if result.is_ok() {
-            progress.done(rounds, "");
-        }
-        progress.finish();
-        if let (Err(e), Some(path), Some(mut m)) = (&result, &args.output, partial) {
-            let done = m.analysis.note.take();
-            m.analysis.note = Some(format!(
-                "aborted: {e:#}{}",
-                done.map(|d| format!(" ({d})")).unwrap_or_default()
-            ));
-            write_matrix(path, &m)?;
-        }
-        let result = result?;
-        let Some(m) = result else {
-            return Ok(ExitCode::SUCCESS);
-        };
-        if let Some(path) = &args.output {
-            write_matrix(path, &m)?;
-        }
-        let judged = crate::cmd::expect::judge_matrix(&m, args.expect.as_deref(), args.link_gbps)?;
-        if json {
-            crate::output::print_json(&crate::cmd::expect::WithLinksPassLine {
-                report: &m,
-                pass_line: judged.clone(),
-            })?;
+            Some(rail_count(group)?)
         } else {
-            println!(
-                "# pair matrix: {}, {}, {} B x {} per direction, transport {}",
-                crate::output::plural(m.ranks.into(), "rank", "ranks"),
-                crate::output::plural(m.rounds.into(), "round", "rounds"),
-                m.size,
-                m.iterations,
-                m.transport
-            );
-            if let Transport::Rdma(dev) = &transport {
-                println!("# rdma: {}", dev.describe());
+            None
+        };
+        let mut matrices = Vec::new();
+        for rail in 0..rails.unwrap_or(1) {
+            let cfg = MatrixConfig {
+                rail,
+                ..cfg.clone()
+            };
+            let output = args.output.as_deref().map(|p| match rails {
+                Some(_) => rail_path(p, rail),
+                None => p.to_path_buf(),
+            });
+            let m = one_matrix(group, &args, &cfg, &transport, rails.map(|_| rail), output)?;
+            matrices.extend(m);
+        }
+        if matrices.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut judged = Vec::new();
+        for m in &matrices {
+            judged.push(crate::cmd::expect::judge_matrix(
+                m,
+                args.expect.as_deref(),
+                args.link_gbps,
+            )?);
+        }
+        if json {
+            let each: Vec<_> = matrices
+                .iter()
+                .zip(&judged)
+                .map(|(m, j)| crate::cmd::expect::WithLinksPassLine {
+                    report: m,
+                    pass_line: j.clone(),
+                })
+                .collect();
+            match rails {
+                Some(_) => crate::output::print_json(&serde_json::json!({ "rails": each }))?,
+                None => crate::output::print_json(&each[0])?,
             }
-            for (r, h) in m.hosts.iter().enumerate() {
-                println!("#  rank {r:>3} on {h}");
-            }
-            println!("# bandwidth in Gb/s (* = slow link)");
-            print!("{}", render_matrix(&m.links, &m.analysis, m.ranks));
-            let a = &m.analysis;
-            println!(
-                "# median link {:.3} Gb/s, MAD {:.3} Gb/s; slow below {:.3} Gb/s",
-                a.median_gbps, a.mad_gbps, a.link_threshold_gbps
-            );
-            if let Some(note) = &a.note {
-                println!("# {note}");
-            }
-            for l in &a.slow_links {
-                println!(
-                    "SLOW LINK rank {} ({}) -> rank {} ({}): {:.3} Gb/s, {:.0}% of the median",
-                    l.src,
-                    l.src_host,
-                    l.dst,
-                    l.dst_host,
-                    l.gbps,
-                    l.ratio_to_median * 100.0
-                );
-            }
-            for n in &a.slow_nodes {
-                println!(
-                    "SLOW NODE rank {} ({}): median of its links {:.3} Gb/s, {:.0}% of the nodes' median",
-                    n.rank,
-                    n.host,
-                    n.median_gbps,
-                    n.ratio_to_median * 100.0
-                );
-            }
-            if a.slow_links.is_empty() && a.slow_nodes.is_empty() && a.note.is_none() {
-                println!("# no slow links or nodes");
+        } else {
+            for (m, j) in matrices.iter().zip(&judged) {
+                print_matrix(m, &transport);
+                if let Some(j) = j {
+                    print!("{}", crate::cmd::expect::links_text(j));
+                }
             }
         }
-        if let Some(j) = &judged {
-            if !json {
-                print!("{}", crate::cmd::expect::links_text(j));
-            }
-            if j.verdict == fabrik_doctor::passline::Verdict::Fail {
-                return Ok(crate::exit::status(true));
-            }
-        }
-        let bad = !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty();
-        Ok(crate::exit::status(bad))
+        let below = judged
+            .iter()
+            .flatten()
+            .any(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
+        let slow = matrices
+            .iter()
+            .any(|m| !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty());
+        Ok(crate::exit::status(below || slow))
     })
+}
+
+/// The rails of a per-rail run: every rank must name the same number of data addresses, one per
+/// rail, so that rail i pairs NIC i of every node.
+fn rail_count(group: &Group) -> anyhow::Result<u32> {
+    let counts: Vec<usize> = group.peers().iter().map(|p| p.data_addrs.len()).collect();
+    let n = counts.iter().copied().min().unwrap_or(0);
+    if counts.iter().any(|&c| c != n) {
+        let list: Vec<String> = counts
+            .iter()
+            .enumerate()
+            .map(|(r, c)| format!("rank {r}: {c}"))
+            .collect();
+        anyhow::bail!(
+            "--per-rail needs the same number of --data-ip addresses on every rank (one per rail); got {}",
+            list.join(", ")
+        );
+    }
+    let max = fabrik_cluster::matrix::MAX_RAILS;
+    if n == 0 || n as u64 > u64::from(max) {
+        anyhow::bail!("--per-rail needs 1 to {max} data addresses per rank, got {n}");
+    }
+    Ok(n as u32)
+}
+
+/// `m.json` for rail 2 is `m-rail2.json`: one pair matrix per file, as `fabrik report` reads.
+fn rail_path(path: &std::path::Path, rail: u32) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-rail{rail}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-rail{rail}"),
+    };
+    path.with_file_name(name)
+}
+
+/// One matrix (and its second pass) on this rank; rank 0 gets it back. `--output` is rewritten
+/// as rounds finish, and keeps the rows so far with an `aborted:` note when the run fails.
+fn one_matrix(
+    group: &mut Group,
+    args: &MatrixArgs,
+    cfg: &fabrik_cluster::matrix::MatrixConfig,
+    transport: &crate::cmd::coll_rdma::Transport,
+    rail: Option<u32>,
+    output: Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<fabrik_model::PairMatrix>> {
+    use crate::cmd::coll_rdma::Transport;
+    use fabrik_cluster::link::Link;
+    use fabrik_cluster::matrix::{rail_stream, run_matrix_over};
+    use fabrik_cluster::rdma_link::pair_link;
+    let is_root = group.rank() == 0;
+    let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
+    let pipe = args.verbs.pipe_config(group.timeout())?;
+    let mut open = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, _> {
+        Ok(match transport {
+            Transport::Tcp => Box::new(fabrik_cluster::link::TcpLink::new(rail_stream(
+                g, peer, tag, cfg.rail,
+            )?)?),
+            Transport::Rdma(dev) => Box::new(pair_link(g, dev, peer, tag, &pipe)?),
+        })
+    };
+    let what = match rail {
+        Some(r) => format!("matrix rail {r}"),
+        None => "matrix".into(),
+    };
+    let progress = Progress::new(is_root, &what, "rounds", rounds);
+    let mut partial: Option<fabrik_model::PairMatrix> = None;
+    let mut keep = |m: &fabrik_model::PairMatrix| {
+        let mut m = m.clone();
+        m.rail = rail;
+        if let Some(path) = &output {
+            if let Err(e) = write_matrix(path, &m) {
+                eprintln!("fabrik: {e:#}");
+            }
+        }
+        partial = Some(m);
+    };
+    // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
+    let result = run_matrix_over(
+        group,
+        cfg,
+        transport.name(),
+        &mut open,
+        &mut |k, _| {
+            if k > 0 {
+                progress.done(u64::from(k), "");
+            }
+        },
+        &mut keep,
+    )
+    .with_context(|| format!("rank {} in the pair matrix", group.rank()));
+    if result.is_ok() {
+        progress.done(rounds, "");
+    }
+    progress.finish();
+    if let (Err(e), Some(path), Some(mut m)) = (&result, &output, partial) {
+        let done = m.analysis.note.take();
+        m.analysis.note = Some(format!(
+            "aborted: {e:#}{}",
+            done.map(|d| format!(" ({d})")).unwrap_or_default()
+        ));
+        write_matrix(path, &m)?;
+    }
+    let Some(mut m) = result? else {
+        return Ok(None);
+    };
+    m.rail = rail;
+    if let Some(path) = &output {
+        write_matrix(path, &m)?;
+    }
+    Ok(Some(m))
+}
+
+fn print_matrix(m: &fabrik_model::PairMatrix, transport: &crate::cmd::coll_rdma::Transport) {
+    use fabrik_cluster::pairs::render_matrix;
+    let rail = m.rail.map(|r| format!(", rail {r}")).unwrap_or_default();
+    println!(
+        "# pair matrix: {}, {}, {} B x {} per direction, transport {}{rail}",
+        crate::output::plural(m.ranks.into(), "rank", "ranks"),
+        crate::output::plural(m.rounds.into(), "round", "rounds"),
+        m.size,
+        m.iterations,
+        m.transport
+    );
+    if let crate::cmd::coll_rdma::Transport::Rdma(dev) = transport {
+        println!("# rdma: {}", dev.describe());
+    }
+    for (r, h) in m.hosts.iter().enumerate() {
+        println!("#  rank {r:>3} on {h}");
+    }
+    println!("# bandwidth in Gb/s (* = slow link)");
+    print!("{}", render_matrix(&m.links, &m.analysis, m.ranks));
+    let a = &m.analysis;
+    println!(
+        "# median link {:.3} Gb/s, MAD {:.3} Gb/s; slow below {:.3} Gb/s",
+        a.median_gbps, a.mad_gbps, a.link_threshold_gbps
+    );
+    if let Some(note) = &a.note {
+        println!("# {note}");
+    }
+    for l in &a.slow_links {
+        println!(
+            "SLOW LINK rank {} ({}) -> rank {} ({}): {:.3} Gb/s, {:.0}% of the median",
+            l.src,
+            l.src_host,
+            l.dst,
+            l.dst_host,
+            l.gbps,
+            l.ratio_to_median * 100.0
+        );
+    }
+    for n in &a.slow_nodes {
+        println!(
+            "SLOW NODE rank {} ({}): median of its links {:.3} Gb/s, {:.0}% of the nodes' median",
+            n.rank,
+            n.host,
+            n.median_gbps,
+            n.ratio_to_median * 100.0
+        );
+    }
+    if a.slow_links.is_empty() && a.slow_nodes.is_empty() && a.note.is_none() {
+        println!("# no slow links or nodes");
+    }
+    if let Some(iso) = &m.isolation {
+        print!("{}", fabrik_cluster::pairs::render_isolation(iso));
+    }
 }
 
 fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {
