@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fabrik_probe::confined::{self, Root};
+use rustix::fd::{AsFd, BorrowedFd};
 
 use crate::ethtool::parse_ethtool_stats;
 use crate::sample::{NetdevSample, PortSample, Reading, Sample};
@@ -178,17 +179,36 @@ fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, ou
         let mut ps = PortSample {
             device: dev_name.to_string(),
             port,
-            state: read_text(dir, &format!("{port_path}/state"), buf),
-            phys_state: read_text(dir, &format!("{port_path}/phys_state"), buf),
-            rate: read_text(dir, &format!("{port_path}/rate"), buf),
-            link_layer: read_text(dir, &format!("{port_path}/link_layer"), buf),
+            state: None,
+            phys_state: None,
+            rate: None,
+            link_layer: None,
             netdevs: Vec::new(),
             counters: BTreeMap::new(),
             hw_counters: BTreeMap::new(),
             problems: Vec::new(),
         };
+        // The port's directory is found once from the root; everything below it is opened by
+        // plain name from its descriptor (see `read_counter_dir`).
+        let pfd = match dir.open_dir(&port_path) {
+            Ok(fd) => fd,
+            Err(e) => {
+                ps.problems.push(format!("{port_path}: {e}"));
+                out.ports.push(ps);
+                continue;
+            }
+        };
+        let pfd = pfd.as_fd();
+        ps.state = read_text_at(pfd, "state", buf);
+        ps.phys_state = read_text_at(pfd, "phys_state", buf);
+        ps.rate = read_text_at(pfd, "rate", buf);
+        ps.link_layer = read_text_at(pfd, "link_layer", buf);
         let mut nds: BTreeSet<String> = BTreeSet::new();
-        if let Some(nd) = read_text(dir, &format!("{port_path}/gid_attrs/ndevs/0"), buf) {
+        let ndev0 = confined::open_dir_at(pfd, "gid_attrs")
+            .and_then(|g| confined::open_dir_at(g.as_fd(), "ndevs"))
+            .ok()
+            .and_then(|n| read_text_at(n.as_fd(), "0", buf));
+        if let Some(nd) = ndev0 {
             nds.insert(nd);
         }
         if pci_netdevs.len() == 1 || nds.is_empty() {
@@ -198,15 +218,17 @@ fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, ou
         }
         ps.netdevs = nds.into_iter().collect();
         read_counter_dir(
-            dir,
-            &format!("{port_path}/counters"),
+            pfd,
+            &port_path,
+            "counters",
             buf,
             &mut ps.counters,
             &mut ps.problems,
         );
         read_counter_dir(
-            dir,
-            &format!("{port_path}/hw_counters"),
+            pfd,
+            &port_path,
+            "hw_counters",
             buf,
             &mut ps.hw_counters,
             &mut ps.problems,
@@ -227,19 +249,26 @@ fn read_netdev(
     let mut nd = NetdevSample {
         name: name.to_string(),
         physical,
-        operstate: read_text(dir, &format!("{path}/operstate"), buf),
+        operstate: None,
         statistics: BTreeMap::new(),
         ethtool: BTreeMap::new(),
         problems: Vec::new(),
         rdma_ports,
     };
-    read_counter_dir(
-        dir,
-        &format!("{path}/statistics"),
-        buf,
-        &mut nd.statistics,
-        &mut nd.problems,
-    );
+    match dir.open_dir(path) {
+        Ok(nfd) => {
+            nd.operstate = read_text_at(nfd.as_fd(), "operstate", buf);
+            read_counter_dir(
+                nfd.as_fd(),
+                path,
+                "statistics",
+                buf,
+                &mut nd.statistics,
+                &mut nd.problems,
+            );
+        }
+        Err(e) => nd.problems.push(format!("{path}: {e}")),
+    }
     let text = match &opts.ethtool {
         EthtoolMode::Off => None,
         EthtoolMode::Snapshot => {
@@ -337,54 +366,57 @@ pub fn parse_timestamp(text: &str) -> Option<f64> {
         .map(|d| d.as_secs_f64())
 }
 
-/// Every file of a counter directory. `lifespan` in `hw_counters` is the driver's cache time
-/// in milliseconds, a setting and not a counter, so it is skipped.
+/// Every file of the counter directory `name` inside `parent` (whose root-relative path is
+/// `parent_path`, for messages). `lifespan` in `hw_counters` is the driver's cache time in
+/// milliseconds, a setting and not a counter, so it is skipped.
 ///
-/// Files are opened relative to the directory's descriptor (`openat`), so the kernel resolves
-/// one name per counter instead of the whole path: on a 16-port node that is over a thousand
-/// path walks saved per scrape. A counter is never a link in sysfs or in a snapshot, so one
-/// that is (or is not a regular file) is refused as unreadable.
+/// The directory is opened by its plain name from its parent's descriptor and each counter
+/// from the directory's (`openat`), so the kernel resolves one name per file instead of a path
+/// from the root: on a 16-port node that is over a thousand path walks saved per scrape. A
+/// counter (or its directory) is never a link in sysfs or in a snapshot, so one that is, or a
+/// counter that is not a regular file, is refused as unreadable.
 fn read_counter_dir(
-    root: &Root,
-    dir: &str,
+    parent: BorrowedFd<'_>,
+    parent_path: &str,
+    name: &str,
     buf: &mut Vec<u8>,
     into: &mut BTreeMap<String, Reading>,
     problems: &mut Vec<String>,
 ) {
-    use rustix::fd::AsFd;
-    let dfd = match root.open_dir(dir) {
-        Ok(fd) => fd,
+    let listed = confined::open_dir_at(parent, name)
+        .and_then(|fd| Ok(rustix::fs::Dir::new(fd)?))
+        .and_then(|mut d| Ok((confined::list_dir_typed(&mut d)?, d)));
+    let (names, dir) = match listed {
+        Ok(l) => l,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) => {
-            problems.push(format!("{dir}: {e}"));
+            problems.push(format!("{parent_path}/{name}: {e}"));
             return;
         }
     };
-    let names = match rustix::io::dup(&dfd)
-        .map_err(std::io::Error::from)
-        .and_then(confined::list_fd_typed)
-    {
-        Ok(n) => n,
+    let dfd = match dir.fd() {
+        Ok(fd) => fd,
         Err(e) => {
-            problems.push(format!("{dir}: {e}"));
+            problems.push(format!("{parent_path}/{name}: {e}"));
             return;
         }
     };
-    for (name, kind) in names {
-        if name == "lifespan" {
+    for (counter, kind) in names {
+        if counter == "lifespan" {
             continue;
         }
-        let reading = match confined::read_listed_at(dfd.as_fd(), &name, kind, buf) {
+        let reading = match confined::read_listed_at(dfd, &counter, kind, buf) {
             Ok(()) => Reading::parse(&String::from_utf8_lossy(buf)),
             Err(e) => Reading::Unreadable(e.to_string()),
         };
-        into.insert(name, reading);
+        into.insert(counter, reading);
     }
 }
 
-/// Reads a small sysfs attribute into `buf` (reused to spare an allocation per file).
-fn read_text(dir: &Root, path: &str, buf: &mut Vec<u8>) -> Option<String> {
-    dir.read_attr(path, buf).ok()?;
+/// Reads a small sysfs attribute directly inside `dir` into `buf` (reused to spare an
+/// allocation per file).
+fn read_text_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> Option<String> {
+    confined::read_at(dir, name, buf).ok()?;
     let t = String::from_utf8_lossy(buf);
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())

@@ -277,23 +277,50 @@ fn read_capped(fd: &OwnedFd, buf: &mut Vec<u8>, cap: u64, short_is_end: bool) ->
     }
 }
 
+/// Opens `name`, an entry directly inside an open directory, with `flags` and without
+/// following a link: the one place a plain name is checked and opened, for files and
+/// directories alike. A name with a `/` or `..` is refused (it would leave the directory) and
+/// a link is refused (it may point anywhere), so what opens is the entry itself.
+fn open_plain_name(dir: BorrowedFd<'_>, name: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(refused(format!("{name:?} is not a plain name")));
+    }
+    openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
+        rustix::io::Errno::LOOP => refused("a symbolic link".into()),
+        // O_DIRECTORY on a link reports ENOTDIR before ELOOP.
+        rustix::io::Errno::NOTDIR if flags.contains(OFlags::DIRECTORY) => {
+            match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    refused("a symbolic link".into())
+                }
+                _ => e.into(),
+            }
+        }
+        e => e.into(),
+    })
+}
+
+/// Opens `name`, a directory directly inside the open directory `dir`, without following a
+/// link. With a directory found once through [`Root::open_dir`], this reads what lies below it
+/// one plain name at a time instead of resolving the whole path from the root again.
+pub fn open_dir_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<OwnedFd> {
+    open_plain_name(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+    )
+}
+
 /// Reads `name`, a file directly inside an open directory, without following a link and only
 /// if it is a regular file, as [`Root::read_attr`] reads: the counter reader's hot path (open,
 /// fstat, one read, close).
 pub fn read_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
-    if name.contains('/') || name == ".." {
-        return Err(refused(format!("{name:?} is not a plain name")));
-    }
-    let fd =
-        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
-            rustix::io::Errno::LOOP => refused("a symbolic link".into()),
-            e => e.into(),
-        })?;
+    let fd = open_plain_name(dir, name, FILE_FLAGS)?;
     read_fd(&fd, buf, MAX_SYSFS_BYTES, true)
 }
 
-/// [`read_at`] for a name just listed with its type by [`list_fd_typed`]: the counter reader's
+/// [`read_at`] for a name just listed with its type by [`list_dir_typed`]: the counter reader's
 /// hot path. A name the directory lists as a regular file is opened without an `fstat`
 /// (`getdents` already said what it is, sparing a syscall per counter; were it swapped for a
 /// FIFO in between, `O_NONBLOCK` still keeps the read from waiting, and the cap bounds it); a
@@ -312,21 +339,14 @@ pub fn read_listed_at(
         other => return Err(refused(format!("not a regular file ({other:?})"))),
     }
     buf.clear();
-    if name.contains('/') || name == ".." {
-        return Err(refused(format!("{name:?} is not a plain name")));
-    }
-    let fd =
-        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
-            rustix::io::Errno::LOOP => refused("a symbolic link".into()),
-            e => e.into(),
-        })?;
+    let fd = open_plain_name(dir, name, FILE_FLAGS)?;
     read_capped(&fd, buf, MAX_SYSFS_BYTES, true)
 }
 
-/// Sorted UTF-8 names of an open directory with their types as the directory lists them
-/// (`FileType::Unknown` where the file system does not say).
-pub fn list_fd_typed(fd: OwnedFd) -> io::Result<Vec<(String, FileType)>> {
-    let mut dir = rustix::fs::Dir::new(fd)?;
+/// Sorted UTF-8 names of a directory stream with their types as the directory lists them
+/// (`FileType::Unknown` where the file system does not say). The stream keeps its descriptor,
+/// so the names it lists are then read through `dir.fd()` without another open.
+pub fn list_dir_typed(dir: &mut rustix::fs::Dir) -> io::Result<Vec<(String, FileType)>> {
     let mut names = Vec::new();
     while let Some(entry) = dir.read() {
         let entry = entry?;
@@ -475,5 +495,19 @@ mod tests {
         assert!(e.to_string().contains("symbolic link"), "{e}");
         let e = read_at(dirfd.as_fd(), "../devices", &mut buf).unwrap_err();
         assert!(e.to_string().contains("plain name"), "{e}");
+        // Directories below an open one: by plain name, never through a link.
+        let e = open_dir_at(dirfd.as_fd(), "abs").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let e = open_dir_at(dirfd.as_fd(), "..").unwrap_err();
+        assert!(e.to_string().contains("plain name"), "{e}");
+        let devices = root.open_dir("/sys/devices").unwrap();
+        let x = open_dir_at(devices.as_fd(), "x").unwrap();
+        read_at(x.as_fd(), "value", &mut buf).unwrap();
+        assert_eq!(buf, b"inside\n");
+        let mut listed = rustix::fs::Dir::new(x).unwrap();
+        assert_eq!(
+            list_dir_typed(&mut listed).unwrap(),
+            [("value".to_string(), FileType::RegularFile)]
+        );
     }
 }
