@@ -10,9 +10,8 @@
 //! links to `/etc/shadow` or a FIFO named `operstate` is an unreadable value, not a leak or a hang.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fabrik_probe::confined::{self, Root};
@@ -305,42 +304,29 @@ fn read_netdev(
 
 /// Runs `ethtool -S IF` with a deadline; a hung driver query must not stall a scrape.
 fn run_ethtool(iface: &str, timeout: Duration) -> Result<String, String> {
-    use wait_timeout::ChildExt;
-    let mut child = Command::new("ethtool")
-        .arg("-S")
-        .arg(iface)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ethtool -S {iface}: cannot run ethtool: {e}"))?;
-    let status = match child.wait_timeout(timeout) {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "ethtool -S {iface}: no answer within {:.1} s, killed",
-                timeout.as_secs_f64()
-            ));
-        }
-        Err(e) => return Err(format!("ethtool -S {iface}: {e}")),
+    let out = fabrik_probe::run::run(
+        Command::new("ethtool").arg("-S").arg(iface),
+        timeout,
+        MAX_ETHTOOL_BYTES,
+    )
+    .map_err(|e| format!("ethtool -S {iface}: cannot run ethtool: {e}"))?;
+    let Some(status) = out.status else {
+        return Err(format!(
+            "ethtool -S {iface}: no answer within {:.1} s, killed",
+            timeout.as_secs_f64()
+        ));
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut stdout);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut stderr);
-    }
     if !status.success() {
         return Err(format!(
             "ethtool -S {iface}: {status}: {}",
-            stderr.trim().chars().take(200).collect::<String>()
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .chars()
+                .take(200)
+                .collect::<String>()
         ));
     }
-    Ok(stdout)
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Reads `ROOT/fabrik/captured_at`: Unix seconds (`1700000000.25`) or RFC 3339
@@ -354,14 +340,11 @@ fn captured_at_in(dir: &Root) -> Option<f64> {
     parse_timestamp(&String::from_utf8_lossy(&text))
 }
 
-/// Parses a timestamp as `fabrik snapshot` may write it: Unix seconds or RFC 3339.
+/// Parses a timestamp as `fabrik snapshot` writes it (RFC 3339) or older ones did (Unix
+/// seconds), in seconds since the epoch.
 pub fn parse_timestamp(text: &str) -> Option<f64> {
-    let t = text.trim();
-    if let Ok(v) = t.parse::<f64>() {
-        return (v.is_finite() && v >= 0.0).then_some(v);
-    }
-    let when = humantime::parse_rfc3339_weak(t).ok()?;
-    when.duration_since(UNIX_EPOCH)
+    fabrik_probe::snapshot::parse_captured_at(text)?
+        .duration_since(UNIX_EPOCH)
         .ok()
         .map(|d| d.as_secs_f64())
 }

@@ -13,6 +13,7 @@ pub mod parse;
 pub mod pci;
 pub mod rdma;
 pub mod root;
+pub mod run;
 pub mod snapshot;
 pub mod system;
 pub mod topology;

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
 
 use fabrik_model::Node;
 
@@ -199,7 +199,7 @@ fn write_captured_at(
 }
 
 /// `fabrik/captured_at` as snapshots write it (RFC 3339) or as older ones did (Unix seconds).
-fn parse_captured_at(text: &str) -> Option<SystemTime> {
+pub fn parse_captured_at(text: &str) -> Option<SystemTime> {
     let t = text.trim();
     if let Ok(secs) = t.parse::<f64>() {
         let d = Duration::try_from_secs_f64(secs).ok()?;
@@ -674,22 +674,6 @@ pub fn is_snapshot_tarball(p: &Path) -> bool {
     is_tarball(p) && p.is_file()
 }
 
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    for extra in [
-        "/usr/sbin",
-        "/sbin",
-        "/usr/bin",
-        "/bin",
-        "/usr/local/bin",
-        "/usr/local/sbin",
-    ] {
-        dirs.push(PathBuf::from(extra));
-    }
-    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
-}
-
 /// The helper commands worth running on this node: (capture name, program, arguments).
 fn command_list(node: &Node) -> Vec<(String, &'static str, Vec<String>)> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -767,18 +751,20 @@ fn run_commands(
     let dir = tree.join("fabrik").join("cmd");
     let mut runs = Vec::new();
     for (name, program, args) in command_list(node) {
-        let Some(exe) = find_program(program) else {
+        let Some(exe) = crate::run::find_program(program) else {
             continue;
         };
         let command = format!("{program} {}", args.join(" ")).trim().to_string();
-        let outcome = match run_with_timeout(&exe, &args, timeout) {
-            Ok(RunResult::Done { status, stdout }) => {
-                if stdout.is_empty() {
+        let outcome = match run_helper(&exe, &args, timeout) {
+            Ok(out) if out.timed_out() => "timed out".to_string(),
+            Ok(out) => {
+                let status = out.status.and_then(|s| s.code()).unwrap_or(-1);
+                if out.stdout.is_empty() {
                     format!("exit {status} (nothing saved)")
                 } else {
                     std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
                     let p = dir.join(format!("{name}.txt"));
-                    std::fs::write(&p, &stdout).map_err(io_err("writing", &p))?;
+                    std::fs::write(&p, &out.stdout).map_err(io_err("writing", &p))?;
                     if status == 0 {
                         "saved".to_string()
                     } else {
@@ -786,7 +772,6 @@ fn run_commands(
                     }
                 }
             }
-            Ok(RunResult::TimedOut) => "timed out".to_string(),
             Err(e) => format!("failed to start: {e}"),
         };
         runs.push(CommandRun {
@@ -798,66 +783,24 @@ fn run_commands(
     Ok(runs)
 }
 
-enum RunResult {
-    Done { status: i32, stdout: Vec<u8> },
-    TimedOut,
-}
+/// The most of a helper's output a snapshot keeps (`fabrik/cmd/NAME.txt`).
+pub const MAX_CAPTURE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Runs a helper with a clean environment (nothing of the caller's is recorded) in the C locale,
-/// in its own process group, killing the group at the deadline. The group is also killed once
-/// the helper exits, so a background process it left (shell scripts such as `ofed_info` start
-/// some) cannot hold the output pipe open and hang the snapshot.
-fn run_with_timeout(exe: &Path, args: &[String], timeout: Duration) -> std::io::Result<RunResult> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(exe)
-        .args(args)
+/// Runs a helper with a clean environment (nothing of the caller's is recorded) in the C locale.
+fn run_helper(
+    exe: &Path,
+    args: &[String],
+    timeout: Duration,
+) -> std::io::Result<crate::run::Output> {
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
         .env_clear()
         .env(
             "PATH",
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         )
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()?;
-    let group = i32::try_from(child.id())
-        .ok()
-        .map(nix::unistd::Pid::from_raw);
-    let kill_group = || {
-        if let Some(g) = group {
-            // ESRCH (nothing left in the group) is the usual, harmless answer.
-            let _ = nix::sys::signal::killpg(g, nix::sys::signal::Signal::SIGKILL);
-        }
-    };
-    let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(out) = stdout.as_mut() {
-            let _ = out.take(16 * 1024 * 1024).read_to_end(&mut buf);
-        }
-        buf
-    });
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            kill_group();
-            let stdout = reader.join().unwrap_or_default();
-            return Ok(RunResult::Done {
-                status: status.code().unwrap_or(-1),
-                stdout,
-            });
-        }
-        if Instant::now() >= deadline {
-            kill_group();
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = reader.join();
-            return Ok(RunResult::TimedOut);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .env("LC_ALL", "C");
+    crate::run::run(&mut cmd, timeout, MAX_CAPTURE_BYTES)
 }
 
 #[cfg(test)]
@@ -918,32 +861,12 @@ mod tests {
     }
 
     #[test]
-    fn helpers_are_bounded_in_time() {
-        let sh = Path::new("/bin/sh");
-        let args = |s: &str| vec!["-c".to_string(), s.to_string()];
-        let start = Instant::now();
-        // A background child keeps the pipe open: the output is still taken when sh exits.
-        match run_with_timeout(sh, &args("sleep 30 & echo hi"), Duration::from_secs(20)).unwrap() {
-            RunResult::Done { status, stdout } => {
-                assert_eq!(status, 0);
-                assert_eq!(stdout, b"hi\n");
-            }
-            RunResult::TimedOut => panic!("should have finished"),
-        }
-        assert!(matches!(
-            run_with_timeout(sh, &args("sleep 30"), Duration::from_millis(300)).unwrap(),
-            RunResult::TimedOut
-        ));
-        assert!(start.elapsed() < Duration::from_secs(10));
-        // Nothing of the caller's environment reaches the helper.
-        match run_with_timeout(sh, &args("env"), Duration::from_secs(10)).unwrap() {
-            RunResult::Done { stdout, .. } => {
-                let env = String::from_utf8_lossy(&stdout);
-                assert!(!env.contains("HOME="), "{env}");
-                assert!(env.contains("LC_ALL=C"), "{env}");
-            }
-            RunResult::TimedOut => panic!("env timed out"),
-        }
+    fn helpers_run_with_a_clean_environment() {
+        let args = vec!["-c".to_string(), "env".to_string()];
+        let out = run_helper(Path::new("/bin/sh"), &args, Duration::from_secs(10)).unwrap();
+        let env = String::from_utf8_lossy(&out.stdout);
+        assert!(!env.contains("HOME="), "{env}");
+        assert!(env.contains("LC_ALL=C"), "{env}");
     }
 
     #[test]
