@@ -17,6 +17,7 @@ pub mod run;
 pub mod snapshot;
 pub mod system;
 pub mod topology;
+pub mod unpack;
 
 use std::path::{Path, PathBuf};
 
