@@ -15,7 +15,9 @@ pub mod server;
 pub mod width;
 
 pub use delta::{compare, interval_between, Change, CounterChange, Report};
-pub use read::{ethtool_on_path, is_live, sample, sample_with, EthtoolMode, SampleOptions};
+pub use read::{
+    ethtool_on_path, is_live, sample, sample_with, EthtoolMode, SampleOptions, Sampler,
+};
 pub use rules::{counter_findings, report_findings, Thresholds};
 pub use sample::{NetdevSample, PortSample, Reading, Sample, Source};
 
@@ -26,11 +28,11 @@ pub fn watch(
     interval: std::time::Duration,
     thresholds: &Thresholds,
 ) -> (Report, Vec<fabrik_model::Finding>) {
-    let opts = SampleOptions::for_root(root);
-    let before = sample_with(root, &opts);
+    let mut sampler = Sampler::new(root, SampleOptions::for_root(root));
+    let before = sampler.sample();
     let t0 = std::time::Instant::now();
     std::thread::sleep(interval);
-    let after = sample_with(root, &opts);
+    let after = sampler.sample();
     let report = compare(&before, &after, Some(t0.elapsed()));
     let findings = report_findings(&report, thresholds);
     (report, findings)

@@ -9,13 +9,13 @@
 //! links stay inside it, only regular files are read, and each read has a cap, so a counter that
 //! links to `/etc/shadow` or a FIFO named `operstate` is an unreadable value, not a leak or a hang.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fabrik_probe::confined::{self, Root};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use crate::ethtool::parse_ethtool_stats;
 use crate::sample::{NetdevSample, PortSample, Reading, Sample};
@@ -81,8 +81,90 @@ const MAX_ETHTOOL_BYTES: u64 = 16 * 1024 * 1024;
 /// `fabrik/captured_at`: one timestamp, RFC 3339 with nanoseconds or Unix seconds.
 const MAX_TIMESTAMP_BYTES: u64 = 128;
 
-/// Reads every counter under `root`.
+/// Reads every counter under `root` once.
 pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
+    Sampler::new(root, opts.clone()).sample()
+}
+
+/// Samples one root again and again (`top`, the exporter, `doctor --watch`), keeping each
+/// counter file open between samples: a kept counter is read again with one `pread` from its
+/// start (sysfs renders the value afresh) instead of an open, a read and a close, which on a
+/// 16-port node is over a thousand syscalls fewer per sample. A kept file is used only while
+/// its directory still lists the same inode under its name, so a netdev renamed, a device
+/// removed or a snapshot file replaced is opened afresh; one whose read fails is closed and
+/// opened afresh. At most half of the process's descriptor limit is kept open.
+pub struct Sampler {
+    root: PathBuf,
+    options: SampleOptions,
+    kept: KeptFiles,
+}
+
+impl Sampler {
+    /// A sampler of `root` with `options`; nothing is opened until [`Sampler::sample`].
+    pub fn new(root: &Path, options: SampleOptions) -> Sampler {
+        Sampler {
+            root: root.to_path_buf(),
+            options,
+            kept: KeptFiles::new(),
+        }
+    }
+
+    /// Reads every counter under the root.
+    pub fn sample(&mut self) -> Sample {
+        self.kept.generation += 1;
+        let out = read_all(&self.root, &self.options, &mut self.kept);
+        self.kept.sweep();
+        out
+    }
+}
+
+/// The counter files kept open between samples, by counter directory.
+struct KeptFiles {
+    dirs: HashMap<String, KeptDir>,
+    /// Descriptors held now, and the most that may be.
+    open: usize,
+    budget: usize,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct KeptDir {
+    /// Counter name to (inode, descriptor).
+    files: HashMap<String, (u64, OwnedFd)>,
+    generation: u64,
+}
+
+impl KeptFiles {
+    fn new() -> KeptFiles {
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(1024);
+        // Half the limit leaves the rest to the exporter's connections and to everything else.
+        let budget = usize::try_from(soft / 2).unwrap_or(usize::MAX).min(1 << 16);
+        KeptFiles {
+            dirs: HashMap::new(),
+            open: 0,
+            budget,
+            generation: 0,
+        }
+    }
+
+    /// Closes the directories not read in this sample (a device or netdev gone).
+    fn sweep(&mut self) {
+        let generation = self.generation;
+        let mut closed = 0;
+        self.dirs.retain(|_, d| {
+            let keep = d.generation == generation;
+            if !keep {
+                closed += d.files.len();
+            }
+            keep
+        });
+        self.open = self.open.saturating_sub(closed);
+    }
+}
+
+fn read_all(root: &Path, opts: &SampleOptions, kept: &mut KeptFiles) -> Sample {
     let live = is_live(root);
     let mut out = Sample {
         taken_at_unix_s: live
@@ -113,7 +195,7 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
         Ok(devices) => {
             for dev_name in devices {
                 let dev_path = format!("{ib}/{dev_name}");
-                read_device(&dir, &dev_name, &dev_path, &mut buf, &mut out);
+                read_device(&dir, &dev_name, &dev_path, &mut buf, kept, &mut out);
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -145,7 +227,16 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
                 if !wanted {
                     continue;
                 }
-                let nd = read_netdev(&dir, &name, &path, physical, rdma_ports, opts, &mut buf);
+                let nd = NetdevSample {
+                    name,
+                    physical,
+                    operstate: None,
+                    statistics: BTreeMap::new(),
+                    ethtool: BTreeMap::new(),
+                    problems: Vec::new(),
+                    rdma_ports,
+                };
+                let nd = read_netdev(&dir, &path, nd, opts, &mut buf, kept);
                 out.netdevs.push(nd);
             }
         }
@@ -155,7 +246,14 @@ pub fn sample_with(root: &Path, opts: &SampleOptions) -> Sample {
     out
 }
 
-fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, out: &mut Sample) {
+fn read_device(
+    dir: &Root,
+    dev_name: &str,
+    dev_path: &str,
+    buf: &mut Vec<u8>,
+    kept: &mut KeptFiles,
+    out: &mut Sample,
+) {
     let ports_dir = format!("{dev_path}/ports");
     let ports = match dir.list(&ports_dir) {
         Ok(p) => p,
@@ -178,17 +276,36 @@ fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, ou
         let mut ps = PortSample {
             device: dev_name.to_string(),
             port,
-            state: read_text(dir, &format!("{port_path}/state"), buf),
-            phys_state: read_text(dir, &format!("{port_path}/phys_state"), buf),
-            rate: read_text(dir, &format!("{port_path}/rate"), buf),
-            link_layer: read_text(dir, &format!("{port_path}/link_layer"), buf),
+            state: None,
+            phys_state: None,
+            rate: None,
+            link_layer: None,
             netdevs: Vec::new(),
             counters: BTreeMap::new(),
             hw_counters: BTreeMap::new(),
             problems: Vec::new(),
         };
+        // The port's directory is found once from the root; everything below it is opened by
+        // plain name from its descriptor (see `read_counter_dir`).
+        let pfd = match dir.open_dir(&port_path) {
+            Ok(fd) => fd,
+            Err(e) => {
+                ps.problems.push(format!("{port_path}: {e}"));
+                out.ports.push(ps);
+                continue;
+            }
+        };
+        let pfd = pfd.as_fd();
+        ps.state = read_text_at(pfd, "state", buf);
+        ps.phys_state = read_text_at(pfd, "phys_state", buf);
+        ps.rate = read_text_at(pfd, "rate", buf);
+        ps.link_layer = read_text_at(pfd, "link_layer", buf);
         let mut nds: BTreeSet<String> = BTreeSet::new();
-        if let Some(nd) = read_text(dir, &format!("{port_path}/gid_attrs/ndevs/0"), buf) {
+        let ndev0 = confined::open_dir_at(pfd, "gid_attrs")
+            .and_then(|g| confined::open_dir_at(g.as_fd(), "ndevs"))
+            .ok()
+            .and_then(|n| read_text_at(n.as_fd(), "0", buf));
+        if let Some(nd) = ndev0 {
             nds.insert(nd);
         }
         if pci_netdevs.len() == 1 || nds.is_empty() {
@@ -198,16 +315,20 @@ fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, ou
         }
         ps.netdevs = nds.into_iter().collect();
         read_counter_dir(
-            dir,
-            &format!("{port_path}/counters"),
+            pfd,
+            &port_path,
+            "counters",
             buf,
+            kept,
             &mut ps.counters,
             &mut ps.problems,
         );
         read_counter_dir(
-            dir,
-            &format!("{port_path}/hw_counters"),
+            pfd,
+            &port_path,
+            "hw_counters",
             buf,
+            kept,
             &mut ps.hw_counters,
             &mut ps.problems,
         );
@@ -215,31 +336,32 @@ fn read_device(dir: &Root, dev_name: &str, dev_path: &str, buf: &mut Vec<u8>, ou
     }
 }
 
+/// Reads the netdev `nd` names (at `path`) into it.
 fn read_netdev(
     dir: &Root,
-    name: &str,
     path: &str,
-    physical: bool,
-    rdma_ports: Vec<String>,
+    mut nd: NetdevSample,
     opts: &SampleOptions,
     buf: &mut Vec<u8>,
+    kept: &mut KeptFiles,
 ) -> NetdevSample {
-    let mut nd = NetdevSample {
-        name: name.to_string(),
-        physical,
-        operstate: read_text(dir, &format!("{path}/operstate"), buf),
-        statistics: BTreeMap::new(),
-        ethtool: BTreeMap::new(),
-        problems: Vec::new(),
-        rdma_ports,
-    };
-    read_counter_dir(
-        dir,
-        &format!("{path}/statistics"),
-        buf,
-        &mut nd.statistics,
-        &mut nd.problems,
-    );
+    let name = nd.name.clone();
+    let name = name.as_str();
+    match dir.open_dir(path) {
+        Ok(nfd) => {
+            nd.operstate = read_text_at(nfd.as_fd(), "operstate", buf);
+            read_counter_dir(
+                nfd.as_fd(),
+                path,
+                "statistics",
+                buf,
+                kept,
+                &mut nd.statistics,
+                &mut nd.problems,
+            );
+        }
+        Err(e) => nd.problems.push(format!("{path}: {e}")),
+    }
     let text = match &opts.ethtool {
         EthtoolMode::Off => None,
         EthtoolMode::Snapshot => {
@@ -276,42 +398,29 @@ fn read_netdev(
 
 /// Runs `ethtool -S IF` with a deadline; a hung driver query must not stall a scrape.
 fn run_ethtool(iface: &str, timeout: Duration) -> Result<String, String> {
-    use wait_timeout::ChildExt;
-    let mut child = Command::new("ethtool")
-        .arg("-S")
-        .arg(iface)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("ethtool -S {iface}: cannot run ethtool: {e}"))?;
-    let status = match child.wait_timeout(timeout) {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "ethtool -S {iface}: no answer within {:.1} s, killed",
-                timeout.as_secs_f64()
-            ));
-        }
-        Err(e) => return Err(format!("ethtool -S {iface}: {e}")),
+    let out = fabrik_probe::run::run(
+        Command::new("ethtool").arg("-S").arg(iface),
+        timeout,
+        MAX_ETHTOOL_BYTES,
+    )
+    .map_err(|e| format!("ethtool -S {iface}: cannot run ethtool: {e}"))?;
+    let Some(status) = out.status else {
+        return Err(format!(
+            "ethtool -S {iface}: no answer within {:.1} s, killed",
+            timeout.as_secs_f64()
+        ));
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut stdout);
-    }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut stderr);
-    }
     if !status.success() {
         return Err(format!(
             "ethtool -S {iface}: {status}: {}",
-            stderr.trim().chars().take(200).collect::<String>()
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .chars()
+                .take(200)
+                .collect::<String>()
         ));
     }
-    Ok(stdout)
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Reads `ROOT/fabrik/captured_at`: Unix seconds (`1700000000.25`) or RFC 3339
@@ -325,66 +434,94 @@ fn captured_at_in(dir: &Root) -> Option<f64> {
     parse_timestamp(&String::from_utf8_lossy(&text))
 }
 
-/// Parses a timestamp as `fabrik snapshot` may write it: Unix seconds or RFC 3339.
+/// Parses a timestamp as `fabrik snapshot` writes it (RFC 3339) or older ones did (Unix
+/// seconds), in seconds since the epoch.
 pub fn parse_timestamp(text: &str) -> Option<f64> {
-    let t = text.trim();
-    if let Ok(v) = t.parse::<f64>() {
-        return (v.is_finite() && v >= 0.0).then_some(v);
-    }
-    let when = humantime::parse_rfc3339_weak(t).ok()?;
-    when.duration_since(UNIX_EPOCH)
+    fabrik_probe::snapshot::parse_captured_at(text)?
+        .duration_since(UNIX_EPOCH)
         .ok()
         .map(|d| d.as_secs_f64())
 }
 
-/// Every file of a counter directory. `lifespan` in `hw_counters` is the driver's cache time
-/// in milliseconds, a setting and not a counter, so it is skipped.
+/// Every file of the counter directory `name` inside `parent` (whose root-relative path is
+/// `parent_path`, for messages). `lifespan` in `hw_counters` is the driver's cache time in
+/// milliseconds, a setting and not a counter, so it is skipped.
 ///
-/// Files are opened relative to the directory's descriptor (`openat`), so the kernel resolves
-/// one name per counter instead of the whole path: on a 16-port node that is over a thousand
-/// path walks saved per scrape. A counter is never a link in sysfs or in a snapshot, so one
-/// that is (or is not a regular file) is refused as unreadable.
+/// The directory is opened by its plain name from its parent's descriptor and each counter
+/// from the directory's (`openat`), so the kernel resolves one name per file instead of a path
+/// from the root: on a 16-port node that is over a thousand path walks saved per scrape. A
+/// counter (or its directory) is never a link in sysfs or in a snapshot, so one that is, or a
+/// counter that is not a regular file, is refused as unreadable.
 fn read_counter_dir(
-    root: &Root,
-    dir: &str,
+    parent: BorrowedFd<'_>,
+    parent_path: &str,
+    name: &str,
     buf: &mut Vec<u8>,
+    kept: &mut KeptFiles,
     into: &mut BTreeMap<String, Reading>,
     problems: &mut Vec<String>,
 ) {
-    use rustix::fd::AsFd;
-    let dfd = match root.open_dir(dir) {
-        Ok(fd) => fd,
+    let listed = confined::open_dir_at(parent, name)
+        .and_then(|fd| Ok(rustix::fs::Dir::new(fd)?))
+        .and_then(|mut d| Ok((confined::list_dir_typed(&mut d)?, d)));
+    let (names, dir) = match listed {
+        Ok(l) => l,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) => {
-            problems.push(format!("{dir}: {e}"));
+            problems.push(format!("{parent_path}/{name}: {e}"));
             return;
         }
     };
-    let names = match rustix::io::dup(&dfd)
-        .map_err(std::io::Error::from)
-        .and_then(confined::list_fd_typed)
-    {
-        Ok(n) => n,
+    let dfd = match dir.fd() {
+        Ok(fd) => fd,
         Err(e) => {
-            problems.push(format!("{dir}: {e}"));
+            problems.push(format!("{parent_path}/{name}: {e}"));
             return;
         }
     };
-    for (name, kind) in names {
-        if name == "lifespan" {
+    let generation = kept.generation;
+    let entry = kept
+        .dirs
+        .entry(format!("{parent_path}/{name}"))
+        .or_default();
+    entry.generation = generation;
+    let mut before = std::mem::take(&mut entry.files);
+    let mut now: HashMap<String, (u64, OwnedFd)> = HashMap::new();
+    let mut open = kept.open.saturating_sub(before.len());
+    for l in names {
+        if l.name == "lifespan" {
             continue;
         }
-        let reading = match confined::read_listed_at(dfd.as_fd(), &name, kind, buf) {
-            Ok(()) => Reading::parse(&String::from_utf8_lossy(buf)),
+        let mut read = None;
+        if let Some((ino, fd)) = before.remove(&l.name) {
+            if ino == l.ino && confined::reread_attr(fd.as_fd(), buf).is_ok() {
+                read = Some(Ok(fd));
+            }
+        }
+        let read = read.unwrap_or_else(|| {
+            confined::open_listed_at(dfd, &l.name, l.kind)
+                .and_then(|fd| confined::reread_attr(fd.as_fd(), buf).map(|()| fd))
+        });
+        let reading = match read {
+            Ok(fd) => {
+                if open < kept.budget {
+                    open += 1;
+                    now.insert(l.name.clone(), (l.ino, fd));
+                }
+                Reading::parse(&String::from_utf8_lossy(buf))
+            }
             Err(e) => Reading::Unreadable(e.to_string()),
         };
-        into.insert(name, reading);
+        into.insert(l.name, reading);
     }
+    entry.files = now;
+    kept.open = open;
 }
 
-/// Reads a small sysfs attribute into `buf` (reused to spare an allocation per file).
-fn read_text(dir: &Root, path: &str, buf: &mut Vec<u8>) -> Option<String> {
-    dir.read_attr(path, buf).ok()?;
+/// Reads a small sysfs attribute directly inside `dir` into `buf` (reused to spare an
+/// allocation per file).
+fn read_text_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> Option<String> {
+    confined::read_at(dir, name, buf).ok()?;
     let t = String::from_utf8_lossy(buf);
     let t = t.trim();
     (!t.is_empty()).then(|| t.to_string())
@@ -415,6 +552,55 @@ mod tests {
         assert!(s.netdevs.is_empty());
         assert!(s.problems.is_empty());
         assert_eq!(s.taken_at_unix_s, None);
+    }
+
+    #[test]
+    fn a_sampler_reads_kept_counters_afresh_and_follows_replaced_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = dir.path().join("sys/class/infiniband/mlx5_0/ports/1");
+        let counters = port.join("counters");
+        std::fs::create_dir_all(&counters).unwrap();
+        std::fs::write(counters.join("link_downed"), "1\n").unwrap();
+        std::fs::write(counters.join("symbol_error"), "2\n").unwrap();
+        std::fs::write(counters.join("port_rcv_errors"), "3\n").unwrap();
+        let opts = SampleOptions {
+            all_netdevs: false,
+            ethtool: EthtoolMode::Off,
+        };
+        let mut sampler = Sampler::new(dir.path(), opts);
+        let value = |s: &Sample, n: &str| s.port("mlx5_0", 1).unwrap().counters.get(n).cloned();
+        let first = sampler.sample();
+        assert_eq!(value(&first, "link_downed"), Some(Reading::Value(1)));
+        assert_eq!(sampler.kept.open, 3);
+        // Rewritten in place (as sysfs changes a value), replaced by another file, and
+        // replaced by a FIFO: each reads as it now is.
+        std::fs::write(counters.join("link_downed"), "10\n").unwrap();
+        let tmp = port.join("new");
+        std::fs::write(&tmp, "20\n").unwrap();
+        std::fs::rename(&tmp, counters.join("symbol_error")).unwrap();
+        std::fs::remove_file(counters.join("port_rcv_errors")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            counters.join("port_rcv_errors").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let second = sampler.sample();
+        assert_eq!(value(&second, "link_downed"), Some(Reading::Value(10)));
+        assert_eq!(value(&second, "symbol_error"), Some(Reading::Value(20)));
+        assert!(matches!(
+            value(&second, "port_rcv_errors"),
+            Some(Reading::Unreadable(m)) if m.contains("not a regular file")
+        ));
+        assert_eq!(sampler.kept.open, 2);
+        // A port that goes away closes what was kept of it.
+        std::fs::remove_dir_all(dir.path().join("sys/class/infiniband/mlx5_0")).unwrap();
+        let third = sampler.sample();
+        assert!(third.ports.is_empty());
+        assert_eq!(sampler.kept.open, 0);
+        assert!(sampler.kept.dirs.is_empty());
     }
 
     #[test]

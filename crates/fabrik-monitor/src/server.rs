@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 use crate::metrics::{encode, to_prometheus_text, CONTENT_TYPE, PROMETHEUS_TEXT_CONTENT_TYPE};
-use crate::read::{sample_with, SampleOptions};
+use crate::read::{SampleOptions, Sampler};
 use crate::rules::{report_findings, Thresholds};
 use crate::sample::Sample;
 
@@ -100,6 +100,8 @@ pub struct Exporter {
 struct Shared {
     config: ExporterConfig,
     last: Mutex<Option<(Sample, Instant)>>,
+    /// Keeps the counter files open between scrapes; locked only inside `last`'s lock.
+    sampler: Mutex<Sampler>,
     health: Option<HealthFn>,
 }
 
@@ -124,6 +126,7 @@ impl Exporter {
         Ok(Exporter {
             listener,
             shared: Arc::new(Shared {
+                sampler: Mutex::new(Sampler::new(&config.root, config.options.clone())),
                 config,
                 last: Mutex::new(None),
                 health: None,
@@ -423,7 +426,11 @@ impl Shared {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         let result = catch_unwind(AssertUnwindSafe(|| {
             let t0 = Instant::now();
-            let now = sample_with(&cfg.root, &cfg.options);
+            let now = self
+                .sampler
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .sample();
             let took = t0.elapsed().as_secs_f64();
             let mut findings = Vec::new();
             if let Some((prev, at)) = last.as_ref() {

@@ -5,31 +5,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use fabrik_monitor::sample::{Reading, Sample};
 use fabrik_monitor::{sample_with, EthtoolMode, SampleOptions};
+use fabrik_testbed::hostile::{huge as huge_file, peak_rss_kib, planted as planted_tree, within};
 
-const SECRET: &str = "root:$6$outside-the-snapshot:19000:0:99999:7:::";
-
-/// A copy of the real tree (links kept as links) beside a file outside it.
-fn planted() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/real-procfs");
-    let root = dir.path().join("snap");
-    let ok = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&fixture)
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "copying the fixture");
-    let secret = dir.path().join("shadow");
-    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
-    (dir, root, secret)
+/// The shared hostile tree as this file's tests take it apart.
+fn planted() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let p = planted_tree().unwrap();
+    (p.dir, p.root, p.secret)
 }
 
 fn opts() -> SampleOptions {
@@ -42,15 +28,9 @@ fn opts() -> SampleOptions {
 /// Samples on a thread so that a regression (a read that blocks) fails the test instead of
 /// hanging it.
 fn sample_within(root: &Path, limit: Duration) -> (Sample, Duration) {
-    let (tx, rx) = mpsc::channel();
     let r = root.to_path_buf();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        let s = sample_with(&r, &opts());
-        let _ = tx.send((s, start.elapsed()));
-    });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("sampling {} blocked for {limit:?}", root.display()))
+    within(limit, move || sample_with(&r, &opts()))
+        .unwrap_or_else(|| panic!("sampling {} blocked for {limit:?}", root.display()))
 }
 
 fn counter<'a>(s: &'a Sample, dev: &str, name: &str) -> &'a Reading {
@@ -134,10 +114,7 @@ fn fifos_are_refused_without_blocking() {
 #[test]
 fn huge_sparse_files_are_refused_without_reading_them() {
     let (_dir, root, _) = planted();
-    let huge = |p: &Path| {
-        let f = std::fs::File::create(p).unwrap();
-        f.set_len(1 << 30).unwrap();
-    };
+    let huge = |p: &Path| huge_file(p, 1 << 30).unwrap();
     let counters = root.join("sys/class/infiniband/mlx4_0/ports/1/counters");
     huge(&counters.join("symbol_error"));
     huge(&root.join("sys/class/net/eth0/operstate"));
@@ -145,9 +122,9 @@ fn huge_sparse_files_are_refused_without_reading_them() {
     huge(&root.join("fabrik/cmd/ethtool-S-eth0.txt"));
     huge(&root.join("fabrik/captured_at"));
 
-    let before = peak_rss_kib();
+    let before = peak_rss_kib().unwrap();
     let (s, took) = sample_within(&root, Duration::from_secs(20));
-    let grew = peak_rss_kib().saturating_sub(before);
+    let grew = peak_rss_kib().unwrap().saturating_sub(before);
     eprintln!("1 GiB sparse files: sampled in {took:?}, peak RSS grew {grew} KiB");
     // A read of any one of them would have taken 1 GiB.
     assert!(grew < 64 * 1024, "peak RSS grew {grew} KiB");
@@ -163,20 +140,5 @@ fn huge_sparse_files_are_refused_without_reading_them() {
 }
 
 fn mkfifo(p: &Path) {
-    let ok = std::process::Command::new("mkfifo")
-        .arg(p)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo {}", p.display());
-}
-
-/// The process's peak resident set (VmHWM), in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    fabrik_testbed::hostile::mkfifo(p).unwrap();
 }

@@ -277,56 +277,123 @@ fn read_capped(fd: &OwnedFd, buf: &mut Vec<u8>, cap: u64, short_is_end: bool) ->
     }
 }
 
+/// Opens `name`, an entry directly inside an open directory, with `flags` and without
+/// following a link: the one place a plain name is checked and opened, for files and
+/// directories alike. A name with a `/` or `..` is refused (it would leave the directory) and
+/// a link is refused (it may point anywhere), so what opens is the entry itself.
+fn open_plain_name(dir: BorrowedFd<'_>, name: &str, flags: OFlags) -> io::Result<OwnedFd> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(refused(format!("{name:?} is not a plain name")));
+    }
+    openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
+        rustix::io::Errno::LOOP => refused("a symbolic link".into()),
+        // O_DIRECTORY on a link reports ENOTDIR before ELOOP.
+        rustix::io::Errno::NOTDIR if flags.contains(OFlags::DIRECTORY) => {
+            match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    refused("a symbolic link".into())
+                }
+                _ => e.into(),
+            }
+        }
+        e => e.into(),
+    })
+}
+
+/// Opens `name`, a directory directly inside the open directory `dir`, without following a
+/// link. With a directory found once through [`Root::open_dir`], this reads what lies below it
+/// one plain name at a time instead of resolving the whole path from the root again.
+pub fn open_dir_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<OwnedFd> {
+    open_plain_name(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+    )
+}
+
 /// Reads `name`, a file directly inside an open directory, without following a link and only
 /// if it is a regular file, as [`Root::read_attr`] reads: the counter reader's hot path (open,
 /// fstat, one read, close).
 pub fn read_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> io::Result<()> {
     buf.clear();
-    if name.contains('/') || name == ".." {
-        return Err(refused(format!("{name:?} is not a plain name")));
-    }
-    let fd =
-        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
-            rustix::io::Errno::LOOP => refused("a symbolic link".into()),
-            e => e.into(),
-        })?;
+    let fd = open_plain_name(dir, name, FILE_FLAGS)?;
     read_fd(&fd, buf, MAX_SYSFS_BYTES, true)
 }
 
-/// [`read_at`] for a name just listed with its type by [`list_fd_typed`]: the counter reader's
-/// hot path. A name the directory lists as a regular file is opened without an `fstat`
-/// (`getdents` already said what it is, sparing a syscall per counter; were it swapped for a
-/// FIFO in between, `O_NONBLOCK` still keeps the read from waiting, and the cap bounds it); a
-/// name of unknown type is checked as [`read_at`] does; anything else is refused unopened.
+/// [`read_at`] for a name just listed with its type by [`list_dir_typed`]: the counter reader's
+/// hot path. See [`open_listed_at`] and [`reread_attr`].
 pub fn read_listed_at(
     dir: BorrowedFd<'_>,
     name: &str,
     kind: FileType,
     buf: &mut Vec<u8>,
 ) -> io::Result<()> {
-    match kind {
-        FileType::RegularFile => {}
-        FileType::Unknown => return read_at(dir, name, buf),
-        FileType::Symlink => return Err(refused("a symbolic link".into())),
-        FileType::Directory => return Err(refused("is a directory".into())),
-        other => return Err(refused(format!("not a regular file ({other:?})"))),
-    }
     buf.clear();
-    if name.contains('/') || name == ".." {
-        return Err(refused(format!("{name:?} is not a plain name")));
-    }
-    let fd =
-        openat(dir, name, FILE_FLAGS | OFlags::NOFOLLOW, Mode::empty()).map_err(|e| match e {
-            rustix::io::Errno::LOOP => refused("a symbolic link".into()),
-            e => e.into(),
-        })?;
-    read_capped(&fd, buf, MAX_SYSFS_BYTES, true)
+    let fd = open_listed_at(dir, name, kind)?;
+    reread_attr(fd.as_fd(), buf)
 }
 
-/// Sorted UTF-8 names of an open directory with their types as the directory lists them
-/// (`FileType::Unknown` where the file system does not say).
-pub fn list_fd_typed(fd: OwnedFd) -> io::Result<Vec<(String, FileType)>> {
-    let mut dir = rustix::fs::Dir::new(fd)?;
+/// Opens a name just listed with its type by [`list_dir_typed`], to read as a sysfs attribute.
+/// A name the directory lists as a regular file is opened without an `fstat` (`getdents`
+/// already said what it is, sparing a syscall per counter; were it swapped for a FIFO in
+/// between, `O_NONBLOCK` still keeps a read from waiting, and the cap bounds it); a name of
+/// unknown type is checked as [`read_at`] does; anything else is refused unopened.
+pub fn open_listed_at(dir: BorrowedFd<'_>, name: &str, kind: FileType) -> io::Result<OwnedFd> {
+    match kind {
+        FileType::RegularFile => open_plain_name(dir, name, FILE_FLAGS),
+        FileType::Unknown => {
+            let fd = open_plain_name(dir, name, FILE_FLAGS)?;
+            check_regular(&fd)?;
+            Ok(fd)
+        }
+        FileType::Symlink => Err(refused("a symbolic link".into())),
+        FileType::Directory => Err(refused("is a directory".into())),
+        other => Err(refused(format!("not a regular file ({other:?})"))),
+    }
+}
+
+/// Reads an attribute opened by [`open_listed_at`] from its start (`pread` at offset 0), at
+/// most [`MAX_SYSFS_BYTES`], a short read ending it as in [`Root::read_attr`]. sysfs renders
+/// an attribute afresh for each read from offset 0, so a descriptor kept open reads the
+/// counter's current value with one syscall instead of an open, a read and a close.
+pub fn reread_attr(fd: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match rustix::io::pread(fd, &mut chunk, buf.len() as u64) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() as u64 > MAX_SYSFS_BYTES {
+            buf.clear();
+            return Err(refused(format!(
+                "more than the {MAX_SYSFS_BYTES} bytes such a file can hold"
+            )));
+        }
+        if n < chunk.len() {
+            return Ok(());
+        }
+    }
+}
+
+/// A name listed by [`list_dir_typed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The name (UTF-8).
+    pub name: String,
+    /// Its type as the directory lists it (`FileType::Unknown` where the file system does
+    /// not say).
+    pub kind: FileType,
+    /// Its inode number: a name that now lists another inode is another file.
+    pub ino: u64,
+}
+
+/// Sorted UTF-8 names of a directory stream with their types and inodes as the directory
+/// lists them. The stream keeps its descriptor, so the names it lists are then read through
+/// `dir.fd()` without another open.
+pub fn list_dir_typed(dir: &mut rustix::fs::Dir) -> io::Result<Vec<Listed>> {
     let mut names = Vec::new();
     while let Some(entry) = dir.read() {
         let entry = entry?;
@@ -335,10 +402,14 @@ pub fn list_fd_typed(fd: OwnedFd) -> io::Result<Vec<(String, FileType)>> {
             continue;
         }
         if let Ok(s) = std::str::from_utf8(name) {
-            names.push((s.to_string(), entry.file_type()));
+            names.push(Listed {
+                name: s.to_string(),
+                kind: entry.file_type(),
+                ino: entry.ino(),
+            });
         }
     }
-    names.sort_by(|a, b| a.0.cmp(&b.0));
+    names.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(names)
 }
 
@@ -475,5 +546,28 @@ mod tests {
         assert!(e.to_string().contains("symbolic link"), "{e}");
         let e = read_at(dirfd.as_fd(), "../devices", &mut buf).unwrap_err();
         assert!(e.to_string().contains("plain name"), "{e}");
+        // Directories below an open one: by plain name, never through a link.
+        let e = open_dir_at(dirfd.as_fd(), "abs").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        let e = open_dir_at(dirfd.as_fd(), "..").unwrap_err();
+        assert!(e.to_string().contains("plain name"), "{e}");
+        let devices = root.open_dir("/sys/devices").unwrap();
+        let x = open_dir_at(devices.as_fd(), "x").unwrap();
+        read_at(x.as_fd(), "value", &mut buf).unwrap();
+        assert_eq!(buf, b"inside\n");
+        let mut listed = rustix::fs::Dir::new(x).unwrap();
+        let names = list_dir_typed(&mut listed).unwrap();
+        assert_eq!(names.len(), 1);
+        assert_eq!(
+            (names[0].name.as_str(), names[0].kind),
+            ("value", FileType::RegularFile)
+        );
+        // A kept descriptor reads the file's current text, from its start, each time.
+        let kept = open_listed_at(listed.fd().unwrap(), "value", names[0].kind).unwrap();
+        reread_attr(kept.as_fd(), &mut buf).unwrap();
+        assert_eq!(buf, b"inside\n");
+        std::fs::write(p.join("sys/devices/x/value"), "changed\n").unwrap();
+        reread_attr(kept.as_fd(), &mut buf).unwrap();
+        assert_eq!(buf, b"changed\n");
     }
 }

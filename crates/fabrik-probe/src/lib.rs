@@ -13,9 +13,11 @@ pub mod parse;
 pub mod pci;
 pub mod rdma;
 pub mod root;
+pub mod run;
 pub mod snapshot;
 pub mod system;
 pub mod topology;
+pub mod unpack;
 
 use std::path::{Path, PathBuf};
 

@@ -68,17 +68,30 @@ pub fn check_named(root: &Path, shown: &Path) -> Result<RootKind, RootError> {
             })
         }
     }
-    if root.join(PARTIAL_MARKER).symlink_metadata().is_ok() {
+    // Read through the confined reader like every other name of a root: a snapshot whose
+    // `sys` links to the host's `/sys` is not a node, and a marker that links out of it
+    // says nothing.
+    let dir = crate::confined::Root::open(root).map_err(|source| RootError::Unreadable {
+        path: shown.to_path_buf(),
+        source,
+    })?;
+    let partial =
+        dir.exists(PARTIAL_MARKER) || matches!(dir.link_target(PARTIAL_MARKER), Ok(Some(_)));
+    if partial {
         return Err(RootError::Unfinished(shown.to_path_buf()));
     }
     // `sys/class` rather than `sys`: the probe starts from `sys/class/infiniband` and
     // `sys/class/net`, and an empty `sys/` is no more a node than no `sys/`.
-    match std::fs::read_dir(root.join("sys/class")) {
+    match dir.open_dir("sys/class") {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(RootError::NotANode(shown.to_path_buf()))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(RootError::NotANode(shown.to_path_buf()))
+        }
+        // A link that loops once taken inside the root (`sys -> /sys`) leads to no sysfs.
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
             return Err(RootError::NotANode(shown.to_path_buf()))
         }
         Err(source) => {
@@ -90,7 +103,10 @@ pub fn check_named(root: &Path, shown: &Path) -> Result<RootKind, RootError> {
     }
     let fabrik_wrote = [COMPLETE_MARKER, crate::snapshot::CAPTURED_AT]
         .iter()
-        .any(|m| root.join(m).is_file());
+        .any(|m| {
+            dir.file_type(m)
+                .is_ok_and(|t| t == rustix::fs::FileType::RegularFile)
+        });
     Ok(if fabrik_wrote {
         RootKind::Snapshot
     } else {
@@ -129,6 +145,26 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
         assert!(matches!(check(&file), Err(RootError::NotDirectory(_))));
+    }
+
+    #[test]
+    fn links_out_of_the_root_do_not_make_it_a_node() {
+        // `sys -> /sys` would read this machine's sysfs as the snapshot's.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/sys", dir.path().join("sys")).unwrap();
+        assert!(Path::new("/sys/class").is_dir(), "the host has sysfs");
+        let err = check(dir.path()).unwrap_err();
+        assert!(matches!(err, RootError::NotANode(_)), "{err}");
+        // A marker that links to a file outside is no marker.
+        std::fs::remove_file(dir.path().join("sys")).unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/class/net")).unwrap();
+        std::fs::create_dir_all(dir.path().join("fabrik")).unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join(COMPLETE_MARKER)).unwrap();
+        assert_eq!(check(dir.path()).unwrap(), RootKind::Live);
+        // A dangling partial marker still says the writer was stopped.
+        std::os::unix::fs::symlink("/nonexistent", dir.path().join(PARTIAL_MARKER)).unwrap();
+        assert!(matches!(check(dir.path()), Err(RootError::Unfinished(_))));
     }
 
     #[test]

@@ -6,60 +6,30 @@
 use std::io::Write;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fabrik_probe::snapshot::{unpack, unpack_with, SnapshotError, UnpackLimits};
 
-const SECRET: &str = "root:$6$outside-the-snapshot:19000:0:99999:7:::";
+use fabrik_testbed::hostile::within;
 
-/// A copy of the real sysfs of `fixtures/nodes/real-procfs` (links kept) beside a secret file.
+/// The shared hostile tree (`fabrik_testbed::hostile`) as this file's tests take it apart.
 fn planted() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/real-procfs");
-    let root = dir.path().join("snap");
-    let ok = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&fixture)
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "copying the fixture");
-    let secret = dir.path().join("shadow");
-    std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
-    (dir, root, secret)
+    let p = fabrik_testbed::hostile::planted().unwrap();
+    (p.dir, p.root, p.secret)
 }
 
 fn probe_within(root: &Path, limit: Duration) -> (fabrik_model::Node, Duration) {
-    let (tx, rx) = mpsc::channel();
     let r = root.to_path_buf();
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        let n = fabrik_probe::probe(&r).unwrap();
-        let _ = tx.send((n, start.elapsed()));
-    });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("probing {} blocked for {limit:?}", root.display()))
+    within(limit, move || fabrik_probe::probe(&r).unwrap())
+        .unwrap_or_else(|| panic!("probing {} blocked for {limit:?}", root.display()))
 }
 
 fn mkfifo(p: &Path) {
-    let _ = std::fs::remove_file(p);
-    let ok = std::process::Command::new("mkfifo")
-        .arg(p)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo {}", p.display());
+    fabrik_testbed::hostile::mkfifo(p).unwrap();
 }
 
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    fabrik_testbed::hostile::peak_rss_kib().unwrap()
 }
 
 #[test]

@@ -33,6 +33,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+pub mod hostile;
 mod rate;
 pub mod slurm;
 pub mod tools;

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
-use fabrik_monitor::{
-    compare, render, report_findings, sample_with, Report, SampleOptions, Thresholds,
-};
+use fabrik_monitor::{compare, render, report_findings, Report, SampleOptions, Thresholds};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -75,7 +73,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
     let stdout = std::io::stdout();
-    let mut prev = sample_with(&args.root, &options);
+    let mut sampler = fabrik_monitor::Sampler::new(&args.root, options);
+    let mut prev = sampler.sample();
     let mut prev_at = Instant::now();
     let mut next = prev_at + args.interval;
     let mut done = 0u64;
@@ -100,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         next += args.interval;
-        let cur = sample_with(&args.root, &options);
+        let cur = sampler.sample();
         let at = Instant::now();
         let report = compare(&prev, &cur, Some(at.duration_since(prev_at)));
         let mut out = stdout.lock();
