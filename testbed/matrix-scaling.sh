@@ -4,6 +4,12 @@
 #
 # Usage: matrix-scaling.sh [FABRIK] [N...]     (default: target/debug/fabrik, 8 16 32 64)
 # Env: SIZE (default 256K), ITERS (default 1). Needs root. Prints one table row per N.
+#
+# The kernel's ARP table is one table for all network namespaces, with hard limit
+# net.ipv4.neigh.default.gc_thresh3 (1024 by default): N hosts that all talk to each other hold
+# about N² entries, so past ~32 hosts new neighbours cannot be resolved ("neighbour: arp_cache:
+# neighbor table overflow!" in dmesg) and connects time out. The script raises the three
+# thresholds for the largest N and restores them on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FABRIK=$(realpath "${1:-target/debug/fabrik}")
@@ -13,7 +19,18 @@ SIZE=${SIZE:-256K}
 ITERS=${ITERS:-1}
 NAME=fabms$$
 WORK=$(mktemp -d)
-trap 'testbed/netns.sh down "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+neigh=net.ipv4.neigh.default
+old_thresh="$(sysctl -n $neigh.gc_thresh1) $(sysctl -n $neigh.gc_thresh2) $(sysctl -n $neigh.gc_thresh3)"
+restore() {
+  read -r t1 t2 t3 <<<"$old_thresh"
+  sysctl -qw $neigh.gc_thresh1="$t1" $neigh.gc_thresh2="$t2" $neigh.gc_thresh3="$t3" || true
+}
+trap 'testbed/netns.sh down "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; restore' EXIT
+largest=$(printf '%s\n' $SIZES | sort -n | tail -1)
+need=$((2 * (largest + 1) * (largest + 1)))
+if [ "$need" -gt "$(sysctl -n $neigh.gc_thresh3)" ]; then
+  sysctl -qw $neigh.gc_thresh1=$((need / 4)) $neigh.gc_thresh2=$((need / 2)) $neigh.gc_thresh3=$need
+fi
 load() { cut -d' ' -f1 /proc/loadavg; }
 echo "| ranks | rounds | wall time (s) | load before | load after | exit |"
 echo "| --- | --- | --- | --- | --- | --- |"

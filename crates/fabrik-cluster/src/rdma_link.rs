@@ -84,7 +84,7 @@ impl RdmaLink {
 fn peer_err(peer: &str, e: VerbsError) -> ClusterError {
     ClusterError::Peer {
         peer: peer.to_string(),
-        why: e.to_string(),
+        why: fabrik_wire::with_causes(&e),
     }
 }
 

@@ -583,7 +583,7 @@ impl Group {
                             quiet.push((r, AFTER_FAILURE.as_secs_f64(), false))
                         }
                         Err(WireError::Timeout { secs, .. }) => quiet.push((r, secs, full)),
-                        Err(e) => failures.push(e.to_string()),
+                        Err(e) => failures.push(fabrik_wire::with_causes(&e)),
                     }
                 }
                 let quiet = self.name_quiet(&quiet, &failures.join("; "));
@@ -845,7 +845,7 @@ impl Connector {
 fn peer_err(info: &PeerInfo, e: WireError) -> ClusterError {
     ClusterError::Peer {
         peer: info.label(),
-        why: e.to_string(),
+        why: fabrik_wire::with_causes(&e),
     }
 }
 

@@ -88,3 +88,34 @@ impl WireError {
         }
     }
 }
+
+/// The error's message followed by each of its causes (`a: b: c`), for carrying an error into a
+/// message string without losing the operating system's reason, which `to_string` drops.
+pub fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_follow_the_message() {
+        let e = WireError::Io {
+            peer: "10.77.0.5:41559".into(),
+            source: io::Error::from_raw_os_error(113),
+        };
+        let text = with_causes(&e);
+        assert!(text.starts_with("connection to 10.77.0.5:41559 failed: "), "{text}");
+        assert!(text.contains(&io::Error::from_raw_os_error(113).to_string()), "{text}");
+        let plain = WireError::Closed { peer: "x".into() };
+        assert_eq!(with_causes(&plain), "x closed the connection");
+    }
+}

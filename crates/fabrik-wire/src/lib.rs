@@ -14,7 +14,7 @@ mod pending;
 mod token;
 
 pub use channel::{ByteCount, Channel, Role, DEFAULT_MAX_FRAME, DEFAULT_TIMEOUT};
-pub use error::WireError;
+pub use error::{with_causes, WireError};
 pub use frame::{read_frame, write_frame};
 pub use pending::{Pending, Stall, Ticket};
 pub use token::Token;
