@@ -87,6 +87,20 @@ else
   fail fabrik-auto-local-rdma; cat /tmp/auto.out
 fi
 
+# Pass lines: rxe is a software device whose sysfs rate is its netdev's nominal one, so no line
+# is drawn unless one is given; --link-gbps draws 90 % of it, exit 1 below.
+PL="$F bench p2p --transport rdma --local -d rxe0 --test bw -s 65536 -n 300 --format json"
+timeout 120 $PL >/tmp/pl-none.out 2>&1 && pl0=0 || pl0=$?
+timeout 120 $PL --link-gbps 1000 >/tmp/pl-fail.out 2>&1 && pl1=0 || pl1=$?
+timeout 120 $PL --link-gbps 0.001 >/tmp/pl-pass.out 2>&1 && pl2=0 || pl2=$?
+if [ "$pl0" = 0 ] && ! grep -q '"pass_line"' /tmp/pl-none.out \
+   && [ "$pl1" = 1 ] && grep -q '"verdict": "fail"' /tmp/pl-fail.out \
+   && [ "$pl2" = 0 ] && grep -q '"verdict": "pass"' /tmp/pl-pass.out; then
+  pass fabrik-rdma-pass-line
+else
+  fail fabrik-rdma-pass-line "exits $pl0 $pl1 $pl2"; cat /tmp/pl-none.out /tmp/pl-fail.out /tmp/pl-pass.out
+fi
+
 # --- GPU-memory plumbing with the MOCK libcuda.so.1 (host memory behind the CUDA driver API, no
 # GPU): the driver is loaded and initialised, "device" memory allocated, filled through
 # cuMemcpyHtoD, registered (dma-buf export refused, so the ibv_reg_mr fallback), moved over rxe and

@@ -104,6 +104,45 @@ pub fn p2p_line(
     })
 }
 
+/// The link rate most ranks report for the NIC their data address is on, the higher on a
+/// tie, with how many report it and how many report any: one degraded port must not lower the
+/// line its own links are judged by. `None` when no rank reports one.
+pub fn common_rate(rates: &[Option<f64>]) -> Option<(f64, usize, usize)> {
+    let known: Vec<f64> = rates
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .collect();
+    let mut best: Option<(f64, usize)> = None;
+    for &g in &known {
+        let n = known.iter().filter(|&&o| (o - g).abs() < 1e-6).count();
+        if best.is_none_or(|(bg, bn)| n > bn || (n == bn && g > bg)) {
+            best = Some((g, n));
+        }
+    }
+    best.map(|(g, n)| (g, n, known.len()))
+}
+
+/// The per-link line of the all-pairs matrix: the expectations' or `--link-gbps`'s as for any
+/// point-to-point run, else 90 % of the rate most ranks report ([`common_rate`]).
+pub fn matrix_line(
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    rank_rates: &[Option<f64>],
+) -> Option<PassLine> {
+    if expect.is_some() || link_gbps.is_some() {
+        return p2p_line(expect, link_gbps, false);
+    }
+    let (g, agree, known) = common_rate(rank_rates)?;
+    let mut line = p2p_line(None, Some(g), false)?;
+    line.basis = format!(
+        "{}; the rate {agree} of {known} ranks' inventories give the NIC of their data address",
+        line.basis
+    );
+    Some(line)
+}
+
 /// The line for a run striped over `nics` NICs: the per-NIC line times their number (its
 /// numbers add the NICs up).
 pub fn p2p_line_striped(
@@ -250,6 +289,29 @@ pub fn judge_links(links: &[LinkMeasurement], line: &PassLine) -> Option<LinksJu
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_matrix_line_is_the_rate_most_ranks_report() {
+        // Seven ranks at 200 Gb/s, one degraded to 100, one unknown: the line is 180.
+        let mut rates = vec![Some(200.0); 7];
+        rates.push(Some(100.0));
+        rates.push(None);
+        assert_eq!(common_rate(&rates), Some((200.0, 7, 8)));
+        let l = matrix_line(None, None, &rates).unwrap();
+        assert_eq!(l.value, 180.0);
+        assert!(l.basis.contains("7 of 8 ranks"), "{}", l.basis);
+        // A tie goes to the higher rate; nothing known, no line.
+        assert_eq!(
+            common_rate(&[Some(100.0), Some(400.0)]),
+            Some((400.0, 1, 2))
+        );
+        assert_eq!(matrix_line(None, None, &[None, None]), None);
+        assert_eq!(common_rate(&[Some(0.0), Some(f64::NAN)]), None);
+        // --link-gbps and a file win over the inventories.
+        assert_eq!(matrix_line(None, Some(100.0), &rates).unwrap().value, 90.0);
+        let e = Expectations::parse("t", "[bandwidth]\np2p_gbps_per_nic = 380\n").unwrap();
+        assert_eq!(matrix_line(Some(&e), None, &rates).unwrap().value, 380.0);
+    }
 
     #[test]
     fn the_expectations_line_wins_over_the_link_rate() {

@@ -42,6 +42,43 @@ pub fn link_gbps_from_node(node: &Node) -> Option<f64> {
     active.or_else(unknown).or_else(default_route)
 }
 
+/// The rate of the RDMA port a benchmark ran on (`device:port` as the report names it, or a
+/// bare device for its first port), in Gb/s, from an inventory [`Node`]. Only a PCI function's
+/// rate is a line rate: a software device (rxe, siw) copies a nominal rate from its netdev,
+/// whatever the link under it carries, so it gives none.
+pub fn port_gbps(node: &Node, device: &str) -> Option<f64> {
+    let (name, port) = match device.rsplit_once(':') {
+        Some((n, p)) => (n, p.parse::<u32>().ok()?),
+        None => (device, 1),
+    };
+    let dev = node.rdma_device(name).filter(|d| d.pci.is_some())?;
+    dev.ports
+        .iter()
+        .find(|p| p.number == port)?
+        .rate
+        .as_ref()?
+        .gbps
+        .filter(|g| g.is_finite() && *g > 0.0)
+}
+
+/// The speed of the NIC that holds `ip` (a rank's data address), in Gb/s; a PCI function's
+/// only, for the reason [`port_gbps`] gives.
+pub fn address_gbps(node: &Node, ip: std::net::IpAddr) -> Option<f64> {
+    let holds = |cidr: &String| {
+        cidr.split('/')
+            .next()
+            .and_then(|a| a.parse::<std::net::IpAddr>().ok())
+            == Some(ip)
+    };
+    node.net_interfaces
+        .iter()
+        .filter(|i| i.pci.is_some())
+        .find(|i| i.ipv4.iter().chain(&i.ipv6).any(holds))?
+        .speed_mbps
+        .filter(|m| *m > 0)
+        .map(|m| m as f64 / 1000.0)
+}
+
 fn subject(r: &CollectiveReport) -> String {
     format!("nccl-tests {}", r.op)
 }
@@ -151,4 +188,82 @@ pub fn check_p2p(r: &P2pReport, link_gbps: Option<f64>) -> Vec<Finding> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod port_rate_tests {
+    use super::*;
+    use fabrik_model::{LinkRate, PciFunction, Port, RdmaDevice};
+
+    fn node(pci: bool) -> Node {
+        let port = |number, gbps| Port {
+            number,
+            rate: Some(LinkRate {
+                text: format!("{gbps} Gb/sec (4X NDR)"),
+                gbps: Some(gbps),
+                width: Some(4),
+                speed: Some("NDR".into()),
+            }),
+            ..Default::default()
+        };
+        Node {
+            rdma_devices: vec![RdmaDevice {
+                name: "mlx5_0".into(),
+                pci: pci.then(PciFunction::default),
+                ports: vec![port(1, 400.0), port(2, 200.0)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_port_in_use_gives_the_rate() {
+        assert_eq!(port_gbps(&node(true), "mlx5_0:2"), Some(200.0));
+        assert_eq!(port_gbps(&node(true), "mlx5_0:1"), Some(400.0));
+        assert_eq!(port_gbps(&node(true), "mlx5_0"), Some(400.0));
+        assert_eq!(port_gbps(&node(true), "mlx5_0:3"), None);
+        assert_eq!(port_gbps(&node(true), "mlx5_1:1"), None);
+        assert_eq!(port_gbps(&node(true), "mlx5_0:x"), None);
+    }
+
+    #[test]
+    fn a_software_device_has_no_line_rate() {
+        assert_eq!(port_gbps(&node(false), "mlx5_0:1"), None);
+    }
+
+    #[test]
+    fn the_nic_holding_the_address_gives_the_rate() {
+        use fabrik_model::{NetInterface, NetKind};
+        let nic = |name: &str, ip: &str, pci: bool, mbps| NetInterface {
+            name: name.into(),
+            kind: NetKind::Ethernet,
+            mtu: None,
+            operstate: None,
+            speed_mbps: Some(mbps),
+            mac: None,
+            ipv4: vec![format!("{ip}/24")],
+            ipv6: Vec::new(),
+            driver: None,
+            pci: pci.then(PciFunction::default),
+            rdma_device: None,
+            default_route: false,
+            ecn: None,
+            pfc: None,
+            statistics: Default::default(),
+        };
+        let n = Node {
+            net_interfaces: vec![
+                nic("eth0", "10.0.0.5", true, 100_000),
+                nic("eth1", "10.0.1.5", true, 200_000),
+                nic("veth0", "10.0.2.5", false, 10_000),
+            ],
+            ..Default::default()
+        };
+        let ip = |s: &str| s.parse().unwrap();
+        assert_eq!(address_gbps(&n, ip("10.0.1.5")), Some(200.0));
+        assert_eq!(address_gbps(&n, ip("10.0.0.5")), Some(100.0));
+        assert_eq!(address_gbps(&n, ip("10.0.2.5")), None);
+        assert_eq!(address_gbps(&n, ip("10.0.3.5")), None);
+    }
 }

@@ -218,6 +218,58 @@ fn the_p5_like_fixture_lacks_the_real_p5s_efa_devices() {
     );
 }
 
+/// The RoCE fixture (one A100, a dual-port ConnectX-6 Dx with the RoCE v2 IPv4 GID at index 3,
+/// memlock 64 KiB) against OCI's BM.GPU.H100.8: the GID index is what OCI configures, so no
+/// finding for it; the GPUs, the sixteen rails and the memlock limit are not.
+#[test]
+fn the_roce_fixture_is_not_an_oci_h100_node_but_has_its_gid_index() {
+    let file = expect_file("oci-bm-gpu-h100-8.toml");
+    let (code, r) = doctor_json(&["--root", &node("roce-dualport"), "--expect", &file]);
+    assert_eq!(
+        exp(&r),
+        set(&[
+            ("FAB-EXP-001", "error", "gpu 0000:18:00.0"),
+            ("FAB-EXP-001", "error", "node"),
+            ("FAB-EXP-002", "error", "node"),
+            ("FAB-EXP-006", "warning", "node"),
+            ("FAB-EXP-009", "info", "env"),
+        ]),
+        "{r:#}"
+    );
+    assert_eq!(code, 1);
+    let messages: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FAB-EXP-002")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.starts_with("3 hardware RDMA device(s) found where at least 16")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().any(|m| m.starts_with("2 ACTIVE Ethernet port(s) where at least 16")),
+        "{messages:?}"
+    );
+    // The same file with another GID index turns the fixture's index 3 into a finding.
+    let dir = tempfile::tempdir().unwrap();
+    let moved = dir.path().join("oci.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&moved, text.replace("gid_index = 3", "gid_index = 1")).unwrap();
+    let (_, r) = doctor_json(&[
+        "--root",
+        &node("roce-dualport"),
+        "--expect",
+        &moved.to_string_lossy(),
+    ]);
+    let extra: Vec<_> = exp(&r)
+        .into_iter()
+        .filter(|(rule, _, _)| !["FAB-EXP-001", "FAB-EXP-002", "FAB-EXP-006", "FAB-EXP-009"].contains(&rule.as_str()))
+        .collect();
+    assert!(!extra.is_empty(), "{r:#}");
+}
+
 #[test]
 fn waivers_hide_with_a_reason_and_refuse_without_one() {
     let broken = broken_hgx();

@@ -132,12 +132,12 @@ struct P2pArgs {
     transport: Transport,
     #[command(flatten)]
     rdma: crate::cmd::rdma::RdmaArgs,
-    /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic` (TCP runs);
-    /// exit 1 below the line.
+    /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic`; exit 1
+    /// below the line.
     #[arg(long, value_name = "FILE")]
     expect: Option<std::path::PathBuf>,
     /// Link rate per NIC in Gb/s for the default line, 90 % of it (else the inventory's speed
-    /// of the --ifaces in use).
+    /// of the --ifaces in use, or of the RDMA port in use).
     #[arg(long, value_name = "GBPS")]
     link_gbps: Option<f64>,
 }
@@ -195,6 +195,8 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             verify: a.verify,
             timeout,
             json: matches!(a.format, Format::Json),
+            expect: a.expect.clone(),
+            link_gbps: a.link_gbps,
         };
         return crate::cmd::rdma::p2p(&common, &a.rdma);
     }

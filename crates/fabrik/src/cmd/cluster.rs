@@ -188,6 +188,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         } else {
             None
         };
+        let rates = crate::cmd::expect::gather_data_nic_rates(
+            group,
+            rails.unwrap_or(1),
+            args.expect.is_none() && args.link_gbps.is_none(),
+        )?;
         let mut matrices = Vec::new();
         for rail in 0..rails.unwrap_or(1) {
             let cfg = MatrixConfig {
@@ -205,11 +210,12 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         let mut judged = Vec::new();
-        for m in &matrices {
+        for (rail, m) in matrices.iter().enumerate() {
             judged.push(crate::cmd::expect::judge_matrix(
                 m,
                 args.expect.as_deref(),
                 args.link_gbps,
+                rates.get(rail).map(Vec::as_slice).unwrap_or_default(),
             )?);
         }
         if json {

@@ -190,6 +190,29 @@ pub fn judge_bench_p2p(
     Ok(line.and_then(|l| fabrik_doctor::passline::judge_p2p(report, &l)))
 }
 
+/// Judges a `bench p2p --transport rdma` run: against `--expect`'s per-NIC line, else 90 % of
+/// `--link-gbps`, else of the rate this machine's sysfs gives the port in use (where
+/// ngc_multinode_perf reads it too).
+pub fn judge_rdma_p2p(
+    report: &fabrik_model::P2pReport,
+    expect: Option<&std::path::Path>,
+    link_gbps: Option<f64>,
+) -> anyhow::Result<Option<fabrik_doctor::passline::Judgement>> {
+    let expect = load_file(expect)?;
+    let link = match (link_gbps, &report.device) {
+        (Some(g), _) => Some(g),
+        (None, Some(dev)) if expect.is_none() => {
+            let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
+            fabrik_parse::check::port_gbps(&node, dev)
+        }
+        _ => None,
+    };
+    Ok(
+        fabrik_doctor::passline::p2p_line(expect.as_ref(), link, false)
+            .and_then(|l| fabrik_doctor::passline::judge_p2p(report, &l)),
+    )
+}
+
 /// The matrix with its links judged beside it.
 #[derive(serde::Serialize)]
 pub struct WithLinksPassLine<'a, T: serde::Serialize> {
@@ -200,17 +223,48 @@ pub struct WithLinksPassLine<'a, T: serde::Serialize> {
 }
 
 /// Judges the all-pairs matrix: each link against `--expect`'s per-NIC line, else 90 % of
-/// `--link-gbps`; nothing without either.
+/// `--link-gbps`, else of the rate most ranks' inventories give their data NIC (`rank_rates`).
 pub fn judge_matrix(
     m: &fabrik_model::PairMatrix,
     expect: Option<&std::path::Path>,
     link_gbps: Option<f64>,
+    rank_rates: &[Option<f64>],
 ) -> anyhow::Result<Option<fabrik_doctor::passline::LinksJudgement>> {
     let expect = load_file(expect)?;
     Ok(
-        fabrik_doctor::passline::p2p_line(expect.as_ref(), link_gbps, false)
+        fabrik_doctor::passline::matrix_line(expect.as_ref(), link_gbps, rank_rates)
             .and_then(|l| fabrik_doctor::passline::judge_links(&m.links, &l)),
     )
+}
+
+/// This rank's data NIC rate on each of `rails` rails (Gb/s, from this machine's inventory),
+/// gathered at rank 0 in rank order: `rates[rail][rank]`. Every rank calls it. Only probed when
+/// no `--expect`/`--link-gbps` gives the line; a rank that cannot read its inventory reports
+/// none.
+pub fn gather_data_nic_rates(
+    group: &mut fabrik_cluster::rendezvous::Group,
+    rails: u32,
+    probe: bool,
+) -> anyhow::Result<Vec<Vec<Option<f64>>>> {
+    let node = probe
+        .then(|| crate::cmd::inventory::load_node(std::path::Path::new("/")).ok())
+        .flatten();
+    let me = group.rank() as usize;
+    let addrs = group
+        .peers()
+        .get(me)
+        .map(|p| p.data_addrs.clone())
+        .unwrap_or_default();
+    let mine: Vec<Option<f64>> = (0..rails as usize)
+        .map(|r| {
+            let ip = addrs.get(r)?.parse::<std::net::SocketAddr>().ok()?.ip();
+            fabrik_parse::check::address_gbps(node.as_ref()?, ip)
+        })
+        .collect();
+    let per_rank = group.gather(mine)?.unwrap_or_default();
+    Ok((0..rails as usize)
+        .map(|r| per_rank.iter().map(|v| v.get(r).copied().flatten()).collect())
+        .collect())
 }
 
 /// The table lines of a judged matrix: the line, then each link below it.

@@ -99,6 +99,10 @@ pub struct Common {
     pub verify: bool,
     pub timeout: Duration,
     pub json: bool,
+    /// The cluster file whose per-NIC line judges the bandwidth.
+    pub expect: Option<std::path::PathBuf>,
+    /// The link rate the default line is 90 % of (else the port's rate in sysfs).
+    pub link_gbps: Option<f64>,
 }
 
 /// What `--transport auto` picks: `Ok` (RDMA) when libibverbs loads and a device has an ACTIVE
@@ -196,12 +200,22 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = report.memory.as_ref().and_then(|m| m.warning.as_ref()) {
         eprintln!("fabrik: warning: {w}");
     }
+    let judged =
+        crate::cmd::expect::judge_rdma_p2p(&report, c.expect.as_deref(), c.link_gbps)?;
     if c.json {
-        print_json(&report)?;
+        print_json(&crate::cmd::expect::WithPassLine {
+            report: &report,
+            pass_line: judged.clone(),
+        })?;
     } else {
         print!("{}", render(&report));
+        if let Some(j) = &judged {
+            print!("{}", crate::cmd::expect::judgement_text(j));
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::exit::status(judged.is_some_and(|j| {
+        j.verdict == fabrik_doctor::passline::Verdict::Fail
+    })))
 }
 
 /// Both ends in this process over loopback TCP, on the same device: a quick look.
@@ -412,6 +426,8 @@ mod tests {
             verify: true,
             timeout: Duration::from_secs(5),
             json: false,
+            expect: None,
+            link_gbps: None,
         }
     }
 
