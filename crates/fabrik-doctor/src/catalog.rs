@@ -153,6 +153,7 @@ const LBNL_NHC: Source = Source {
     url: "https://github.com/mej/nhc",
 };
 
+/// Every doctor rule's page, in the order `fabrik rules` lists them.
 pub static RULES: &[Rule] = &[
     Rule {
         id: "FAB-RDMA-001",
@@ -751,6 +752,7 @@ pub fn rules() -> Vec<&'static Rule> {
         .collect()
 }
 
+/// The page of rule `id` (`FAB-PORT-001`), from any crate that registers rules.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES
         .iter()

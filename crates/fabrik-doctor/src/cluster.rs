@@ -17,21 +17,33 @@ use fabrik_model::{Finding, Node, Severity};
 use crate::rules::roce::recommended_gid_index;
 use crate::util::*;
 
+/// Rule id of "Kernel versions differ across nodes".
 pub const KERNEL: &str = "FAB-X-001";
+/// Rule id of "NVIDIA driver versions differ across nodes".
 pub const NVIDIA_DRIVER: &str = "FAB-X-002";
+/// Rule id of "OFED / rdma-core versions differ across nodes".
 pub const RDMA_STACK: &str = "FAB-X-003";
+/// Rule id of "HCA firmware differs across nodes".
 pub const FIRMWARE: &str = "FAB-X-004";
+/// Rule id of "Link rates differ across nodes".
 pub const LINK_RATES: &str = "FAB-X-005";
+/// Rule id of "A node has fewer GPUs or active RDMA ports than its peers".
 pub const COUNTS: &str = "FAB-X-006";
+/// Rule id of "RDMA MTU differs across nodes".
 pub const MTU: &str = "FAB-X-007";
+/// Rule id of "RoCE v2 GID indexes differ across nodes".
 pub const GID_INDEX: &str = "FAB-X-008";
+/// Rule id of "RoCE interfaces in different IP subnets".
 pub const SUBNETS: &str = "FAB-X-009";
+/// Rule id of "InfiniBand and RoCE (or EFA) nodes in one job".
 pub const LINK_LAYER: &str = "FAB-X-010";
 
 /// A node and the name the report gives it (hostname, or the root directory).
 #[derive(Debug, Clone)]
 pub struct NamedNode {
+    /// The name findings use for the node.
     pub name: String,
+    /// What probing found on it.
     pub node: Node,
 }
 
@@ -109,6 +121,7 @@ fn sorted_join<I: IntoIterator<Item = String>>(it: I) -> String {
     set.into_iter().collect::<Vec<_>>().join(", ")
 }
 
+/// The cross-node rules (`FAB-X-*`) over `nodes`; none with fewer than two nodes.
 pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
     if nodes.len() < 2 {
         return vec![];

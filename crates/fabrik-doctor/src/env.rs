@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 pub struct PlannedEnv {
     /// Where the values came from (`env-file:jobs/env.sh`, `process environment`).
     pub source: String,
+    /// `NAME` to value, kept prefixes only.
     pub vars: BTreeMap<String, String>,
 }
 
@@ -45,6 +46,7 @@ impl PlannedEnv {
         }
     }
 
+    /// The kept pairs of `pairs` (a process environment, a parsed file), from `source`.
     pub fn from_pairs<I, K, V>(source: impl Into<String>, pairs: I) -> Self
     where
         I: IntoIterator<Item = (K, V)>,
@@ -82,6 +84,7 @@ impl PlannedEnv {
         self.get(key).and_then(|v| v.parse().ok())
     }
 
+    /// How findings cite variable `key` as evidence: `env:KEY`.
     pub fn evidence_path(key: &str) -> String {
         format!("env:{key}")
     }

@@ -7,11 +7,17 @@ use crate::rules::gdr::nearest_nic;
 use crate::socket::{self, NameFilter};
 use crate::util::*;
 
+/// Rule id of "NCCL_IB_HCA names devices or ports that do not exist or are down".
 pub const IB_HCA: &str = "FAB-ENV-001";
+/// Rule id of "NCCL_SOCKET_IFNAME matches no usable interface".
 pub const SOCKET_IFNAME: &str = "FAB-ENV-002";
+/// Rule id of "IB/RoCE disabled while healthy RDMA ports exist".
 pub const IB_DISABLED: &str = "FAB-ENV-003";
+/// Rule id of "NCCL_IB_GID_INDEX points at an empty slot or a RoCE v1 GID".
 pub const GID_INDEX: &str = "FAB-ENV-004";
+/// Rule id of "NCCL_NET_GDR_LEVEL below the GPU↔NIC distance".
 pub const GDR_LEVEL: &str = "FAB-ENV-005";
+/// Rule id of "NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set".
 pub const P2P_SHM_DISABLED: &str = "FAB-ENV-006";
 
 /// `mlx5_0:1` → ("mlx5_0", Some(1)).
@@ -25,6 +31,7 @@ fn split_port(entry: &str) -> (&str, Option<u32>) {
     }
 }
 
+/// Rule [`IB_HCA`]: "NCCL_IB_HCA names devices or ports that do not exist or are down".
 pub fn ib_hca(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let Some(raw) = env.get("NCCL_IB_HCA") else {
         return vec![];
@@ -130,6 +137,7 @@ pub fn ib_hca(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     out
 }
 
+/// Rule [`SOCKET_IFNAME`]: "NCCL_SOCKET_IFNAME matches no usable interface".
 pub fn socket_ifname(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let Some(raw) = env.socket_ifname() else {
         return vec![];
@@ -180,6 +188,7 @@ pub fn socket_ifname(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
         fix)]
 }
 
+/// Rule [`IB_DISABLED`]: "IB/RoCE disabled while healthy RDMA ports exist".
 pub fn ib_disabled(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     if !has_healthy_verbs_port(node) {
         return vec![];
@@ -221,6 +230,7 @@ pub fn ib_disabled(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
         "Remove NCCL_IB_DISABLE=1 / NCCL_NET=Socket unless the platform requires it (some cloud RDMA offerings, e.g. Alibaba ACS P16EN, document NCCL_IB_DISABLE=1 because their RDMA is not usable by NCCL's IB transport).")]
 }
 
+/// Rule [`GID_INDEX`]: "NCCL_IB_GID_INDEX points at an empty slot or a RoCE v1 GID".
 pub fn gid_index(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let Some(raw) = env.get("NCCL_IB_GID_INDEX") else {
         return vec![];
@@ -286,6 +296,7 @@ fn parse_level(raw: &str) -> Option<Option<PathType>> {
     })
 }
 
+/// Rule [`GDR_LEVEL`]: "NCCL_NET_GDR_LEVEL below the GPU↔NIC distance".
 pub fn gdr_level(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let Some(raw) = env.get("NCCL_NET_GDR_LEVEL") else {
         return vec![];
@@ -315,6 +326,7 @@ pub fn gdr_level(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     out
 }
 
+/// Rule [`P2P_SHM_DISABLED`]: "NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set".
 pub fn p2p_shm_disabled(_node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let mut out = vec![];
     for (key, what) in [

@@ -19,28 +19,45 @@ use crate::rules::roce::recommended_gid_index;
 use crate::util::{all_ports, dev_path, ev, finding, is_active, net_path, port_path, port_subject};
 use crate::waive::Waiver;
 
+/// Rule id of "GPU count or model differs from the expectations".
 pub const GPUS: &str = "FAB-EXP-001";
+/// Rule id of "Fewer RDMA devices or ACTIVE ports than expected".
 pub const RDMA_COUNT: &str = "FAB-EXP-002";
+/// Rule id of "Port rate or link layer differs from the expectations".
 pub const LINK: &str = "FAB-EXP-003";
+/// Rule id of "MTU differs from the expectations".
 pub const MTU: &str = "FAB-EXP-004";
+/// Rule id of "RoCE GID index, PFC, trust or ECN differs from the expectations".
 pub const ROCE: &str = "FAB-EXP-005";
+/// Rule id of "Peer-memory module or memlock differs from the expectations".
 pub const GDR: &str = "FAB-EXP-006";
+/// Rule id of "Driver, OFED, rdma-core, NCCL or firmware version differs from the expectations".
 pub const VERSIONS: &str = "FAB-EXP-007";
+/// Rule id of "An NCCL setting differs from the expectations".
 pub const NCCL: &str = "FAB-EXP-008";
+/// Rule id of "An expectation the node's data cannot confirm".
 pub const UNVERIFIED: &str = "FAB-EXP-009";
 
+/// Why an expectations file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectError {
+    /// The file is not valid TOML or has an unknown key.
     #[error("expectations file {source_name}: {message}")]
     Toml {
+        /// The file's name, as messages show it.
         source_name: String,
+        /// The TOML parser's message.
         message: String,
     },
+    /// The file parses but holds a value that cannot be right.
     #[error("expectations file {source_name}: {message}")]
     Invalid {
+        /// The file's name, as messages show it.
         source_name: String,
+        /// What is wrong with it.
         message: String,
     },
+    /// Expectations could not be serialised (the serialiser's message).
     #[error("cannot write expectations as TOML: {0}")]
     Write(String),
 }
@@ -52,26 +69,34 @@ pub struct Expectations {
     /// What the file describes (`NVIDIA DGX H100`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// `[gpus]`: how many GPUs, of which model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<GpuExpect>,
+    /// `[rdma]`: RDMA devices, ports, rates, MTUs and firmware.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<RdmaExpect>,
+    /// `[roce]`: GID index, PFC, trust and ECN.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roce: Option<RoceExpect>,
+    /// `[host]`: peer-memory module and memlock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostExpect>,
+    /// `[versions]`: driver and library version prefixes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<VersionExpect>,
     /// NCCL (and FI_*, UCX_*) settings the job environment must hold, checked against the
     /// planned environment when one is given.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub nccl: BTreeMap<String, String>,
+    /// `[bandwidth]`: the lines benchmark results must reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<BandwidthExpect>,
+    /// `[[waive]]`: findings to remove or soften, with a reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waive: Vec<Waiver>,
 }
 
+/// `[gpus]` of an expectations file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpuExpect {
@@ -81,6 +106,7 @@ pub struct GpuExpect {
     pub model: Option<String>,
 }
 
+/// `[rdma]` of an expectations file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RdmaExpect {
@@ -100,6 +126,7 @@ pub struct RdmaExpect {
     pub firmware: Option<String>,
 }
 
+/// `[roce]` of an expectations file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoceExpect {
@@ -114,6 +141,7 @@ pub struct RoceExpect {
     pub ecn: Option<bool>,
 }
 
+/// `[host]` of an expectations file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostExpect {
@@ -123,19 +151,27 @@ pub struct HostExpect {
     pub memlock: Option<Memlock>,
 }
 
+/// `memlock` of `[host]`: a number of bytes, or `unlimited`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Memlock {
+    /// At least this many bytes.
     Bytes(u64),
+    /// A word; only `unlimited` is valid.
     Text(String),
 }
 
+/// `[versions]` of an expectations file: each a prefix the node's version must start with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VersionExpect {
+    /// NVIDIA driver version prefix (`550.`).
     pub nvidia_driver: Option<String>,
+    /// OFED version prefix.
     pub ofed: Option<String>,
+    /// rdma-core version prefix.
     pub rdma_core: Option<String>,
+    /// NCCL version prefix.
     pub nccl: Option<String>,
 }
 

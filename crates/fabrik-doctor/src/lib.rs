@@ -4,6 +4,7 @@
 //! [`check_env`] judges a planned NCCL environment against it, [`cluster::check`] compares
 //! several nodes, and [`diagnose`] runs them all into a sorted [`Report`]. Every rule is listed
 //! with its page in [`catalog`].
+#![warn(missing_docs)]
 
 pub mod catalog;
 pub mod cluster;
@@ -113,10 +114,13 @@ impl Summary {
 /// The doctor's document: `fabrik doctor --format json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// [`fabrik_model::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
     /// The names findings use for the nodes, in the order given.
     pub nodes: Vec<String>,
+    /// Every finding left after waivers, sorted by [`fabrik_model::sort_findings`].
     pub findings: Vec<Finding>,
+    /// Counts of the findings by severity.
     pub summary: Summary,
     /// Findings waivers removed or changed, with the reason given (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]

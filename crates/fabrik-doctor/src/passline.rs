@@ -26,20 +26,26 @@ const NGC_SOURCE: &str = "NVIDIA ngc_multinode_perf common.sh (BW_PASS_RATE = 0.
 /// A line a number must reach, its unit and why it is there.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassLine {
+    /// The line, in `unit`.
     pub value: f64,
     /// `Gb/s` (point-to-point) or `GB/s` (collective bus bandwidth).
     pub unit: &'static str,
+    /// Where the line comes from (the expectations file, or 90 % of the link rate and its source).
     pub basis: String,
 }
 
+/// Whether a number reached its line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// At or above the line.
     Pass,
+    /// Below the line.
     Fail,
 }
 
 impl Verdict {
+    /// `pass` or `fail`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -51,16 +57,22 @@ impl Verdict {
 /// One judged row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RowVerdict {
+    /// Message size in bytes.
     pub bytes: u64,
+    /// The row's number, in the line's unit.
     pub value: f64,
+    /// Whether it reached the line.
     pub verdict: Verdict,
 }
 
 /// A result judged against a line: every judged row, and `fail` when any row is below it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
+    /// The line judged against.
     pub line: PassLine,
+    /// Every judged row.
     pub rows: Vec<RowVerdict>,
+    /// `fail` when any row failed.
     pub verdict: Verdict,
 }
 
@@ -244,17 +256,24 @@ pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Ju
 /// One judged link of the all-pairs matrix.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkVerdict {
+    /// The sending rank.
     pub src: u32,
+    /// The receiving rank.
     pub dst: u32,
+    /// The link's bandwidth, Gb/s.
     pub value: f64,
+    /// Whether it reached the line.
     pub verdict: Verdict,
 }
 
 /// The all-pairs matrix judged link by link against the point-to-point line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinksJudgement {
+    /// The line judged against.
     pub line: PassLine,
+    /// Every judged link.
     pub links: Vec<LinkVerdict>,
+    /// `fail` when any link failed.
     pub verdict: Verdict,
 }
 

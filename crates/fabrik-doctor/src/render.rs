@@ -9,6 +9,7 @@ use fabrik_render::findings;
 
 use crate::Report;
 
+/// The one-line verdict that ends the text report (`verdict: NODE: healthy, no findings`).
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;
     let nodes = match report.nodes.len() {

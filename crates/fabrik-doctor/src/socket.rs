@@ -15,12 +15,16 @@ use fabrik_model::{NetInterface, NetKind, Node};
 /// otherwise each entry is a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameFilter {
+    /// The list starts with `^`: entries are excluded.
     pub exclude: bool,
+    /// The list starts with `=`: entries match whole names.
     pub exact: bool,
+    /// The entries, without the `^`/`=` markers.
     pub entries: Vec<String>,
 }
 
 impl NameFilter {
+    /// Parses a list as NCCL does (`^=docker,lo`).
     pub fn parse(raw: &str) -> Self {
         let mut s = raw.trim();
         let exclude = s.starts_with('^');
@@ -67,12 +71,16 @@ pub enum Tier {
     Ib,
     /// Anything but `docker*`, `lo*`, `virbr*`.
     General,
+    /// `docker*` interfaces.
     Docker,
+    /// `lo*` interfaces.
     Loopback,
+    /// `virbr*` interfaces.
     Virbr,
 }
 
 impl Tier {
+    /// The tier in words, for messages.
     pub fn describe(self) -> &'static str {
         match self {
             Tier::Ib => "interfaces starting with `ib` (NCCL's first choice)",
@@ -84,8 +92,10 @@ impl Tier {
     }
 }
 
+/// The interfaces NCCL's socket transport would choose from on a node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SocketChoice<'a> {
+    /// The tier the interfaces come from.
     pub tier: Tier,
     /// Every interface of the tier, in the order fabrik assumes NCCL sees them; the bootstrap
     /// uses the first.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::util::{ev, finding};
 use crate::Report;
 
+/// Rule id of "A waiver expired".
 pub const EXPIRED: &str = "FAB-EXP-010";
 
 /// One `[[waive]]` table.
@@ -21,6 +22,7 @@ pub struct Waiver {
     /// nodes the subject may be given with or without its `NODE/` prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// Why the finding is accepted (shown in the report).
     pub reason: String,
     /// Keep the finding at this severity instead of removing it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -34,21 +36,30 @@ pub struct Waiver {
 /// What a waiver did to one finding: the report lists these beside the findings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Waived {
+    /// The finding's rule id.
     pub rule: String,
+    /// The finding's subject.
     pub subject: String,
+    /// The finding's severity before the waiver.
     pub severity: Severity,
     /// The severity the finding now has; `None` when it was removed.
     pub new_severity: Option<Severity>,
+    /// The waiver's reason.
     pub reason: String,
+    /// The finding's message.
     pub message: String,
+    /// The waiver's last day (`2026-12-31`), when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires: Option<String>,
 }
 
+/// Why an `--ignore` argument was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WaiverError {
+    /// Not `RULE[:SUBJECT]=REASON`.
     #[error("--ignore `{0}`: expected RULE[:SUBJECT]=REASON")]
     Syntax(String),
+    /// The argument, and what is wrong with it.
     #[error("--ignore `{0}`: {1}")]
     Invalid(String, String),
 }

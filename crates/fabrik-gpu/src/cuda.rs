@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::dl::Library;
 use crate::GpuError;
 
+/// The CUDA driver's soname, opened by [`Cuda::open`].
 pub const LIBCUDA: &str = "libcuda.so.1";
 
 const HINT: &str =
@@ -79,6 +80,7 @@ impl Cuda {
         Self::open_from(LIBCUDA, ordinal)
     }
 
+    /// As [`Cuda::open`], loading the driver from `name` (a soname or a path) instead of [`LIBCUDA`].
     pub fn open_from(name: &str, ordinal: i32) -> Result<Arc<Self>, GpuError> {
         let cuda = Self::load_from(name)?;
         cuda.use_device(ordinal)?;
@@ -158,6 +160,7 @@ impl Cuda {
         Ok(v)
     }
 
+    /// How many CUDA devices the driver sees (`cuDeviceGetCount`).
     pub fn device_count(&self) -> Result<i32, GpuError> {
         let mut n: c_int = 0;
         // SAFETY: n is a valid out-pointer.
@@ -185,6 +188,7 @@ impl Cuda {
         Ok(c_buf_string(&buf))
     }
 
+    /// Turns a `CUresult` from `call` into [`GpuError::Cuda`] with the driver's text for it; 0 is success.
     pub fn check(&self, rc: c_int, call: &'static str) -> Result<(), GpuError> {
         if rc == 0 {
             return Ok(());
@@ -297,10 +301,12 @@ impl DeviceBuffer {
         })
     }
 
+    /// The allocation's size in bytes (at least 1).
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Always false: a buffer holds at least one byte.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -311,12 +317,14 @@ impl DeviceBuffer {
         Ok(self.ptr + offset as u64)
     }
 
+    /// Copies `data` from the host to the buffer at byte `offset`; a range outside the buffer is [`GpuError::Invalid`].
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), GpuError> {
         self.range(offset, data.len())?;
         // SAFETY: range checked against this live allocation.
         unsafe { self.cuda.htod(self.ptr + offset as u64, data) }
     }
 
+    /// Copies `out.len()` bytes from byte `offset` of the buffer to the host; a range outside the buffer is [`GpuError::Invalid`].
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), GpuError> {
         self.range(offset, out.len())?;
         // SAFETY: range checked against this live allocation.
@@ -391,6 +399,7 @@ pub struct Stream {
 unsafe impl Send for Stream {}
 
 impl Stream {
+    /// A non-blocking stream in the current context (`cuStreamCreate` with `CU_STREAM_NON_BLOCKING`).
     pub fn new(cuda: &Arc<Cuda>) -> Result<Self, GpuError> {
         let mut raw: *mut c_void = std::ptr::null_mut();
         // SAFETY: raw is a valid out-pointer; 1 = CU_STREAM_NON_BLOCKING (no implicit

@@ -20,10 +20,20 @@ impl std::fmt::Debug for Library {
 pub enum DlError {
     /// dlopen failed; `reason` is dlerror's text (file not found, wrong ELF class...).
     #[error("cannot open {lib}: {reason}")]
-    Open { lib: String, reason: String },
+    Open {
+        /// The name given to dlopen.
+        lib: String,
+        /// dlerror's text.
+        reason: String,
+    },
     /// The library is there but lacks `symbol` (too old, or not the real one).
     #[error("{lib} lacks {symbol}")]
-    Symbol { lib: String, symbol: &'static str },
+    Symbol {
+        /// The name the library was opened by.
+        lib: String,
+        /// The symbol dlsym did not find.
+        symbol: &'static str,
+    },
 }
 
 impl Library {

@@ -2,6 +2,7 @@
 //! (`libnccl.so.2`), each opened with dlopen as NCCL itself opens libibverbs, so that a binary
 //! built on a machine without GPUs runs on any GPU node, and a node without them gets an error
 //! naming the missing library instead of a loader failure at start-up.
+#![warn(missing_docs)]
 
 pub mod cuda;
 pub mod dl;

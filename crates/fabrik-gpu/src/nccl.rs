@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::dl::Library;
 use crate::{GpuError, Stream};
 
+/// NCCL's soname, opened by [`Nccl::load`].
 pub const LIBNCCL: &str = "libnccl.so.2";
 
 const HINT: &str = "install NCCL (the libnccl2 package, or a pip wheel such as \
@@ -20,6 +21,7 @@ const HINT: &str = "install NCCL (the libnccl2 package, or a pip wheel such as \
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct UniqueId {
+    /// The bytes, as NCCL made them.
     pub internal: [u8; UniqueId::BYTES],
 }
 
@@ -51,15 +53,25 @@ impl std::fmt::Debug for UniqueId {
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NcclDataType {
+    /// `ncclInt8`.
     Int8 = 0,
+    /// `ncclUint8`.
     Uint8 = 1,
+    /// `ncclInt32`.
     Int32 = 2,
+    /// `ncclUint32`.
     Uint32 = 3,
+    /// `ncclInt64`.
     Int64 = 4,
+    /// `ncclUint64`.
     Uint64 = 5,
+    /// `ncclFloat16` (IEEE half).
     Float16 = 6,
+    /// `ncclFloat32`.
     Float32 = 7,
+    /// `ncclFloat64`.
     Float64 = 8,
+    /// `ncclBfloat16`.
     Bfloat16 = 9,
 }
 
@@ -67,10 +79,15 @@ pub enum NcclDataType {
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NcclRedOp {
+    /// `ncclSum`.
     Sum = 0,
+    /// `ncclProd`.
     Prod = 1,
+    /// `ncclMax`.
     Max = 2,
+    /// `ncclMin`.
     Min = 3,
+    /// `ncclAvg` (sum divided by the number of ranks).
     Avg = 4,
 }
 
@@ -95,8 +112,11 @@ const IN_PROGRESS: c_int = 7;
 /// NCCL's version, decoded from `ncclGetVersion`'s code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NcclVersion {
+    /// Major version, e.g. 2.
     pub major: u32,
+    /// Minor version, e.g. 21.
     pub minor: u32,
+    /// Patch level, e.g. 5.
     pub patch: u32,
 }
 
@@ -206,10 +226,12 @@ impl std::fmt::Debug for Nccl {
 }
 
 impl Nccl {
+    /// Loads [`LIBNCCL`] and resolves every call fabrik uses; NCCL older than 2.7 (no ncclSend) is [`GpuError::Symbol`].
     pub fn load() -> Result<Arc<Self>, GpuError> {
         Self::load_from(LIBNCCL)
     }
 
+    /// As [`Nccl::load`], from `name` (a soname or a path).
     pub fn load_from(name: &str) -> Result<Arc<Self>, GpuError> {
         // SAFETY: loading NCCL runs its constructors only (NCCL opens CUDA lazily, on
         // first use).
@@ -246,6 +268,7 @@ impl Nccl {
         }))
     }
 
+    /// The loaded library's version (`ncclGetVersion`).
     pub fn version(&self) -> Result<NcclVersion, GpuError> {
         let mut code: c_int = 0;
         // SAFETY: code is a valid out-pointer.
@@ -445,6 +468,7 @@ impl NcclComm {
         self.check(rc, "ncclReduceScatter")
     }
 
+    /// `ncclBroadcast` of `count` elements from rank `root`'s `send` into every rank's `recv` (device addresses), enqueued on `stream`.
     pub fn broadcast(
         &mut self,
         send: u64,
@@ -469,6 +493,7 @@ impl NcclComm {
         self.check(rc, "ncclBroadcast")
     }
 
+    /// `ncclReduce` of `count` elements with `op` into rank `root`'s `recv` (device addresses), enqueued on `stream`.
     #[allow(clippy::too_many_arguments)]
     pub fn reduce(
         &mut self,

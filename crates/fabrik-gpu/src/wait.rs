@@ -19,6 +19,7 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
+    /// Starts the watchdog thread, disarmed; it stops when the watchdog is dropped.
     pub fn start() -> Self {
         let armed: Armed = Arc::new(Mutex::new(None));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -49,6 +50,7 @@ impl Watchdog {
         }
     }
 
+    /// No deadline from now on.
     pub fn disarm(&self) {
         if let Ok(mut g) = self.armed.lock() {
             *g = None;

@@ -8,41 +8,63 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultSource {
+    /// fabrik's own benchmarks.
     Fabrik,
+    /// perftest (`ib_write_bw`, `ib_send_lat`...).
     Perftest,
+    /// NVIDIA's nccl-tests.
     NcclTests,
+    /// AMD's rccl-tests (nccl-tests' output format).
     RcclTests,
+    /// Another tool, by name.
     Other(String),
 }
 
 /// One bandwidth row, as perftest's `ib_write_bw` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BwRow {
+    /// Message size in bytes.
     pub bytes: u64,
+    /// Iterations timed at this size.
     pub iterations: u64,
+    /// Peak bandwidth, Gb/s (1e9 bits per second).
     pub bw_peak_gbps: f64,
+    /// Average bandwidth, Gb/s (1e9 bits per second).
     pub bw_avg_gbps: f64,
+    /// Message rate, millions of messages per second.
     pub msg_rate_mpps: f64,
 }
 
 /// One latency row, as perftest's `ib_send_lat` prints it (microseconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatRow {
+    /// Message size in bytes.
     pub bytes: u64,
+    /// Iterations timed at this size.
     pub iterations: u64,
+    /// Fastest iteration.
     pub t_min_us: f64,
+    /// Median iteration (perftest's `t_typical`).
     pub t_typical_us: f64,
+    /// Mean iteration.
     pub t_avg_us: f64,
+    /// Slowest iteration.
     pub t_max_us: f64,
+    /// Standard deviation, where the tool printed it.
     pub t_stdev_us: Option<f64>,
+    /// 99th percentile, where the tool printed it.
     pub p99_us: Option<f64>,
+    /// 99.9th percentile, where the tool printed it.
     pub p999_us: Option<f64>,
 }
 
+/// Which kind of point-to-point test a run was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum P2pTest {
+    /// Bandwidth: rows are [`BwRow`]s.
     Bw,
+    /// Latency: rows are [`LatRow`]s.
     Lat,
 }
 
@@ -50,28 +72,38 @@ pub enum P2pTest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum P2pRows {
+    /// Bandwidth rows, one per size.
     Bw(Vec<BwRow>),
+    /// Latency rows, one per size.
     Lat(Vec<LatRow>),
 }
 
 /// A point-to-point run (fabrik's own, or a parsed perftest report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct P2pReport {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// The tool that produced the run.
     pub source: ResultSource,
+    /// Bandwidth or latency; matches the variant of `results`.
     pub test: P2pTest,
     /// `tcp`, `rdma`; for perftest the transport type it printed (`IB`).
     pub transport: String,
     /// RDMA operation: `write`, `read`, `send`; `None` for TCP streams.
     pub op: Option<String>,
+    /// Parallel streams (TCP connections or queue pairs).
     pub streams: u32,
     /// Local interfaces or RDMA devices used.
     pub interfaces: Vec<String>,
+    /// The RDMA device, where one was used.
     pub device: Option<String>,
     /// `IB` or `Ethernet` where reported.
     pub link_type: Option<String>,
+    /// Path MTU in bytes, where reported.
     pub mtu: Option<u32>,
+    /// The GID table index used (RoCE), where reported.
     pub gid_index: Option<u32>,
+    /// One row per message size.
     pub results: P2pRows,
     /// Per-stream or per-interface breakdown when striping.
     pub per_stream: Vec<StreamResult>,
@@ -95,6 +127,7 @@ pub struct P2pMemory {
     /// Access flags of the memory region (`LOCAL_WRITE`, `REMOTE_WRITE`, `REMOTE_READ`,
     /// `RELAXED_ORDERING`).
     pub access_flags: Vec<String>,
+    /// Whether the region was registered with relaxed PCIe ordering.
     pub relaxed_ordering: bool,
     /// Bandwidth of the same test with host memory on this end, same QPs and sizes; empty when
     /// not run (host memory, latency tests, or opted out).
@@ -108,39 +141,51 @@ pub struct P2pMemory {
     pub warning: Option<String>,
 }
 
+/// One stream's share of a striped point-to-point run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StreamResult {
+    /// Stream number, from 0.
     pub stream: u32,
+    /// The local interface the stream used, where known.
     pub interface: Option<String>,
+    /// The local address the stream was bound to, where known.
     pub local_addr: Option<String>,
+    /// Bytes this stream moved.
     pub bytes: u64,
+    /// This stream's average bandwidth, Gb/s (1e9 bits per second).
     pub bw_avg_gbps: f64,
 }
 
 /// Timing of one collective at one size, in one placement (out-of-place or in-place).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CollTiming {
+    /// Time per operation, microseconds.
     pub time_us: f64,
     /// GB/s (1e9 bytes per second), as nccl-tests prints it.
     pub algbw: f64,
+    /// Bus bandwidth, GB/s: algbw times the operation's factor ([`busbw_factor`]).
     pub busbw: f64,
     /// `#wrong`; `None` when the check was off (`N/A`).
     pub wrong: Option<u64>,
 }
 
+/// One size of a collective sweep, as a row of nccl-tests' table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CollectiveRow {
     /// Bytes.
     pub size: u64,
     /// Elements.
     pub count: u64,
+    /// Element type, as nccl-tests names it (`float`, `half`, `int32`...).
     #[serde(rename = "type")]
     pub dtype: String,
     /// `sum`, `prod`, `max`, `min`, `avg`, or `none` for data movement ops.
     pub redop: Option<String>,
     /// Root rank (`-1` in nccl-tests for rootless ops).
     pub root: Option<i64>,
+    /// Timing with separate send and receive buffers; `None` when not run.
     pub out_of_place: Option<CollTiming>,
+    /// Timing with the result written over the input; `None` when not run.
     pub in_place: Option<CollTiming>,
 }
 
@@ -148,31 +193,45 @@ pub struct CollectiveRow {
 /// `#  Rank  0 Group  0 Pid  12345 on node1 device  0 [0x07] NVIDIA A100-SXM4-80GB`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RankDevice {
+    /// Global rank.
     pub rank: u32,
+    /// nccl-tests' thread group, where printed.
     pub group: Option<u32>,
+    /// Process id, where printed.
     pub pid: Option<u64>,
+    /// Host name.
     pub host: String,
+    /// CUDA device ordinal, where printed.
     pub device: Option<u32>,
+    /// PCI bus id, e.g. `0x07`, where printed.
     pub bus_id: Option<String>,
+    /// Device model, e.g. `NVIDIA A100-SXM4-80GB`, where printed.
     pub name: Option<String>,
 }
 
 /// A collective sweep (fabrik's own, or a parsed nccl-tests run).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CollectiveReport {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// The tool that produced the run.
     pub source: ResultSource,
     /// `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `reduce`, `alltoall`,
     /// `sendrecv`, `gather`, `scatter`, `hypercube`.
     pub op: String,
     /// `tcp`, `rdma`, `nccl`; `None` for parsed runs.
     pub backend: Option<String>,
+    /// Number of ranks, where known.
     pub ranks: Option<u32>,
+    /// Hosts taking part.
     pub hosts: Vec<String>,
+    /// The device line of each rank.
     pub devices: Vec<RankDevice>,
+    /// One row per size.
     pub rows: Vec<CollectiveRow>,
     /// `# Avg bus bandwidth` line (GB/s).
     pub avg_busbw: Option<f64>,
+    /// Free-form facts worth keeping (header lines, skipped sizes).
     pub notes: Vec<String>,
 }
 

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 /// One direction of one pair, measured in one round of the tournament.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LinkMeasurement {
+    /// The sending rank.
     pub src: u32,
+    /// The receiving rank.
     pub dst: u32,
     /// Gb/s (1e9 bits per second) from `src` to `dst`.
     pub gbps: f64,
@@ -20,10 +22,15 @@ pub struct LinkMeasurement {
 /// A link well below the others.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SlowLink {
+    /// The sending rank.
     pub src: u32,
+    /// The receiving rank.
     pub dst: u32,
+    /// Host of `src`.
     pub src_host: String,
+    /// Host of `dst`.
     pub dst_host: String,
+    /// Gb/s (1e9 bits per second) from `src` to `dst`.
     pub gbps: f64,
     /// This link's bandwidth over the median link's.
     pub ratio_to_median: f64,
@@ -35,10 +42,13 @@ pub struct SlowLink {
 /// A node whose links are, as a whole, well below the other nodes'.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SlowNode {
+    /// The node's rank.
     pub rank: u32,
+    /// The node's host name.
     pub host: String,
     /// Median over every link to or from this node.
     pub median_gbps: f64,
+    /// This node's median over the median node's.
     pub ratio_to_median: f64,
     /// As for [`SlowLink::robust_z`].
     pub robust_z: Option<f64>,
@@ -47,15 +57,21 @@ pub struct SlowNode {
 /// Robust statistics over the matrix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MatrixAnalysis {
+    /// Links measured.
     pub links: u32,
+    /// Median link bandwidth, Gb/s.
     pub median_gbps: f64,
     /// Median absolute deviation from the median (Gb/s).
     pub mad_gbps: f64,
     /// Links below this are reported slow.
     pub link_threshold_gbps: f64,
+    /// Median of the per-node medians, Gb/s.
     pub node_median_gbps: f64,
+    /// Nodes whose median is below this are reported slow (Gb/s).
     pub node_threshold_gbps: f64,
+    /// Links below `link_threshold_gbps`, slowest first.
     pub slow_links: Vec<SlowLink>,
+    /// Nodes below `node_threshold_gbps`, slowest first.
     pub slow_nodes: Vec<SlowNode>,
     /// Why there is no verdict (too few links), when there is none.
     pub note: Option<String>,
@@ -64,17 +80,23 @@ pub struct MatrixAnalysis {
 /// `fabrik cluster matrix`: bandwidth (and latency) between every pair of ranks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PairMatrix {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
     /// `tcp` or `rdma`.
     pub transport: String,
     /// Bytes per timed transfer.
     pub size: u64,
+    /// Timed transfers per link.
     pub iterations: u32,
+    /// Number of ranks.
     pub ranks: u32,
     /// Host of each rank, indexed by rank.
     pub hosts: Vec<String>,
+    /// Rounds of disjoint pairs the matrix took.
     pub rounds: u32,
+    /// Every directed link measured.
     pub links: Vec<LinkMeasurement>,
+    /// The robust statistics over `links`.
     pub analysis: MatrixAnalysis,
     /// The rail this matrix ran on (`--per-rail`): every rank's `rail`-th data address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,17 +172,24 @@ pub struct PairEvidence {
 /// One rank's node inventory in a cluster-wide doctor run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RankNode {
+    /// The rank that probed `node`.
     pub rank: u32,
+    /// That rank's host name.
     pub host: String,
+    /// What probing found on that host.
     pub node: crate::Node,
 }
 
 /// `fabrik cluster doctor`: every rank's inventory and the findings over all of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClusterDoctorReport {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// Number of ranks.
     pub ranks: u32,
+    /// Each rank's inventory, by rank.
     pub nodes: Vec<RankNode>,
+    /// Findings over all nodes, sorted by [`crate::sort_findings`].
     pub findings: Vec<crate::Finding>,
     /// What could not be checked, and why.
     pub notes: Vec<String>,

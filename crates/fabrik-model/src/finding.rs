@@ -9,12 +9,16 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
+    /// A notable fact, nothing to fix.
     Info,
+    /// Likely to cost performance or to fail under some conditions.
     Warning,
+    /// Broken: NCCL will fail or fall back to a slower path.
     Error,
 }
 
 impl Severity {
+    /// The lower-case name used in JSON and text output.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -36,10 +40,12 @@ pub struct Evidence {
     /// A path under the probed root (`/sys/class/infiniband/mlx5_0/ports/1/state`), a command
     /// capture (`fabrik/cmd/mlnx_qos-eth2.txt`), an env variable (`env:NCCL_IB_HCA`) or a log line.
     pub path: String,
+    /// What it said: a file's content, a variable's value, a measured number.
     pub value: String,
 }
 
 impl Evidence {
+    /// Evidence read at `path` with `value`.
     pub fn new(path: impl Into<String>, value: impl Into<String>) -> Self {
         Evidence {
             path: path.into(),
@@ -53,11 +59,15 @@ impl Evidence {
 pub struct Finding {
     /// Stable rule id, `FAB-...`.
     pub rule: String,
+    /// How bad it is (at most the rule's severity).
     pub severity: Severity,
     /// What the finding is about: a device/port (`mlx5_0:1`), an interface, a GPU, a node or a rank.
     pub subject: String,
+    /// What is wrong, in one or two sentences naming the values.
     pub message: String,
+    /// The facts the finding rests on.
     pub evidence: Vec<Evidence>,
+    /// What to do about it.
     pub fix: String,
 }
 

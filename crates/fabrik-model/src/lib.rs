@@ -3,6 +3,7 @@
 //! Every type here is plain data: produced by probing, parsing or benchmarking, consumed by the
 //! doctor, the generators and the renderers. JSON field names are stable snake_case; documents
 //! that stand on their own carry [`SCHEMA_VERSION`] so readers can refuse what they do not know.
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod cluster;

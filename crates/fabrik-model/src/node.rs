@@ -12,13 +12,19 @@ use serde::{Deserialize, Serialize};
 /// Everything fabrik knows about one node's GPU networking.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Node {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
     /// The root directory this was read from (`/` for the live machine).
     pub root: String,
+    /// `/proc/sys/kernel/hostname` (or the snapshot's).
     pub hostname: Option<String>,
+    /// Kernel and distribution.
     pub os: OsInfo,
+    /// Devices under `/sys/class/infiniband`.
     pub rdma_devices: Vec<RdmaDevice>,
+    /// Interfaces under `/sys/class/net`.
     pub net_interfaces: Vec<NetInterface>,
+    /// NVIDIA GPUs found on the PCI bus.
     pub gpus: Vec<Gpu>,
     /// GPU↔NIC distance for every pair of a GPU and an RDMA device (or, on nodes without RDMA, a
     /// PCI network interface).
@@ -30,8 +36,11 @@ pub struct Node {
     pub modules: Vec<KernelModule>,
     /// Names under `/dev/infiniband` (`uverbs0`, `rdma_cm`, `umad0`...).
     pub dev_infiniband: Option<Vec<String>>,
+    /// The locked-memory limit; `None` when not readable.
     pub memlock: Option<MemlockLimit>,
+    /// IOMMU state from the kernel command line and `/sys/kernel/iommu_groups`.
     pub iommu: IommuInfo,
+    /// Driver and library versions found.
     pub versions: Versions,
     /// Names of the command captures found under `ROOT/fabrik/cmd/` (`ibstat`, `mlnx_qos-eth2`...).
     pub command_captures: Vec<String>,
@@ -40,19 +49,23 @@ pub struct Node {
 }
 
 impl Node {
+    /// The RDMA device named `name` (`mlx5_0`).
     pub fn rdma_device(&self, name: &str) -> Option<&RdmaDevice> {
         self.rdma_devices.iter().find(|d| d.name == name)
     }
 
+    /// The network interface named `name` (`eth0`).
     pub fn net_interface(&self, name: &str) -> Option<&NetInterface> {
         self.net_interfaces.iter().find(|i| i.name == name)
     }
 
+    /// Whether kernel module `name` is loaded (listed in `/proc/modules`).
     pub fn has_module(&self, name: &str) -> bool {
         self.modules.iter().any(|m| m.name == name)
     }
 }
 
+/// Kernel and distribution of a node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OsInfo {
     /// `/proc/sys/kernel/osrelease`, e.g. `6.1.0-26-amd64`.
@@ -65,6 +78,7 @@ pub struct OsInfo {
     pub virtualized: Option<bool>,
 }
 
+/// Versions of the drivers and libraries GPU networking depends on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Versions {
     /// From `/proc/driver/nvidia/version` or `/sys/module/nvidia/version`.
@@ -84,14 +98,19 @@ pub struct Versions {
     pub nvidia_open_kernel_module: Option<bool>,
 }
 
+/// Why a fact could not be read: probing never fails on a missing or malformed file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProbeWarning {
+    /// The file or capture, as a path under the probed root.
     pub path: String,
+    /// What went wrong.
     pub message: String,
 }
 
+/// A loaded kernel module (a line of `/proc/modules`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct KernelModule {
+    /// Module name (`mlx5_ib`, `nvidia_peermem`).
     pub name: String,
     /// Reference count (third column of `/proc/modules`).
     pub refcount: Option<u32>,
@@ -136,6 +155,7 @@ impl MemlockLimit {
     }
 }
 
+/// Whether an IOMMU translates DMA, and how.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IommuInfo {
     /// `intel_iommu=on`, `amd_iommu=on`, `iommu=pt`, `iommu.passthrough=1`... as on the cmdline.
@@ -155,12 +175,15 @@ pub struct PciFunction {
     pub address: String,
     /// `0x15b3`
     pub vendor: Option<String>,
+    /// `0x1021`
     pub device: Option<String>,
     /// `0x020700`
     pub class: Option<String>,
     /// `None` when the kernel reports -1 (no NUMA information).
     pub numa_node: Option<i32>,
+    /// Bound kernel driver (`mlx5_core`, `nvidia`).
     pub driver: Option<String>,
+    /// Negotiated and maximum PCIe link.
     pub link: PciLink,
     /// The physical function's address when this is an SR-IOV virtual function.
     pub physfn: Option<String>,
@@ -170,6 +193,7 @@ pub struct PciFunction {
 }
 
 impl PciFunction {
+    /// Whether this is an SR-IOV virtual function (it has a `physfn`).
     pub fn is_virtual_function(&self) -> bool {
         self.physfn.is_some()
     }
@@ -180,26 +204,38 @@ impl PciFunction {
 pub struct PciLink {
     /// As the kernel writes it: `16.0 GT/s PCIe`, `8 GT/s`, `Unknown`.
     pub current_speed: Option<String>,
+    /// `current_speed` in GT/s.
     pub current_speed_gts: Option<f64>,
+    /// Negotiated lane count (`x16` is 16).
     pub current_width: Option<u32>,
+    /// As the kernel writes `max_link_speed`.
     pub max_speed: Option<String>,
+    /// `max_speed` in GT/s.
     pub max_speed_gts: Option<f64>,
+    /// Maximum lane count.
     pub max_width: Option<u32>,
 }
 
+/// An RDMA device (`/sys/class/infiniband/NAME`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RdmaDevice {
     /// `mlx5_0`, `rxe0`, `efa_0`.
     pub name: String,
     /// `/sys/class/infiniband/X/node_type`: `1: CA`.
     pub node_type: Option<String>,
+    /// `node_guid`, as sysfs writes it.
     pub node_guid: Option<String>,
+    /// `sys_image_guid`, as sysfs writes it.
     pub sys_image_guid: Option<String>,
+    /// Firmware version (`fw_ver`).
     pub fw_ver: Option<String>,
+    /// `hca_type` (`MT4123`).
     pub hca_type: Option<String>,
+    /// `board_id` (`MT_0000000223`).
     pub board_id: Option<String>,
-    /// Kernel driver of the device (`mlx5_core`, `rdma_rxe` has none: software device).
+    /// The PCI function behind the device; `None` for software devices (`rxe`, `siw`).
     pub pci: Option<PciFunction>,
+    /// The device's ports.
     pub ports: Vec<Port>,
 }
 
@@ -242,18 +278,26 @@ impl RdmaDevice {
     }
 }
 
+/// One port of an RDMA device (`ports/N`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Port {
+    /// Port number, from 1.
     pub number: u32,
+    /// Logical state (`4: ACTIVE`).
     pub state: Option<StateValue>,
+    /// Physical state (`5: LinkUp`).
     pub phys_state: Option<StateValue>,
+    /// Signalling rate.
     pub rate: Option<LinkRate>,
+    /// InfiniBand or Ethernet (RoCE).
     pub link_layer: Option<LinkLayer>,
     /// IB only: `0x12`.
     pub lid: Option<String>,
+    /// IB only: the subnet manager's LID.
     pub sm_lid: Option<String>,
     /// Active MTU in bytes where exposed (sysfs does not; `ibv_devinfo -v` captures do).
     pub active_mtu: Option<u32>,
+    /// Largest MTU the port supports, bytes, where exposed.
     pub max_mtu: Option<u32>,
     /// The netdev behind this port (from `gid_attrs/ndevs` or the device's `net/` directory).
     pub netdev: Option<String>,
@@ -268,7 +312,9 @@ pub struct Port {
 /// A numbered state as sysfs writes it: `4: ACTIVE`, `5: LinkUp`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateValue {
+    /// The number, when the text has one.
     pub code: Option<u32>,
+    /// The name after the number, or the whole text.
     pub name: String,
 }
 
@@ -294,10 +340,12 @@ impl StateValue {
         }
     }
 
+    /// The state read as a logical port state.
     pub fn port_state(&self) -> PortState {
         PortState::from_state(self)
     }
 
+    /// The state read as a physical port state.
     pub fn phys_state(&self) -> PhysState {
         PhysState::from_state(self)
     }
@@ -307,12 +355,19 @@ impl StateValue {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PortState {
+    /// 0: no state change.
     Nop,
+    /// 1: down.
     Down,
+    /// 2: initialising (no subnet manager has configured it yet).
     Init,
+    /// 3: armed.
     Armed,
+    /// 4: active.
     Active,
+    /// 5: active, deferring.
     ActiveDefer,
+    /// Any other value.
     Unknown,
 }
 
@@ -341,13 +396,21 @@ impl PortState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhysState {
+    /// 1: sleep.
     Sleep,
+    /// 2: polling (no link partner).
     Polling,
+    /// 3: disabled.
     Disabled,
+    /// 4: link training.
     PortConfigurationTraining,
+    /// 5: link up.
     LinkUp,
+    /// 6: link error recovery.
     LinkErrorRecovery,
+    /// 7: PHY test.
     PhyTest,
+    /// Any other value.
     Unknown,
 }
 
@@ -388,16 +451,20 @@ pub struct LinkRate {
     pub speed: Option<String>,
 }
 
+/// `ports/N/link_layer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkLayer {
+    /// `InfiniBand`.
     Infiniband,
+    /// `Ethernet` (RoCE).
     Ethernet,
     /// A value this version of fabrik does not know, kept as written.
     Other(String),
 }
 
 impl LinkLayer {
+    /// Reads sysfs' text; unknown values become [`LinkLayer::Other`].
     pub fn parse(raw: &str) -> Self {
         match raw.trim() {
             "InfiniBand" => LinkLayer::Infiniband,
@@ -410,6 +477,7 @@ impl LinkLayer {
 /// One non-empty GID table slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Gid {
+    /// Slot number in the port's GID table.
     pub index: u32,
     /// As sysfs writes it: `fe80:0000:0000:0000:0000:5eff:fe00:0001`.
     pub gid: String,
@@ -421,6 +489,7 @@ pub struct Gid {
     pub ipv4: Option<String>,
 }
 
+/// A GID's RoCE version (`gid_attrs/types/N`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GidType {
@@ -428,10 +497,12 @@ pub enum GidType {
     IbRoceV1,
     /// `RoCE v2`
     RoceV2,
+    /// A value this version of fabrik does not know, kept as written.
     Other(String),
 }
 
 impl GidType {
+    /// Reads sysfs' text; unknown values become [`GidType::Other`].
     pub fn parse(raw: &str) -> Self {
         match raw.trim() {
             "IB/RoCE v1" => GidType::IbRoceV1,
@@ -441,38 +512,54 @@ impl GidType {
     }
 }
 
+/// What kind of network interface a netdev is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NetKind {
+    /// A physical (or SR-IOV) Ethernet port.
     Ethernet,
+    /// IP over InfiniBand.
     Ipoib,
+    /// `lo`.
     Loopback,
+    /// A Linux bridge.
     Bridge,
     /// veth, bond, macvlan, tun, docker0-like software devices.
     Virtual,
+    /// Anything not recognised.
     Unknown,
 }
 
+/// A network interface (`/sys/class/net/NAME`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NetInterface {
+    /// Interface name (`eth0`, `ib0`).
     pub name: String,
+    /// What kind of interface it is.
     pub kind: NetKind,
+    /// MTU in bytes.
     pub mtu: Option<u32>,
     /// `up`, `down`, `unknown`, `lowerlayerdown`... as the kernel writes it.
     pub operstate: Option<String>,
     /// Mb/s; `None` when the kernel reports -1 or nothing.
     pub speed_mbps: Option<u64>,
+    /// Hardware address, as the kernel writes it.
     pub mac: Option<String>,
     /// CIDR notation, `10.0.0.5/24`.
     pub ipv4: Vec<String>,
+    /// IPv6 addresses in CIDR notation.
     pub ipv6: Vec<String>,
+    /// Bound kernel driver.
     pub driver: Option<String>,
+    /// The PCI function behind it; `None` for software devices.
     pub pci: Option<PciFunction>,
     /// The RDMA device whose port uses this netdev (RoCE, IPoIB).
     pub rdma_device: Option<String>,
     /// Whether the default route leaves through this interface.
     pub default_route: bool,
+    /// mlx5 RoCE ECN switches, where the device has them.
     pub ecn: Option<RoceEcn>,
+    /// Priority flow control, where `mlnx_qos` was captured.
     pub pfc: Option<Pfc>,
     /// `statistics/*`.
     pub statistics: BTreeMap<String, u64>,
@@ -481,7 +568,9 @@ pub struct NetInterface {
 /// mlx5 RoCE ECN switches: `ecn/roce_np/enable/P` and `ecn/roce_rp/enable/P` for priority P.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RoceEcn {
+    /// Notification point (receiver) ECN, by priority.
     pub np_enabled: BTreeMap<u8, bool>,
+    /// Reaction point (sender) ECN, by priority.
     pub rp_enabled: BTreeMap<u8, bool>,
 }
 
@@ -496,11 +585,14 @@ pub struct Pfc {
     pub source: String,
 }
 
+/// An NVIDIA GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gpu {
+    /// Its PCI function.
     pub pci: PciFunction,
     /// `NVIDIA H100 80GB HBM3`, from `/proc/driver/nvidia/gpus/ADDR/information` or NVML.
     pub model: Option<String>,
+    /// `GPU-...` UUID, where readable.
     pub uuid: Option<String>,
     /// `/dev/nvidiaN`.
     pub minor: Option<u32>,
@@ -524,6 +616,7 @@ pub enum PathType {
 }
 
 impl PathType {
+    /// The `nvidia-smi topo -m` name.
     pub fn as_str(self) -> &'static str {
         match self {
             PathType::PIX => "PIX",
@@ -535,20 +628,25 @@ impl PathType {
     }
 }
 
+/// How far one GPU is from one NIC on the PCIe tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GpuNicPath {
     /// GPU PCI address.
     pub gpu: String,
     /// RDMA device name, or the netdev name on nodes without RDMA.
     pub nic: String,
+    /// The NIC's PCI address.
     pub nic_pci: String,
     /// `None` when the PCI paths were not readable.
     pub path_type: Option<PathType>,
+    /// Whether both sit on the same NUMA node; `None` when either is unknown.
     pub same_numa: Option<bool>,
 }
 
+/// A PCIe bridge or switch port between GPUs and NICs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PciBridge {
+    /// PCI address (`0000:16:02.0`).
     pub address: String,
     /// ACS control bits reported enabled (`SrcValid`, `ReqRedir`, `CmpltRedir`...) from `lspci -vvv`.
     pub acs_ctl_enabled: Option<Vec<String>>,

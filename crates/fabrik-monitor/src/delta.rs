@@ -17,18 +17,23 @@ use crate::width::is_saturated;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Change {
+    /// Same value in both samples.
     Unchanged,
+    /// It went up by `delta`.
     Moved {
+        /// The increase, in the counter's units.
         delta: u64,
     },
     /// It went down: the counter was cleared in between. `after` is what it counted since.
     Reset,
     /// Stuck at its ceiling: the true count is unknown, at least `delta_at_least` more.
     Saturated {
+        /// The least it can have increased by.
         delta_at_least: u64,
     },
     /// One of the two readings is unusable.
     Unreadable {
+        /// Why, as the reading said.
         reason: String,
     },
     /// Only in the second sample.
@@ -40,10 +45,15 @@ pub enum Change {
 /// One counter's change, with its rate when the interval is known.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterChange {
+    /// Where the counter lives.
     pub source: Source,
+    /// The counter's file or ethtool name (`port_rcv_errors`).
     pub name: String,
+    /// The first sample's value, when readable.
     pub before: Option<u64>,
+    /// The second sample's value, when readable.
     pub after: Option<u64>,
+    /// What happened to it.
     #[serde(flatten)]
     pub change: Change,
     /// Counter units per second (for `port_*_data`: 4-byte words per second, as counted).
@@ -65,55 +75,85 @@ impl CounterChange {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Presence {
+    /// In both samples.
     Both,
     /// Gone in the second sample (device removed, driver unloaded, VF destroyed).
     Vanished,
+    /// New in the second sample.
     Appeared,
 }
 
 /// Traffic of one line, in bytes and packets.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Traffic {
+    /// Bytes sent between the samples (`port_xmit_data` × 4 for RDMA ports).
     pub tx_bytes: Option<u64>,
+    /// Bytes received between the samples (`port_rcv_data` × 4 for RDMA ports).
     pub rx_bytes: Option<u64>,
+    /// Packets sent between the samples.
     pub tx_packets: Option<u64>,
+    /// Packets received between the samples.
     pub rx_packets: Option<u64>,
+    /// Send rate, bits per second; `None` without an interval.
     pub tx_bits_per_s: Option<f64>,
+    /// Receive rate, bits per second; `None` without an interval.
     pub rx_bits_per_s: Option<f64>,
+    /// Packets sent per second; `None` without an interval.
     pub tx_packets_per_s: Option<f64>,
+    /// Packets received per second; `None` without an interval.
     pub rx_packets_per_s: Option<f64>,
 }
 
+/// One RDMA port compared across two samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortDelta {
+    /// RDMA device name (`mlx5_0`).
     pub device: String,
+    /// Port number.
     pub port: u32,
+    /// Whether the port is in both samples.
     pub presence: Presence,
+    /// `state` in the latest sample that has the port.
     pub state: Option<String>,
+    /// `rate` in the latest sample that has the port.
     pub rate: Option<String>,
+    /// `link_layer` in the latest sample that has the port.
     pub link_layer: Option<String>,
+    /// Netdevs behind the port.
     pub netdevs: Vec<String>,
+    /// What moved through the port.
     pub traffic: Traffic,
     /// Every counter that did not simply stay put.
     pub changes: Vec<CounterChange>,
+    /// What could not be compared, in words (the port vanished, a directory was unreadable).
     pub problems: Vec<String>,
 }
 
 impl PortDelta {
+    /// `device:port`, as findings name a port.
     pub fn subject(&self) -> String {
         format!("{}:{}", self.device, self.port)
     }
 }
 
+/// One network interface compared across two samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetdevDelta {
+    /// Interface name.
     pub name: String,
+    /// Whether the interface is in both samples.
     pub presence: Presence,
+    /// Backed by a device (a NIC or VF).
     pub physical: bool,
+    /// RDMA ports that use this netdev (`mlx5_0:1`).
     pub rdma_ports: Vec<String>,
+    /// `operstate` in the latest sample that has the interface.
     pub operstate: Option<String>,
+    /// What moved through the interface (`statistics/`).
     pub traffic: Traffic,
+    /// Every counter that did not simply stay put.
     pub changes: Vec<CounterChange>,
+    /// What could not be compared, in words.
     pub problems: Vec<String>,
 }
 
@@ -122,8 +162,11 @@ pub struct NetdevDelta {
 pub struct Report {
     /// Seconds between the samples; `None` when unknown (then only deltas are given).
     pub interval_s: Option<f64>,
+    /// Every RDMA port in either sample.
     pub ports: Vec<PortDelta>,
+    /// Every interface sampled in either sample.
     pub netdevs: Vec<NetdevDelta>,
+    /// Problems of the samples as a whole.
     pub problems: Vec<String>,
 }
 

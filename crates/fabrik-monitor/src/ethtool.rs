@@ -8,6 +8,7 @@ use crate::sample::Reading;
 /// What `ethtool -S` printed, as counters; or why it printed none.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EthtoolStats {
+    /// `name: value` lines, by name.
     pub stats: BTreeMap<String, Reading>,
     /// Lines that were not `name: value` and not the header, e.g.
     /// `no stats available` or `Cannot get stats strings information: Operation not supported`.

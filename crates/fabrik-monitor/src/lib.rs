@@ -3,6 +3,7 @@
 //!
 //! Pure core, I/O at the edges: [`read`] and [`server`] touch the system; everything else is a
 //! function of [`Sample`]s.
+#![warn(missing_docs)]
 
 pub mod delta;
 pub mod ethtool;

@@ -28,7 +28,10 @@ pub enum EthtoolMode {
     /// From `ROOT/fabrik/cmd/ethtool-S-IF.txt`, as `fabrik snapshot` writes it.
     Snapshot,
     /// Run `ethtool -S IF` (RDMA-backed netdevs only), killed after `timeout`.
-    Live { timeout: Duration },
+    Live {
+        /// How long one `ethtool -S` may run.
+        timeout: Duration,
+    },
 }
 
 /// How to sample.
@@ -36,6 +39,7 @@ pub enum EthtoolMode {
 pub struct SampleOptions {
     /// Include every netdev except `lo`, not just RDMA-backed and physical ones.
     pub all_netdevs: bool,
+    /// Whether and how to read `ethtool -S`.
     pub ethtool: EthtoolMode,
 }
 

@@ -9,11 +9,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reading {
+    /// The counter's value.
     Value(u64),
+    /// Why there is no value (`empty file`, `not a number: ...`, an OS error).
     Unreadable(String),
 }
 
 impl Reading {
+    /// The value, when there is one.
     pub fn value(&self) -> Option<u64> {
         match self {
             Reading::Value(v) => Some(*v),
@@ -53,6 +56,7 @@ pub enum Source {
 }
 
 impl Source {
+    /// The directory name used in JSON and output (`hw_counters`).
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Counters => "counters",
@@ -66,7 +70,9 @@ impl Source {
 /// One RDMA port.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PortSample {
+    /// RDMA device name (`mlx5_0`).
     pub device: String,
+    /// Port number.
     pub port: u32,
     /// `state` as the kernel writes it: `4: ACTIVE`.
     pub state: Option<String>,
@@ -79,17 +85,21 @@ pub struct PortSample {
     /// Netdevs behind this port (RoCE/rxe netdev from `gid_attrs/ndevs/0`, IPoIB from
     /// `device/net/`).
     pub netdevs: Vec<String>,
+    /// `ports/N/counters/*`, by file name.
     pub counters: BTreeMap<String, Reading>,
+    /// `ports/N/hw_counters/*`, by file name.
     pub hw_counters: BTreeMap<String, Reading>,
     /// Why the port's directories could not be listed, when that happened.
     pub problems: Vec<String>,
 }
 
 impl PortSample {
+    /// `device:port`, as findings name a port.
     pub fn subject(&self) -> String {
         format!("{}:{}", self.device, self.port)
     }
 
+    /// A counter of this port from `source` (`Counters` or `HwCounters`; `None` for the others).
     pub fn reading(&self, source: Source, name: &str) -> Option<&Reading> {
         match source {
             Source::Counters => self.counters.get(name),
@@ -102,18 +112,24 @@ impl PortSample {
 /// One network interface.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetdevSample {
+    /// Interface name.
     pub name: String,
     /// Backed by a device (`/sys/class/net/IF/device` exists): a NIC or VF, not a bridge or veth.
     pub physical: bool,
     /// RDMA ports that use this netdev (`mlx5_0:1`).
     pub rdma_ports: Vec<String>,
+    /// `operstate` as the kernel writes it (`up`, `down`).
     pub operstate: Option<String>,
+    /// `statistics/*`, by file name.
     pub statistics: BTreeMap<String, Reading>,
+    /// `ethtool -S` counters, by name; empty when not read.
     pub ethtool: BTreeMap<String, Reading>,
+    /// Why some of it could not be read, when that happened.
     pub problems: Vec<String>,
 }
 
 impl NetdevSample {
+    /// A counter of this interface from `source` (`Statistics` or `Ethtool`; `None` for the others).
     pub fn reading(&self, source: Source, name: &str) -> Option<&Reading> {
         match source {
             Source::Statistics => self.statistics.get(name),
@@ -129,19 +145,23 @@ pub struct Sample {
     /// Wall-clock time of the sample, seconds since the Unix epoch: now for a live root, the
     /// snapshot's `fabrik/captured_at` otherwise (absent when the snapshot has none).
     pub taken_at_unix_s: Option<f64>,
+    /// Every RDMA port.
     pub ports: Vec<PortSample>,
+    /// Every interface sampled.
     pub netdevs: Vec<NetdevSample>,
     /// Problems that concern the whole sample (a missing `/sys/class/infiniband`...).
     pub problems: Vec<String>,
 }
 
 impl Sample {
+    /// The sample of port `port` of `device`.
     pub fn port(&self, device: &str, port: u32) -> Option<&PortSample> {
         self.ports
             .iter()
             .find(|p| p.device == device && p.port == port)
     }
 
+    /// The sample of interface `name`.
     pub fn netdev(&self, name: &str) -> Option<&NetdevSample> {
         self.netdevs.iter().find(|n| n.name == name)
     }

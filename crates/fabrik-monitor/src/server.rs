@@ -45,10 +45,17 @@ pub type FindingsFn = Box<dyn Fn(&Path) -> Vec<Finding> + Send + Sync>;
 /// Whether the root can still be read, for `/healthz`: `Err` says why not (503).
 pub type HealthFn = Box<dyn Fn(&Path) -> Result<(), String> + Send + Sync>;
 
+/// Why the exporter could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    /// The listening socket could not be set up.
     #[error("cannot listen on {addr}: {reason}")]
-    Bind { addr: String, reason: String },
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// The OS error, as text.
+        reason: String,
+    },
     /// The cause is part of the message rather than a `source`, so that a caller printing the
     /// chain (`{:#}`) prints it once.
     #[error("the exporter's server stopped: {0}")]
@@ -57,9 +64,13 @@ pub enum ServerError {
 
 /// What the exporter reads and how.
 pub struct ExporterConfig {
+    /// The root sampled on each scrape.
     pub root: PathBuf,
+    /// How to sample.
     pub options: SampleOptions,
+    /// Thresholds of the counter rules run between two scrapes.
     pub thresholds: Thresholds,
+    /// Findings to export besides the counter rules, run on each scrape.
     pub findings: Option<FindingsFn>,
 }
 
@@ -110,12 +121,14 @@ struct Shared {
 pub struct StopHandle(Arc<Notify>);
 
 impl StopHandle {
+    /// Makes the server stop accepting and return.
     pub fn unblock(&self) {
         self.0.notify_one();
     }
 }
 
 impl Exporter {
+    /// Binds `listen` (`host:port`) without serving yet; a failure is [`ServerError::Bind`].
     pub fn bind(listen: &str, config: ExporterConfig) -> Result<Exporter, ServerError> {
         let bind_err = |e: io::Error| ServerError::Bind {
             addr: listen.to_string(),

@@ -32,6 +32,7 @@ pub enum Ceiling {
 }
 
 impl Ceiling {
+    /// The largest value the counter can hold.
     pub fn max(self) -> u64 {
         match self {
             Ceiling::Pma(bits) if bits < 64 => (1u64 << bits) - 1,
@@ -41,6 +42,7 @@ impl Ceiling {
     }
 }
 
+/// The width of counter `name` from `source`: only PMA `counters/` have narrow ones.
 pub fn ceiling(source: Source, name: &str) -> Ceiling {
     if source != Source::Counters {
         return Ceiling::Wide;

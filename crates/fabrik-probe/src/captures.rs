@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::fs::{join, RootFs};
 
+/// The directory of command captures inside a root.
 pub const CMD_DIR: &str = "/fabrik/cmd";
 
 /// The captured texts by name (`mlnx_qos-eth2`), sorted.
@@ -12,6 +13,7 @@ pub struct Captures {
 }
 
 impl Captures {
+    /// Reads every `NAME.txt` under [`CMD_DIR`]; an unreadable one is left out with a warning.
     pub fn read(fs: &mut RootFs) -> Self {
         let mut texts = BTreeMap::new();
         for file in fs.list_opt(CMD_DIR) {
@@ -25,10 +27,12 @@ impl Captures {
         Captures { texts }
     }
 
+    /// The capture names (`ibstat`, `mlnx_qos-eth2`), sorted.
     pub fn names(&self) -> Vec<String> {
         self.texts.keys().cloned().collect()
     }
 
+    /// The text of capture `name`, when there is one.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.texts.get(name).map(String::as_str)
     }

@@ -23,6 +23,7 @@ const MAX_MANIFEST_BYTES: u64 = 1024 * 1024;
 /// One thing probing touched, keyed by its resolved path inside the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recorded {
+    /// A file and its bytes.
     File(Vec<u8>),
     /// A directory and the names it listed.
     Dir(Vec<String>),
@@ -45,8 +46,10 @@ fn parse_manifest(text: &str) -> BTreeMap<String, i32> {
         .collect()
 }
 
+/// A probed root: every read goes through it, confined to the root, answering a snapshot's recorded failures the same way, and optionally recording what it touched.
 pub struct RootFs {
     root: Root,
+    /// Why facts are unknown, collected as probing goes.
     pub warnings: Vec<ProbeWarning>,
     record: Option<BTreeMap<String, Recorded>>,
     /// Files a snapshot saw fail, answered with the same error.
@@ -99,6 +102,7 @@ impl RootFs {
         self
     }
 
+    /// Everything recorded since [`RootFs::recording`]; empty when not recording.
     pub fn take_record(&mut self) -> BTreeMap<String, Recorded> {
         self.record.take().unwrap_or_default()
     }
@@ -121,6 +125,7 @@ impl RootFs {
         }
     }
 
+    /// Notes that `path` could not be read or understood.
     pub fn warn(&mut self, path: &str, message: impl Into<String>) {
         self.warnings.push(ProbeWarning {
             path: path.to_string(),
@@ -163,6 +168,7 @@ impl RootFs {
         }
     }
 
+    /// A file's content as text (invalid UTF-8 replaced); errors are the OS's.
     pub fn read_text(&mut self, logical: &str) -> io::Result<String> {
         self.read_bytes(logical)
             .map(|b| String::from_utf8_lossy(&b).into_owned())

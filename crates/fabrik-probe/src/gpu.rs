@@ -7,9 +7,11 @@ use crate::fs::{join, RootFs};
 use crate::parse::parse_nvidia_gpu_information;
 use crate::pci::{pci_dir_of, read_function};
 
+/// Where PCI functions are listed.
 pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 const NVIDIA: &str = "0x10de";
 
+/// NVIDIA display-class PCI functions (vendor `0x10de`, class `0x03...`) with the driver's model, UUID and minor where readable.
 pub fn read_gpus(fs: &mut RootFs) -> Vec<Gpu> {
     let mut out = Vec::new();
     for addr in fs.list_opt(PCI_DEVICES) {

@@ -3,6 +3,7 @@
 //!
 //! [`probe`] is the single entry point: every file is read under the root, every missing or
 //! malformed one becomes a `None` and a [`fabrik_model::ProbeWarning`], never a panic.
+#![warn(missing_docs)]
 
 pub mod captures;
 pub mod confined;
@@ -27,15 +28,19 @@ use crate::captures::Captures;
 use crate::fs::RootFs;
 use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
 
+/// Why a root could not be probed at all (a missing file inside it is only a [`fabrik_model::ProbeWarning`]).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     /// A directory that is not a node, or a snapshot cut short (see [`root::check`]).
     #[error(transparent)]
     NotANode(root::RootError),
+    /// The root directory does not exist.
     #[error("root directory {0} does not exist")]
     RootMissing(PathBuf),
+    /// The root exists but is not a directory.
     #[error("root {0} is not a directory")]
     RootNotDirectory(PathBuf),
+    /// The root directory could not be opened; the OS error is kept.
     #[error("cannot open root {0}: {1}")]
     RootUnreadable(PathBuf, std::io::Error),
 }

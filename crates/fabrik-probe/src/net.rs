@@ -14,6 +14,7 @@ use crate::parse::{
 };
 use crate::pci::function_behind;
 
+/// Where network interfaces are listed.
 pub const CLASS_DIR: &str = "/sys/class/net";
 /// `RTF_GATEWAY` in `/proc/net/route` flags.
 const RTF_GATEWAY: u32 = 0x2;
@@ -27,6 +28,7 @@ struct Addresses {
     v6: BTreeMap<String, Vec<String>>,
 }
 
+/// Every interface under [`CLASS_DIR`], with addresses, default route, ECN and PFC.
 pub fn read_interfaces(fs: &mut RootFs, caps: &Captures) -> Vec<NetInterface> {
     let routes = fs
         .text_opt("/proc/net/route")

@@ -8,6 +8,7 @@ use crate::fs::{join, RootFs};
 use crate::parse::{gid_ipv4, gid_is_zero, parse_rate, parse_u64};
 use crate::pci::function_behind;
 
+/// Where RDMA devices are listed.
 pub const CLASS_DIR: &str = "/sys/class/infiniband";
 
 /// Names listed under a directory that are numbers, in numeric order.
@@ -20,6 +21,7 @@ fn numbered(names: Vec<String>) -> Vec<u32> {
 /// `ibv_devinfo -v` MTUs by (device, port).
 pub type MtuMap = BTreeMap<(String, u32), (Option<u32>, Option<u32>)>;
 
+/// Every device under [`CLASS_DIR`] with its ports, GIDs and counters; `mtus` fills the MTUs sysfs lacks.
 pub fn read_devices(fs: &mut RootFs, mtus: &MtuMap) -> Vec<RdmaDevice> {
     let mut out = Vec::new();
     for name in fs.list_opt(CLASS_DIR) {

@@ -22,15 +22,21 @@ pub enum RootKind {
     Snapshot,
 }
 
+/// Why a directory is not something fabrik can probe.
 #[derive(Debug, thiserror::Error)]
 pub enum RootError {
+    /// The root does not exist.
     #[error("root {0} does not exist")]
     Missing(PathBuf),
+    /// The root exists but is not a directory.
     #[error("root {0} is not a directory")]
     NotDirectory(PathBuf),
+    /// The root could not be listed.
     #[error("root {path} cannot be read")]
     Unreadable {
+        /// The root.
         path: PathBuf,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
@@ -39,11 +45,13 @@ pub enum RootError {
          mounted at sys/; a snapshot written by `fabrik snapshot` holds sys/ and fabrik/); give \
          --root / for this machine, or a directory or .tar.gz that `fabrik snapshot` wrote"
     )]
+    /// Neither a live root (no `sys/class/`) nor a snapshot.
     NotANode(PathBuf),
     #[error(
         "{0} is a snapshot that was cut short ({PARTIAL_MARKER} is still there: its writer was \
          stopped before it finished); take the snapshot again"
     )]
+    /// A snapshot whose writer stopped before it finished.
     Unfinished(PathBuf),
 }
 

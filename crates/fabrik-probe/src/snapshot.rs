@@ -13,18 +13,31 @@ use crate::fs::{parent, Recorded};
 
 pub use crate::unpack::{is_snapshot_tarball, unpack, unpack_with, UnpackLimits, Unpacked};
 
+/// Why a snapshot could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
+    /// The source root could not be probed.
     #[error(transparent)]
     Probe(#[from] crate::ProbeError),
+    /// A tarball or directory refused as a snapshot (a limit exceeded, an unsafe entry).
     #[error("refusing snapshot {path}: {reason}")]
-    Refused { path: PathBuf, reason: String },
+    Refused {
+        /// The snapshot refused.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The output path is taken; snapshots never overwrite.
     #[error("{0} already exists; choose another output path")]
     OutputExists(PathBuf),
+    /// A file operation failed; `action` says which (`create`, `write`...).
     #[error("{action} {path}")]
     Io {
+        /// What was being done.
         action: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// The OS error.
         source: std::io::Error,
     },
 }
@@ -41,6 +54,7 @@ pub(crate) fn io_err(
     }
 }
 
+/// What [`capture`] copies and where to.
 #[derive(Debug, Clone)]
 pub struct SnapshotOptions {
     /// What to copy: `/` for this machine (a snapshot of a snapshot works too).
@@ -49,10 +63,12 @@ pub struct SnapshotOptions {
     pub output: PathBuf,
     /// Run the helper commands (only meaningful when `source_root` is `/`).
     pub run_commands: bool,
+    /// How long one helper command may run before it is killed.
     pub command_timeout: Duration,
 }
 
 impl SnapshotOptions {
+    /// A snapshot of this machine (`/`) into `output`, running the helper commands with a 20 s limit each.
     pub fn new(output: PathBuf) -> Self {
         SnapshotOptions {
             source_root: PathBuf::from("/"),
@@ -63,22 +79,31 @@ impl SnapshotOptions {
     }
 }
 
+/// One helper command a snapshot ran.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CommandRun {
     /// Capture name: the file is `fabrik/cmd/NAME.txt`.
     pub name: String,
+    /// The command line.
     pub command: String,
     /// `saved`, `timed out`, `exit N (nothing saved)`, `failed to start: ...`.
     pub outcome: String,
 }
 
+/// What a snapshot wrote.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SnapshotSummary {
+    /// [`fabrik_model::SCHEMA_VERSION`] of the writer.
     pub schema_version: u32,
+    /// The directory or tarball written.
     pub output: String,
+    /// Regular files copied.
     pub files: usize,
+    /// Directories created.
     pub directories: usize,
+    /// Symbolic links copied as links.
     pub symlinks: usize,
+    /// Every helper command run, and how it ended.
     pub commands: Vec<CommandRun>,
 }
 

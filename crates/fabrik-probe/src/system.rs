@@ -36,12 +36,14 @@ pub const MODULES_THAT_MATTER: &[&str] = &[
     "ena",
 ];
 
+/// `/proc/sys/kernel/hostname`, else `/etc/hostname`; `None` when neither has a name.
 pub fn hostname(fs: &mut RootFs) -> Option<String> {
     fs.attr_opt("/proc/sys/kernel/hostname")
         .or_else(|| fs.attr_opt("/etc/hostname"))
         .filter(|s| !s.is_empty())
 }
 
+/// Kernel release, command line, distribution and whether the node looks virtualised.
 pub fn os_info(fs: &mut RootFs) -> OsInfo {
     let distro = fs
         .text_opt("/etc/os-release")
@@ -88,6 +90,7 @@ fn virtualized(fs: &mut RootFs) -> Option<bool> {
     flags
 }
 
+/// Loaded modules that matter to GPU networking, from `/proc/modules`.
 pub fn modules(fs: &mut RootFs) -> Vec<KernelModule> {
     let Some(text) = fs.attr("/proc/modules") else {
         return Vec::new();
@@ -123,6 +126,7 @@ pub fn dev_infiniband(fs: &mut RootFs, have_rdma: bool) -> Option<Vec<String>> {
     }
 }
 
+/// The `Max locked memory` line of `/proc/self/limits`; a missing or malformed line is `None` with a warning.
 pub fn memlock(fs: &mut RootFs) -> Option<MemlockLimit> {
     let path = "/proc/self/limits";
     let text = fs.attr(path)?;
@@ -133,6 +137,7 @@ pub fn memlock(fs: &mut RootFs) -> Option<MemlockLimit> {
     m
 }
 
+/// IOMMU state from `cmdline` (the kernel command line) and `/sys/kernel/iommu_groups`.
 pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
     let cmdline_flags = cmdline.map(iommu_cmdline_flags).unwrap_or_default();
     let groups_dir = "/sys/kernel/iommu_groups";
@@ -173,6 +178,7 @@ pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
     }
 }
 
+/// Driver and library versions from `/proc`, `/sys/module` and the captures.
 pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
     let version_file = fs.text_opt("/proc/driver/nvidia/version");
     let nvidia_open_kernel_module = version_file.as_deref().and_then(parse_nvidia_open_module);

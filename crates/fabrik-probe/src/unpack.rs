@@ -20,6 +20,7 @@ pub struct UnpackLimits {
     /// Bytes out of gzip per byte in, checked once more than `ratio_after` came out (gzip can
     /// reach about 1000:1 on zeros; a tar of sysfs text reaches under 100).
     pub max_ratio: u64,
+    /// Bytes out before `max_ratio` is checked.
     pub ratio_after: u64,
 }
 
@@ -39,6 +40,7 @@ impl Default for UnpackLimits {
 /// (and is removed if the process is stopped by SIGTERM, SIGINT or SIGHUP meanwhile).
 pub struct Unpacked {
     _dir: tempfile::TempDir,
+    /// The unpacked snapshot's root, to pass to [`crate::probe`].
     pub root: PathBuf,
 }
 

@@ -12,6 +12,7 @@ pub struct Ticker {
 }
 
 impl Ticker {
+    /// Starts counting; the rate is calibrated from here.
     pub fn start() -> Self {
         Ticker {
             i0: Instant::now(),
@@ -19,6 +20,7 @@ impl Ticker {
         }
     }
 
+    /// The current tick count.
     pub fn now(&self) -> u64 {
         ticks()
     }

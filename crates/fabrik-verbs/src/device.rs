@@ -14,14 +14,20 @@ use crate::loader::Verbs;
 /// What `ibv_query_port` says about one port.
 #[derive(Debug, Clone, Copy)]
 pub struct PortInfo {
+    /// `ibv_port_state` (4 is ACTIVE).
     pub state: i32,
+    /// `ibv_mtu` enum (1 = 256 bytes … 5 = 4096 bytes).
     pub active_mtu: i32,
+    /// GID table size.
     pub gid_tbl_len: i32,
+    /// The port's LID (IB; 0 on RoCE).
     pub lid: u16,
+    /// `IBV_LINK_LAYER_*`.
     pub link_layer: u8,
 }
 
 impl PortInfo {
+    /// Whether the link layer is Ethernet (RoCE), so addressing goes through GIDs.
     pub fn is_ethernet(&self) -> bool {
         self.link_layer == IBV_LINK_LAYER_ETHERNET
     }
@@ -31,6 +37,7 @@ impl PortInfo {
     }
 }
 
+/// Bytes of an `ibv_mtu` value (1 → 256 … 5 → 4096); 0 for anything else.
 pub fn mtu_enum_to_bytes(v: i32) -> u32 {
     match v {
         1..=5 => 128u32 << v,
@@ -38,6 +45,7 @@ pub fn mtu_enum_to_bytes(v: i32) -> u32 {
     }
 }
 
+/// The `ibv_mtu` value of an MTU in bytes; `None` unless it is 256, 512, 1024, 2048 or 4096.
 pub fn mtu_bytes_to_enum(bytes: u32) -> Option<i32> {
     match bytes {
         256 => Some(1),
@@ -49,6 +57,7 @@ pub fn mtu_bytes_to_enum(bytes: u32) -> Option<i32> {
     }
 }
 
+/// The name of an `ibv_port_state` (`ACTIVE`), `UNKNOWN` for values outside the enum.
 pub fn port_state_name(state: i32) -> &'static str {
     match state {
         0 => "NOP",
@@ -65,6 +74,7 @@ pub fn port_state_name(state: i32) -> &'static str {
 pub struct Context {
     pub(crate) verbs: Arc<Verbs>,
     pub(crate) ptr: NonNull<ibv_context>,
+    /// The device name (`mlx5_0`).
     pub name: String,
 }
 
@@ -162,10 +172,12 @@ impl Context {
         })
     }
 
+    /// The loaded library this context calls through.
     pub fn verbs(&self) -> &Verbs {
         &self.verbs
     }
 
+    /// Number of physical ports (`ibv_query_device`).
     pub fn phys_port_cnt(&self) -> Result<u8, VerbsError> {
         // SAFETY: ibv_device_attr is plain data; all-zero is a valid value.
         let mut attr: ibv_device_attr = unsafe { std::mem::zeroed() };
@@ -177,6 +189,7 @@ impl Context {
         Ok(attr.phys_port_cnt)
     }
 
+    /// State, MTU, GID table size, LID and link layer of `port` (`ibv_query_port`).
     pub fn query_port(&self, port: u8) -> Result<PortInfo, VerbsError> {
         let mut attr = ibv_port_attr::default();
         // SAFETY: ptr is an open context; attr is zeroed and at least as large as the compat
@@ -194,6 +207,7 @@ impl Context {
         })
     }
 
+    /// The 16 raw bytes of GID `index` on `port` (`ibv_query_gid`).
     pub fn query_gid(&self, port: u8, index: u32) -> Result<[u8; 16], VerbsError> {
         let mut gid = ibv_gid::default();
         let idx = c_int::try_from(index)
@@ -218,12 +232,14 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
+    /// Allocates a protection domain on `ctx` (`ibv_alloc_pd`).
     pub fn new(ctx: Arc<Context>) -> Result<Arc<Self>, VerbsError> {
         // SAFETY: ctx is open.
         let pd = unsafe { (ctx.verbs.alloc_pd)(ctx.ptr.as_ptr()) };
         let ptr = NonNull::new(pd).ok_or_else(|| VerbsError::call("ibv_alloc_pd"))?;
         Ok(Arc::new(Pd { ctx, ptr }))
     }
+    /// The device context this PD belongs to.
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
     }
@@ -240,7 +256,9 @@ impl Drop for Pd {
 pub struct Mr {
     pd: Arc<Pd>,
     ptr: NonNull<ibv_mr>,
+    /// The registered range's start address, as the NIC sees it.
     pub addr: u64,
+    /// The registered range's length in bytes.
     pub len: usize,
 }
 // SAFETY: see Context.
@@ -333,10 +351,12 @@ impl Mr {
         Ok(Mr { pd, ptr, addr, len })
     }
 
+    /// The local key, for scatter/gather entries.
     pub fn lkey(&self) -> u32 {
         // SAFETY: ptr is a live MR.
         unsafe { self.ptr.as_ref() }.lkey
     }
+    /// The remote key, for the peer's RDMA reads and writes.
     pub fn rkey(&self) -> u32 {
         // SAFETY: ptr is a live MR.
         unsafe { self.ptr.as_ref() }.rkey
@@ -361,6 +381,7 @@ unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
 
 impl Cq {
+    /// A completion queue of at least `depth` entries (`ibv_create_cq`).
     pub fn new(ctx: Arc<Context>, depth: u32) -> Result<Arc<Self>, VerbsError> {
         let cqe = c_int::try_from(depth).unwrap_or(c_int::MAX);
         // SAFETY: ctx is open; no channel, no context, vector 0.
@@ -408,6 +429,7 @@ pub struct Qp {
     _send_cq: Arc<Cq>,
     _recv_cq: Arc<Cq>,
     pub(crate) ptr: NonNull<ibv_qp>,
+    /// Inline data the QP accepts, bytes (what the provider granted).
     pub max_inline: u32,
 }
 // SAFETY: see Context; a Qp is used by one thread at a time (&mut for posting).
@@ -416,27 +438,37 @@ unsafe impl Send for Qp {}
 /// The remote end of a connection, as exchanged over the control channel.
 #[derive(Debug, Clone, Copy)]
 pub struct RemoteQp {
+    /// The peer's QP number.
     pub qpn: u32,
+    /// The peer's initial packet sequence number.
     pub psn: u32,
+    /// The peer's LID (IB).
     pub lid: u16,
+    /// The peer's GID (raw bytes).
     pub gid: [u8; 16],
 }
 
 /// Path parameters of the local end.
 #[derive(Debug, Clone, Copy)]
 pub struct PathParams {
+    /// Local port, from 1.
     pub port: u8,
+    /// Local GID index.
     pub gid_index: u8,
     /// GRH needed: RoCE always, IB when the peer has a global GID.
     pub use_grh: bool,
+    /// Path MTU as an `ibv_mtu` value.
     pub mtu: i32,
+    /// Local initial packet sequence number.
     pub psn: u32,
     /// IB local ACK timeout exponent: 4.096 µs × 2^timeout per try.
     pub timeout: u8,
+    /// Transport retries before a send fails (at most 7).
     pub retry_cnt: u8,
 }
 
 impl Qp {
+    /// Creates an RC QP in the RESET state with one SGE per WR (`ibv_create_qp`).
     pub fn new_rc(
         pd: Arc<Pd>,
         send_cq: Arc<Cq>,
@@ -472,6 +504,7 @@ impl Qp {
         })
     }
 
+    /// This QP's number.
     pub fn qp_num(&self) -> u32 {
         // SAFETY: ptr is a live QP.
         unsafe { self.ptr.as_ref() }.qp_num

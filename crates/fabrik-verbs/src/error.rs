@@ -2,55 +2,91 @@
 
 use std::io;
 
+/// Everything that can fail in the verbs layer and the RDMA benchmarks.
 #[derive(Debug, thiserror::Error)]
 pub enum VerbsError {
+    /// libibverbs could not be opened.
     #[error(
         "cannot load {name}: {reason} (install rdma-core: `apt install libibverbs1 \
          ibverbs-providers` or `dnf install libibverbs`)"
     )]
-    LibraryNotFound { name: String, reason: String },
+    LibraryNotFound {
+        /// The name given to dlopen.
+        name: String,
+        /// dlerror's text.
+        reason: String,
+    },
+    /// libibverbs lacks a call fabrik needs.
     #[error("{library} has no symbol `{symbol}`: rdma-core is too old")]
     MissingSymbol {
+        /// The library's name.
         library: String,
+        /// The missing symbol.
         symbol: &'static str,
     },
+    /// `ibv_get_device_list` returned no device.
     #[error(
         "no RDMA device found (is a driver such as mlx5_ib or rdma_rxe loaded, ib_uverbs \
          loaded, and /dev/infiniband present in this container?)"
     )]
     NoDevices,
+    /// No device has the name asked for.
     #[error("RDMA device `{name}` not found; available: {}", list(.available))]
     DeviceNotFound {
+        /// The name asked for.
         name: String,
+        /// The devices there are.
         available: Vec<String>,
     },
+    /// The device has no such port.
     #[error("{device} has {count} port(s); port {port} does not exist")]
-    PortNotFound { device: String, port: u8, count: u8 },
+    PortNotFound {
+        /// The device.
+        device: String,
+        /// The port asked for (from 1).
+        port: u8,
+        /// How many ports the device has.
+        count: u8,
+    },
+    /// The port is not ACTIVE, so no QP can use it.
     #[error("{device} port {port} is {state}, not ACTIVE")]
     PortNotActive {
+        /// The device.
         device: String,
+        /// The port.
         port: u8,
+        /// Its state's name (`DOWN`, `INIT`...).
         state: String,
     },
+    /// The GID index lies outside the port's GID table.
     #[error(
         "GID index {index} is out of range on {device} port {port} (table size {len}); \
          `fabrik inventory` lists the valid GIDs"
     )]
     GidIndexOutOfRange {
+        /// The device.
         device: String,
+        /// The port.
         port: u8,
+        /// The index asked for.
         index: u32,
+        /// The table's size.
         len: u32,
     },
+    /// The GID table slot asked for holds no GID.
     #[error(
         "GID index {index} on {device} port {port} is empty (all zeros); pick a populated \
          one: `fabrik inventory` lists them"
     )]
     GidEmpty {
+        /// The device.
         device: String,
+        /// The port.
         port: u8,
+        /// The empty slot.
         index: u32,
     },
+    /// Memory registration failed and the locked-memory limit is the likely cause.
     #[error(
         "cannot register {bytes} bytes of memory: {err}; the locked-memory limit is {}: \
          raise it (`ulimit -l unlimited`, or LimitMEMLOCK=infinity / `--ulimit memlock=-1` \
@@ -58,47 +94,74 @@ pub enum VerbsError {
         limit_text(*.limit)
     )]
     MemlockTooLow {
+        /// The size of the region, in bytes.
         bytes: usize,
+        /// The soft `RLIMIT_MEMLOCK` in bytes; `None` when unlimited or unknown.
         limit: Option<u64>,
         /// Shown in the message, so not a `source` (an error chain would print it twice).
         err: io::Error,
     },
+    /// A verbs call returned an error.
     #[error("{call} failed: {err}")]
-    Call { call: &'static str, err: io::Error },
+    Call {
+        /// The call, e.g. `ibv_modify_qp(RTR)`.
+        call: &'static str,
+        /// The errno it set. Shown in the message, so not a `source`.
+        err: io::Error,
+    },
+    /// A work completion came back with an error status.
     #[error(
         "{op} completion failed on QP {qp_num}: {status_str} (status {status}, vendor error \
          {vendor_err:#x}){}",
         completion_hint(*.status)
     )]
     Completion {
+        /// The operation (`RDMA write`, `send`...).
         op: String,
+        /// The local QP number.
         qp_num: u32,
+        /// The `ibv_wc_status`.
         status: i32,
+        /// `ibv_wc_status_str`'s text for it.
         status_str: String,
+        /// The provider's vendor error code.
         vendor_err: u32,
     },
+    /// A wait on the peer or on completions passed its deadline.
     #[error(
         "timed out after {secs:.1} s waiting for {what} (is the peer alive and reachable over \
          RDMA?)"
     )]
-    Timeout { what: String, secs: f64 },
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The deadline, in seconds.
+        secs: f64,
+    },
+    /// The peer's control connection closed or failed while this end waited on it.
     #[error(
         "the peer {peer} {what} while this end waited for {waiting}: it was killed, crashed or \
          lost its network"
     )]
     PeerGone {
+        /// The peer's address.
         peer: String,
+        /// What happened to its connection (`closed the control connection`...).
         what: String,
+        /// What this end was waiting for.
         waiting: String,
     },
     /// The peer wrote on the control channel in the middle of a data phase, where it only does so
     /// to report a failure; the caller reads that message.
     #[error("the peer interrupted the data phase with a control message")]
     PeerSpoke,
+    /// A request this device, build or peer cannot serve, in words.
     #[error("{0}")]
     Unsupported(String),
+    /// Allocating or registering GPU memory failed.
     #[error("GPU memory: {0}")]
     Cuda(String),
+    /// The control channel failed or the peer broke the protocol.
     #[error("control channel: {0}")]
     Control(String),
 }

@@ -4,7 +4,10 @@
 //! libibverbs at build time, and we load it at run time (see `loader.rs`). Only the structures we
 //! pass across the boundary are here; `tests/layout.rs` compares every size and offset with the C
 //! compiler's view of the installed header.
-#![allow(non_camel_case_types, dead_code)]
+//!
+//! Every item keeps its C name and every field its C name and order, so verbs.h and the `ibv_*`
+//! man pages are their documentation; missing_docs is off here rather than copying them.
+#![allow(non_camel_case_types, dead_code, missing_docs)]
 
 use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_uint};

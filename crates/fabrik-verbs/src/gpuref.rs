@@ -24,6 +24,7 @@ pub enum Registration {
 }
 
 impl Registration {
+    /// The name used in reports (`dma_buf`, `peer_mem`, `host`).
     pub fn as_str(self) -> &'static str {
         match self {
             Registration::DmaBuf => "dma_buf",

@@ -1,6 +1,7 @@
 //! RDMA verbs loaded at run time (dlopen `libibverbs.so.1`, as NCCL does) and an RDMA transport
 //! for fabrik's point-to-point benchmarks: RC queue pairs, RDMA write/read and send, bandwidth
 //! and latency tests measured as perftest measures them, host or GPU memory.
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod clock;

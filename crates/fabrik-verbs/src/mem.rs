@@ -11,6 +11,7 @@ use crate::error::VerbsError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MemKind {
+    /// Page-aligned host memory.
     Host,
     /// `cuMemAlloc`: device memory, reached by the NIC through GPUDirect RDMA.
     Cuda,
@@ -19,6 +20,7 @@ pub enum MemKind {
 }
 
 impl MemKind {
+    /// The name used in options and reports (`host`, `cuda`, `managed`).
     pub fn as_str(self) -> &'static str {
         match self {
             MemKind::Host => "host",
@@ -45,7 +47,9 @@ enum Storage {
 /// A buffer the NIC reads and writes, with copy-in/copy-out for filling and checking it.
 pub struct Buffer {
     storage: Storage,
+    /// Size in bytes (at least 1).
     pub len: usize,
+    /// Where it lives.
     pub kind: MemKind,
 }
 
@@ -57,6 +61,7 @@ unsafe impl Send for Buffer {}
 const GPU_ALIGN: usize = 2 << 20;
 
 impl Buffer {
+    /// A zeroed buffer of `len` bytes (at least 1) of `kind`; GPU kinds need `cuda`.
     pub fn new(kind: MemKind, len: usize, cuda: Option<&Arc<Cuda>>) -> Result<Self, VerbsError> {
         let len = len.max(1);
         match kind {
@@ -108,6 +113,7 @@ impl Buffer {
         }
     }
 
+    /// The buffer's start as a pointer (a device address for CUDA memory: never dereference it on the host).
     pub fn as_mut_ptr(&self) -> *mut u8 {
         self.addr() as *mut u8
     }
@@ -223,6 +229,7 @@ pub fn pattern_byte(bytes: u64, k: u64) -> u8 {
         % 251) as u8
 }
 
+/// The `bytes`-long test pattern both ends fill and check buffers with.
 pub fn pattern(bytes: u64) -> Vec<u8> {
     (0..bytes).map(|k| pattern_byte(bytes, k)).collect()
 }

@@ -27,7 +27,9 @@ use crate::mem::{Buffer, MemKind};
 /// Sizes of the pipe: `slots` receive slots (and as many staging buffers) of `chunk_bytes`.
 #[derive(Debug, Clone)]
 pub struct PipeConfig {
+    /// Bytes per chunk: the largest message one send carries.
     pub chunk_bytes: usize,
+    /// Receive slots each end keeps posted.
     pub slots: u32,
     /// Longest wait for any one completion, credit or set-up message.
     pub timeout: Duration,
@@ -43,11 +45,15 @@ impl Default for PipeConfig {
     }
 }
 
+/// Smallest `chunk_bytes` accepted.
 pub const MIN_CHUNK: usize = 4096;
+/// Largest `chunk_bytes` accepted.
 pub const MAX_CHUNK: usize = 64 << 20;
+/// Most `slots` accepted.
 pub const MAX_SLOTS: u32 = 256;
 
 impl PipeConfig {
+    /// Refuses a chunk size or slot count outside the bounds above.
     pub fn validate(&self) -> Result<(), VerbsError> {
         if !(MIN_CHUNK..=MAX_CHUNK).contains(&self.chunk_bytes) {
             return Err(VerbsError::Unsupported(format!(
@@ -70,6 +76,7 @@ impl PipeConfig {
 
 const MAGIC: &[u8; 4] = b"FBKP";
 const VERSION: u16 = 1;
+/// Bytes of an encoded [`SetupFrame`].
 pub const SETUP_LEN: usize = 64;
 const READY: &[u8; 8] = b"FBKRDY01";
 const FLAG_ETHERNET: u16 = 1;
@@ -78,22 +85,31 @@ const FLAG_ETHERNET: u16 = 1;
 /// credit word lives. Fixed 64 bytes, little-endian, so a reader never allocates on its say-so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SetupFrame {
+    /// This end's QP number.
     pub qpn: u32,
+    /// This end's initial packet sequence number.
     pub psn: u32,
+    /// This end's LID (IB).
     pub lid: u16,
+    /// Whether this end's link layer is Ethernet (RoCE).
     pub ethernet: bool,
     /// Active MTU in bytes; the two ends use the smaller.
     pub mtu: u32,
+    /// This end's GID (raw bytes).
     pub gid: [u8; 16],
     /// The receive slots this end keeps posted: the peer may send at most `recv_slots` chunks of
     /// at most `recv_chunk` bytes ahead of the credits.
     pub recv_chunk: u32,
+    /// How many receive slots this end keeps posted.
     pub recv_slots: u32,
+    /// Address of this end's credit word, for the peer's RDMA writes.
     pub credit_addr: u64,
+    /// Remote key of the credit word.
     pub credit_rkey: u32,
 }
 
 impl SetupFrame {
+    /// The frame in its fixed 64-byte little-endian layout.
     pub fn encode(&self) -> [u8; SETUP_LEN] {
         let mut b = [0u8; SETUP_LEN];
         b[0..4].copy_from_slice(MAGIC);
@@ -179,7 +195,9 @@ impl SetupFrame {
 /// whose running count of consumed chunks arrives in the credit word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxCredits {
+    /// Chunks that may be outstanding.
     pub window: u64,
+    /// Chunks sent so far.
     pub sent: u64,
 }
 
@@ -202,12 +220,16 @@ impl TxCredits {
 /// read everything it was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RxCredits {
+    /// Slots consumed so far.
     pub consumed: u64,
+    /// The consumed count last reported to the sender.
     pub reported: u64,
+    /// Slots consumed between reports.
     pub batch: u64,
 }
 
 impl RxCredits {
+    /// Nothing consumed yet; reports every quarter of `window` (at least every slot).
     pub fn new(window: u64) -> Self {
         RxCredits {
             consumed: 0,
@@ -220,6 +242,7 @@ impl RxCredits {
         self.consumed += 1;
         self.consumed - self.reported >= self.batch
     }
+    /// Notes that the current consumed count went out.
     pub fn mark_reported(&mut self) {
         self.reported = self.consumed;
     }
@@ -279,21 +302,27 @@ impl PipeDevice {
         }))
     }
 
+    /// The RDMA device name.
     pub fn name(&self) -> &str {
         &self.ctx.name
     }
+    /// The port, from 1.
     pub fn port(&self) -> u8 {
         self.port
     }
+    /// The GID index in use.
     pub fn gid_index(&self) -> u32 {
         self.gid_index
     }
+    /// The GID in use, as text.
     pub fn gid(&self) -> String {
         format_gid(&self.gid)
     }
+    /// Active MTU in bytes.
     pub fn mtu(&self) -> u32 {
         self.mtu
     }
+    /// Whether the link layer is Ethernet (RoCE).
     pub fn is_ethernet(&self) -> bool {
         self.port_info.is_ethernet()
     }
@@ -301,6 +330,7 @@ impl PipeDevice {
     pub fn device_port(&self) -> String {
         format!("{}:{}", self.ctx.name, self.port)
     }
+    /// `device:port GID index N (gid), MTU M`, for messages.
     pub fn describe(&self) -> String {
         format!(
             "{} GID index {} ({}), MTU {}",
@@ -639,12 +669,15 @@ impl VerbsPipe {
         Ok(pipe)
     }
 
+    /// The peer's address.
     pub fn peer(&self) -> &str {
         &self.peer
     }
+    /// The local device this pipe runs on.
     pub fn device(&self) -> &Arc<PipeDevice> {
         &self.dev
     }
+    /// The local QP number.
     pub fn qp_num(&self) -> u32 {
         self.qp_num
     }

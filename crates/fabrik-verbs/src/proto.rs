@@ -5,23 +5,32 @@
 use fabrik_model::P2pTest;
 use serde::{Deserialize, Serialize};
 
+/// The control protocol's version; both ends must speak the same.
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// Upper bounds a server accepts, so that a client cannot make it allocate without limit.
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+/// Most iterations per size a server accepts.
 pub const MAX_ITERATIONS: u64 = 100_000_000;
+/// Most queue pairs a server accepts.
 pub const MAX_QPS: u32 = 256;
+/// Deepest send queue a server accepts.
 pub const MAX_TX_DEPTH: u32 = 8192;
 
+/// The RDMA operation a test times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
+    /// RDMA write.
     Write,
+    /// RDMA read.
     Read,
+    /// Send/receive.
     Send,
 }
 
 impl Op {
+    /// The name used in options and reports.
     pub fn as_str(self) -> &'static str {
         match self {
             Op::Write => "write",
@@ -68,16 +77,23 @@ impl PerftestDefaults {
 /// The test both ends run; the client chooses, the server follows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestParams {
+    /// The operation.
     pub op: Op,
+    /// Bandwidth or latency.
     pub test: P2pTest,
+    /// Message sizes in bytes, run in order.
     pub sizes: Vec<u64>,
+    /// Timed iterations per size.
     pub iterations: u64,
+    /// Work requests outstanding per QP.
     pub tx_depth: u32,
     /// Signal one send completion every `cq_mod` work requests (perftest's `--cq-mod`).
     pub cq_mod: u32,
+    /// Queue pairs, each with its share of the traffic.
     pub qps: u32,
     /// Largest message sent inline (copied into the WQE by the CPU).
     pub inline_size: u32,
+    /// Check the received data against the pattern after each size.
     pub verify: bool,
 }
 
@@ -121,6 +137,7 @@ impl TestParams {
         Ok(())
     }
 
+    /// The largest message size (1 when there is none).
     pub fn max_size(&self) -> u64 {
         self.sizes.iter().copied().max().unwrap_or(1)
     }
@@ -129,7 +146,9 @@ impl TestParams {
 /// One queue pair's coordinates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QpEndpoint {
+    /// QP number.
     pub qpn: u32,
+    /// Initial packet sequence number.
     pub psn: u32,
 }
 
@@ -137,16 +156,23 @@ pub struct QpEndpoint {
 /// end's buffer with RDMA write/read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
+    /// LID (IB; 0 on RoCE).
     pub lid: u16,
     /// As sysfs writes it (`0000:...:ffff:c000:0201`).
     pub gid: String,
+    /// The GID index the sender uses.
     pub gid_index: u32,
+    /// Whether the link layer is Ethernet (RoCE).
     pub ethernet: bool,
     /// Active MTU in bytes; the two ends use the smaller.
     pub mtu: u32,
+    /// Every QP of this end.
     pub qps: Vec<QpEndpoint>,
+    /// Start of this end's registered buffer.
     pub addr: u64,
+    /// Its remote key.
     pub rkey: u32,
+    /// Its length in bytes.
     pub len: u64,
 }
 
@@ -154,33 +180,47 @@ pub struct Endpoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "msg", rename_all = "snake_case")]
 pub enum Ctrl {
+    /// Client: the test to run and its coordinates.
     Hello {
+        /// [`PROTOCOL_VERSION`] of the client.
         version: u32,
+        /// The test.
         params: TestParams,
+        /// The client's coordinates.
         endpoint: Endpoint,
     },
+    /// Server: it accepts, with its own coordinates.
     Welcome {
+        /// The server's coordinates.
         endpoint: Endpoint,
     },
     /// Client: about to run messages of `bytes`; the server prepares (posts receives, fills the
     /// source buffer) and answers `Ready`.
     Start {
+        /// Message size in bytes.
         bytes: u64,
     },
+    /// Server: ready for the size announced.
     Ready,
     /// Client: the timed part of `bytes` is over.
     Done {
+        /// Message size in bytes.
         bytes: u64,
     },
     /// Server: what it checked (`checked` false when there was nothing for it to check).
     Verified {
+        /// Message size in bytes.
         bytes: u64,
+        /// Whether anything was checked.
         checked: bool,
+        /// Bytes that differed from the pattern.
         mismatches: u64,
     },
+    /// Client: the test is over.
     Bye,
     /// Either end: it failed, and why (shown by the other end).
     Error {
+        /// The error, in words.
         message: String,
     },
 }

@@ -46,6 +46,7 @@ pub struct PeerWatch {
 }
 
 impl PeerWatch {
+    /// A watch on a clone of `stream`; `None` when it cannot be cloned.
     pub fn new(stream: &TcpStream) -> Option<Self> {
         let peer = stream
             .peer_addr()

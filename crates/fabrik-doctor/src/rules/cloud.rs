@@ -5,7 +5,9 @@ use fabrik_model::{Finding, NetInterface, Node, Severity};
 use crate::env::PlannedEnv;
 use crate::util::*;
 
+/// Rule id of "GCP A3-like node without GPUDirect-TCPX".
 pub const GCP_A3_TCPX: &str = "FAB-CLOUD-001";
+/// Rule id of "EFA present without the libfabric/aws-ofi-nccl settings".
 pub const AWS_EFA: &str = "FAB-CLOUD-002";
 
 fn gvnics(node: &Node) -> Vec<&NetInterface> {
@@ -35,6 +37,7 @@ fn tcpx_configured(env: &PlannedEnv) -> bool {
             .is_some_and(|v| v.to_ascii_lowercase().contains("tcpx"))
 }
 
+/// Rule [`GCP_A3_TCPX`]: "GCP A3-like node without GPUDirect-TCPX".
 pub fn gcp_a3(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     if !looks_like_gcp_a3(node) {
         return vec![];
@@ -101,6 +104,7 @@ fn efa_configured(env: &PlannedEnv) -> Option<bool> {
     }
 }
 
+/// Rule [`AWS_EFA`]: "EFA present without the libfabric/aws-ofi-nccl settings".
 pub fn aws_efa(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     let efa: Vec<_> = devices(node).into_iter().filter(|d| d.is_efa()).collect();
     if efa.is_empty() {

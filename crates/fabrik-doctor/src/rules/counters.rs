@@ -8,8 +8,11 @@ use fabrik_model::{Finding, Node, Severity};
 
 use crate::util::*;
 
+/// Rule id of "Link error counters above zero".
 pub const LINK_ERRORS: &str = "FAB-CTR-001";
+/// Rule id of "RoCE loss and retransmission counters above zero".
 pub const ROCE_LOSS: &str = "FAB-CTR-002";
+/// Rule id of "Congestion notifications exchanged".
 pub const CONGESTION: &str = "FAB-CTR-003";
 
 /// `ports/N/counters/*` that count physical or link-level faults (IB PortCounters). Left out:
@@ -65,6 +68,7 @@ fn listing(hits: &[(&str, u64)]) -> String {
         .join(", ")
 }
 
+/// Rule [`LINK_ERRORS`]: "Link error counters above zero".
 pub fn link_errors(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -84,6 +88,7 @@ pub fn link_errors(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`ROCE_LOSS`]: "RoCE loss and retransmission counters above zero".
 pub fn roce_loss(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -108,6 +113,7 @@ pub fn roce_loss(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`CONGESTION`]: "Congestion notifications exchanged".
 pub fn congestion(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {

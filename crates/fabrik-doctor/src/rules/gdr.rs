@@ -4,7 +4,9 @@ use fabrik_model::{Finding, GpuNicPath, Node, PathType, Severity};
 
 use crate::util::*;
 
+/// Rule id of "GPUs and RDMA NICs without a peer-memory path".
 pub const NO_PEER_MEMORY: &str = "FAB-GDR-001";
+/// Rule id of "A GPU's nearest RDMA NIC is beyond PXB".
 pub const FAR_NIC: &str = "FAB-GDR-002";
 
 /// NCCL's default NCCL_NET_GDR_LEVEL: GPUDirect RDMA is used when the GPU↔NIC path is PXB or
@@ -73,6 +75,7 @@ fn dma_buf(node: &Node) -> DmaBuf {
     }
 }
 
+/// Rule [`NO_PEER_MEMORY`]: "GPUs and RDMA NICs without a peer-memory path".
 pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
     let hw: Vec<_> = node
         .rdma_devices
@@ -118,6 +121,7 @@ pub fn no_peer_memory(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// Rule [`FAR_NIC`]: "A GPU's nearest RDMA NIC is beyond PXB".
 pub fn far_nic(node: &Node) -> Vec<Finding> {
     if node
         .rdma_devices

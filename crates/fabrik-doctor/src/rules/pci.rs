@@ -6,8 +6,11 @@ use fabrik_model::{Finding, NetKind, Node, PciFunction, Severity};
 
 use crate::util::*;
 
+/// Rule id of "PCIe link below its maximum speed or width".
 pub const PCIE_LINK: &str = "FAB-PCI-001";
+/// Rule id of "ACS redirect enabled on PCIe bridges between GPUs and NICs".
 pub const ACS_REDIRECT: &str = "FAB-PCI-002";
+/// Rule id of "IOMMU on and not in passthrough (bare metal)".
 pub const IOMMU_TRANSLATED: &str = "FAB-PCI-003";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -90,6 +93,7 @@ fn check_link(
     ));
 }
 
+/// Rule [`PCIE_LINK`]: "PCIe link below its maximum speed or width".
 pub fn pcie_link(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     let mut seen = BTreeSet::new();
@@ -133,6 +137,7 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`ACS_REDIRECT`]: "ACS redirect enabled on PCIe bridges between GPUs and NICs".
 pub fn acs_redirect(node: &Node) -> Vec<Finding> {
     if node.os.virtualized == Some(true) {
         // In a VM the hypervisor owns ACS; passthrough needs it, and the guest's view of the
@@ -182,6 +187,7 @@ pub fn acs_redirect(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`IOMMU_TRANSLATED`]: "IOMMU on and not in passthrough (bare metal)".
 pub fn iommu_translated(node: &Node) -> Vec<Finding> {
     if node.os.virtualized == Some(true) || (node.rdma_devices.is_empty() && node.gpus.is_empty()) {
         return vec![];

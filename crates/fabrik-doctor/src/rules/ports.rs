@@ -6,11 +6,17 @@ use fabrik_model::{Finding, GidType, LinkLayer, Node, PhysState, PortState, Seve
 
 use crate::util::*;
 
+/// Rule id of "RDMA port not ACTIVE".
 pub const PORT_STATE: &str = "FAB-PORT-001";
+/// Rule id of "Physical link not LinkUp".
 pub const PHYS_STATE: &str = "FAB-PORT-002";
+/// Rule id of "InfiniBand port below its capable width or speed".
 pub const BELOW_CAPABLE: &str = "FAB-PORT-003";
+/// Rule id of "Active ports of one node at different rates".
 pub const MIXED_RATES: &str = "FAB-PORT-004";
+/// Rule id of "A value fabrik cannot judge".
 pub const UNKNOWN_VALUE: &str = "FAB-DATA-001";
+/// Rule id of "Files fabrik could not read".
 pub const UNREADABLE: &str = "FAB-DATA-002";
 
 /// Files probing could not read or understand: the facts they hold are unknown, and rules that
@@ -52,6 +58,7 @@ fn no_link_severity(
     }
 }
 
+/// Rule [`PORT_STATE`]: "RDMA port not ACTIVE".
 pub fn port_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -97,6 +104,7 @@ pub fn port_state(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`PHYS_STATE`]: "Physical link not LinkUp".
 pub fn phys_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -229,6 +237,7 @@ fn chip_group(dev: &fabrik_model::RdmaDevice) -> String {
 /// (subject, rate path, Gb/s, rate text) of one active port.
 type RatedPort = (String, String, f64, String);
 
+/// Rule [`MIXED_RATES`]: "Active ports of one node at different rates".
 pub fn mixed_rates(node: &Node) -> Vec<Finding> {
     // Compared within one driver family and chip: a node's 10 GbE iWARP NIC, 100G Omni-Path HFI
     // or 25 GbE ConnectX-4 Lx management port next to its ConnectX-7 rails is another network,

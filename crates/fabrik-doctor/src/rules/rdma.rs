@@ -6,11 +6,16 @@ use crate::rules::cloud::looks_like_gcp_a3;
 use crate::socket;
 use crate::util::*;
 
+/// Rule id of "No RDMA device present".
 pub const NO_RDMA: &str = "FAB-RDMA-001";
+/// Rule id of "RDMA devices without /dev/infiniband/uverbs*".
 pub const NO_UVERBS: &str = "FAB-RDMA-002";
+/// Rule id of "Locked-memory limit not unlimited with RDMA present".
 pub const MEMLOCK: &str = "FAB-RDMA-003";
+/// Rule id of "SR-IOV virtual function: relaxed ordering matters".
 pub const SRIOV_VF: &str = "FAB-RDMA-004";
 
+/// Rule [`NO_RDMA`]: "No RDMA device present".
 pub fn no_rdma(node: &Node) -> Vec<Finding> {
     if !node.rdma_devices.is_empty() {
         return vec![];
@@ -56,6 +61,7 @@ pub fn no_rdma(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// Rule [`NO_UVERBS`]: "RDMA devices without /dev/infiniband/uverbs*".
 pub fn no_uverbs(node: &Node) -> Vec<Finding> {
     if node.rdma_devices.is_empty() {
         return vec![];
@@ -98,6 +104,7 @@ pub fn no_uverbs(node: &Node) -> Vec<Finding> {
 /// 1 PiB: more than any node's memory.
 const EFFECTIVELY_UNLIMITED: u64 = 1 << 50;
 
+/// Rule [`MEMLOCK`]: "Locked-memory limit not unlimited with RDMA present".
 pub fn memlock(node: &Node) -> Vec<Finding> {
     if node.rdma_devices.is_empty() {
         return vec![];
@@ -131,6 +138,7 @@ pub fn memlock(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// Rule [`SRIOV_VF`]: "SR-IOV virtual function: relaxed ordering matters".
 pub fn sriov_vf(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for dev in devices(node) {

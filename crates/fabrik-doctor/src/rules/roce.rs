@@ -6,15 +6,21 @@ use fabrik_model::{Finding, Gid, GidType, Node, Severity};
 
 use crate::util::*;
 
+/// Rule id of "RoCE port without a RoCE v2 GID carrying an IP address".
 pub const NO_V2_GID: &str = "FAB-ROCE-001";
+/// Rule id of "RoCE v2 GID index differs between ports of one node".
 pub const GID_INDEX_DIFFERS: &str = "FAB-ROCE-002";
+/// Rule id of "RDMA MTU too small".
 pub const MTU: &str = "FAB-MTU-001";
+/// Rule id of "PFC off on a RoCE interface".
 pub const PFC_OFF: &str = "FAB-QOS-001";
+/// Rule id of "RoCE ECN (DCQCN) off".
 pub const ECN_OFF: &str = "FAB-QOS-002";
 
 /// RoCE needs an Ethernet MTU that holds a 4096-byte RoCE payload plus its headers; NVIDIA's
 /// guidance is an MTU of at least 4200 (9000 is usual).
 pub const ROCE_MIN_NETDEV_MTU: u32 = 4200;
+/// The largest IB MTU (`IBV_MTU_4096`), in bytes: what RDMA ports should run at.
 pub const IB_FULL_MTU: u32 = 4096;
 
 fn is_ip_gid(g: &Gid) -> bool {
@@ -25,6 +31,7 @@ fn is_ip_gid(g: &Gid) -> bool {
 /// GID: fabrik-nccl's one GID policy, shared with `fabrik env`, launch and the bench.
 pub use fabrik_nccl::gid::recommended_gid_index;
 
+/// Rule [`NO_V2_GID`]: "RoCE port without a RoCE v2 GID carrying an IP address".
 pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -74,6 +81,7 @@ pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`GID_INDEX_DIFFERS`]: "RoCE v2 GID index differs between ports of one node".
 pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
     let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut evidence = vec![];
@@ -107,6 +115,7 @@ pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
     )]
 }
 
+/// Rule [`MTU`]: "RDMA MTU too small".
 pub fn mtu(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
@@ -162,6 +171,7 @@ fn roce_netdevs(node: &Node) -> Vec<(String, &fabrik_model::NetInterface)> {
     v
 }
 
+/// Rule [`PFC_OFF`]: "PFC off on a RoCE interface".
 pub fn pfc_off(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (subject, nif) in roce_netdevs(node) {
@@ -181,6 +191,7 @@ pub fn pfc_off(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`ECN_OFF`]: "RoCE ECN (DCQCN) off".
 pub fn ecn_off(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (subject, nif) in roce_netdevs(node) {

@@ -6,7 +6,9 @@ use crate::env::PlannedEnv;
 use crate::socket::{self, Tier};
 use crate::util::*;
 
+/// Rule id of "The interface NCCL's sockets would use".
 pub const SOCKET_INTERFACE: &str = "FAB-SOCK-001";
+/// Rule id of "NCCL's default socket interface would be wrong".
 pub const SOCKET_BAD_DEFAULT: &str = "FAB-SOCK-002";
 
 fn describe(i: &fabrik_model::NetInterface) -> String {

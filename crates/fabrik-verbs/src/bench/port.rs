@@ -18,12 +18,20 @@ use crate::mem::MemKind;
 /// How this end uses its hardware (not negotiated: each end picks its own).
 #[derive(Debug, Clone)]
 pub struct LocalOptions {
+    /// The RDMA device to use; `None` picks the first usable one.
     pub device: Option<String>,
+    /// The port, from 1.
     pub port: u8,
+    /// The GID index; `None` is 0 on IB and, on RoCE, the one NCCL would pick under this
+    /// process's `NCCL_IB_*` variables.
     pub gid_index: Option<u32>,
+    /// Path MTU in bytes; `None` uses the port's active MTU.
     pub mtu: Option<u32>,
+    /// Where the benchmark buffer lives.
     pub mem: MemKind,
+    /// The CUDA device ordinal, for GPU memory.
     pub cuda_device: i32,
+    /// Register the buffer with `IBV_ACCESS_RELAXED_ORDERING`.
     pub relaxed_ordering: bool,
     /// With GPU memory, also run the bandwidth test from a host buffer (same QPs, sizes) and
     /// compare.
