@@ -117,6 +117,10 @@ const ROCE_MTU_BLOG: Source = Source {
     title: "RoCE active MTU is the largest IB MTU below the Ethernet MTU minus RoCE headers",
     url: "https://blog.workinghardinit.work/2019/09/05/fixing-slow-roce-rdma-performance-with-winof-2-to-winof/",
 };
+const KERNEL_NEIGH_SYSCTL: Source = Source {
+    title: "Linux kernel: IP sysctl, neigh/default/gc_thresh1-3 (Documentation/networking/ip-sysctl.rst)",
+    url: "https://docs.kernel.org/networking/ip-sysctl.html",
+};
 const ROCE_MODE: Source = Source {
     title: "NVIDIA MLNX_OFED: default RoCE mode (IB/RoCE v1 vs RoCE v2)",
     url: "https://docs.nvidia.com/networking/display/RHEL94/default-roce-mode-setting.pdf",
@@ -737,6 +741,17 @@ pub static RULES: &[Rule] = &[
         evidence: "/sys/class/infiniband/*/ports/*/link_layer per node.",
         fix: "Run a job on nodes of one fabric (split the allocation by partition or node label).",
         sources: &[NCCL_IB_LINK_LAYER_SRC, KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-X-011",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "Neighbour (ARP) table smaller than the job's on-link peers",
+        checks: "For each node, the number of the other nodes' IPv4 addresses on subnets the node is on (one ARP entry each), against the node's /proc/sys/net/ipv4/neigh/default/gc_thresh3. Peers reached through a gateway (another subnet, /31 and /32 fabrics) take no entry and are not counted.",
+        why: "gc_thresh3 is the neighbour table's hard limit (kernel default 1024): past it the kernel creates no new entry, logs `neighbour: arp_cache: neighbor table overflow!`, and packets to a peer it has not resolved are dropped, so connections to some peers time out while others work. Jobs whose traffic reaches every peer hit it first: the pair matrix, alltoall (mixture-of-experts), a bootstrap all-gather on a flat subnet of hundreds of nodes with several addresses each. Warning: a job that talks to few peers (rings, trees) runs.",
+        evidence: "gc_thresh3 of the node; the count of peer addresses on its subnets.",
+        fix: "Raise gc_thresh1/2/3 on every node above the on-link peer count (the table holds other neighbours too), e.g. with a file in /etc/sysctl.d/.",
+        sources: &[KERNEL_NEIGH_SYSCTL],
     },
 ];
 

@@ -37,6 +37,8 @@ pub const GID_INDEX: &str = "FAB-X-008";
 pub const SUBNETS: &str = "FAB-X-009";
 /// Rule id of "InfiniBand and RoCE (or EFA) nodes in one job".
 pub const LINK_LAYER: &str = "FAB-X-010";
+/// Rule id of "Neighbour (ARP) table smaller than the job's on-link peers".
+pub const NEIGHBOURS: &str = "FAB-X-011";
 
 /// A node and the name the report gives it (hostname, or the root directory).
 #[derive(Debug, Clone)]
@@ -240,6 +242,69 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
             if nets.is_empty() { None } else { Some(sorted_join(nets)) }
         }));
     out.extend(subnets.into_iter().map(|f| unroutable(f, nodes)));
+    out.extend(neighbour_tables(nodes));
+    out
+}
+
+/// Nodes whose IPv4 neighbour table cannot hold an entry for every peer address on the subnets
+/// they share with it. Each on-link peer address takes one ARP entry; past `gc_thresh3` the
+/// kernel resolves no new neighbour, so a job whose traffic reaches every peer (the pair
+/// matrix, alltoall, a bootstrap all-gather) finds some of them unreachable. Peers reached
+/// through a gateway (another subnet, /31 and /32 fabrics) take no entry and are not counted.
+fn neighbour_tables(nodes: &[NamedNode]) -> Vec<Finding> {
+    let addrs: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            n.node
+                .net_interfaces
+                .iter()
+                .filter(|i| i.kind != fabrik_model::NetKind::Loopback)
+                .flat_map(|i| i.ipv4.iter().cloned())
+                .collect()
+        })
+        .collect();
+    let mut out = vec![];
+    for (i, n) in nodes.iter().enumerate() {
+        let Some(limit) = n.node.neighbour_limits.as_ref().and_then(|l| l.gc_thresh3) else {
+            continue;
+        };
+        let mine: BTreeSet<String> = addrs[i].iter().filter_map(|c| ipv4_network(c)).collect();
+        let need = addrs
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, a)| a.iter())
+            .filter(|c| ipv4_network(c).is_some_and(|net| mine.contains(&net)))
+            .count() as u64;
+        if need <= limit {
+            continue;
+        }
+        out.push(finding(
+            NEIGHBOURS,
+            Severity::Warning,
+            n.name.clone(),
+            format!(
+                "{} needs at least {need} neighbour (ARP) entries for the job's peer addresses on its subnets, above the table's hard limit gc_thresh3 = {limit}: once the table is full the kernel resolves no new peer (dmesg: `neighbour: arp_cache: neighbor table overflow!`) and connections to it time out",
+                n.name
+            ),
+            vec![
+                ev(
+                    format!("{}:/proc/sys/net/ipv4/neigh/default/gc_thresh3", n.name),
+                    limit.to_string(),
+                ),
+                ev(
+                    format!("{}: peer IPv4 addresses on its subnets", n.name),
+                    need.to_string(),
+                ),
+            ],
+            format!(
+                "Raise the thresholds on every node above the number of on-link peers (the table holds other neighbours too), e.g. `sysctl -w net.ipv4.neigh.default.gc_thresh1={} net.ipv4.neigh.default.gc_thresh2={} net.ipv4.neigh.default.gc_thresh3={}`, and keep them in /etc/sysctl.d/.",
+                need.next_power_of_two(),
+                2 * need.next_power_of_two(),
+                4 * need.next_power_of_two()
+            ),
+        ));
+    }
     out
 }
 
@@ -423,6 +488,59 @@ mod tests {
                 node: n,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_neighbour_table_smaller_than_the_on_link_peers_is_named() {
+        use fabrik_model::{NeighbourLimits, NetKind};
+        // 40 nodes on one /16 rail plus a /31 point-to-point link each: the /31 peers are not
+        // on-link, so each node needs 39 entries.
+        let mut nodes: Vec<Node> = (1..=40u8)
+            .map(|i| {
+                let mut n = bare_node();
+                n.hostname = Some(format!("n{i}"));
+                n.net_interfaces = vec![
+                    netif("lo", NetKind::Loopback, Some("127.0.0.1/8"), "unknown"),
+                    netif(
+                        "eth0",
+                        NetKind::Ethernet,
+                        Some(&format!("10.1.0.{i}/16")),
+                        "up",
+                    ),
+                    netif(
+                        "eth1",
+                        NetKind::Ethernet,
+                        Some(&format!("172.16.{i}.0/31")),
+                        "up",
+                    ),
+                ];
+                n.neighbour_limits = Some(NeighbourLimits {
+                    gc_thresh1: Some(128),
+                    gc_thresh2: Some(512),
+                    gc_thresh3: Some(1024),
+                });
+                n
+            })
+            .collect();
+        assert!(check(&named(nodes.clone()))
+            .iter()
+            .all(|f| f.rule != NEIGHBOURS));
+        // One node with a table of 32: 39 peers do not fit.
+        nodes[4].neighbour_limits.as_mut().unwrap().gc_thresh3 = Some(32);
+        // One node whose limits are unknown is left out.
+        nodes[5].neighbour_limits = None;
+        let f = check(&named(nodes));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == NEIGHBOURS).collect();
+        assert_eq!(x.len(), 1, "{x:#?}");
+        assert_eq!(x[0].subject, "n5");
+        assert_eq!(x[0].severity, Severity::Warning);
+        assert!(
+            x[0].message.contains("at least 39 neighbour"),
+            "{}",
+            x[0].message
+        );
+        assert!(x[0].message.contains("gc_thresh3 = 32"), "{}", x[0].message);
+        assert!(x[0].fix.contains("gc_thresh3=256"), "{}", x[0].fix);
     }
 
     #[test]

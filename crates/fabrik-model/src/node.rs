@@ -38,6 +38,9 @@ pub struct Node {
     pub dev_infiniband: Option<Vec<String>>,
     /// The locked-memory limit; `None` when not readable.
     pub memlock: Option<MemlockLimit>,
+    /// The limits of the kernel's IPv4 neighbour (ARP) table; `None` when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbour_limits: Option<NeighbourLimits>,
     /// IOMMU state from the kernel command line and `/sys/kernel/iommu_groups`.
     pub iommu: IommuInfo,
     /// Driver and library versions found.
@@ -116,6 +119,21 @@ pub struct KernelModule {
     pub refcount: Option<u32>,
     /// Version from `/sys/module/NAME/version` where the module exposes one.
     pub version: Option<String>,
+}
+
+/// The garbage-collection thresholds of the IPv4 neighbour table,
+/// `/proc/sys/net/ipv4/neigh/default/gc_thresh{1,2,3}`: no collection below `gc_thresh1`,
+/// entries older than 5 s collected above `gc_thresh2`, and no new entry past `gc_thresh3` (the
+/// hard limit; the kernel logs `neighbour: arp_cache: neighbor table overflow!` and the peer
+/// cannot be resolved). The kernel keeps one table for every network namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NeighbourLimits {
+    /// `gc_thresh1` (kernel default 128).
+    pub gc_thresh1: Option<u64>,
+    /// `gc_thresh2` (kernel default 512).
+    pub gc_thresh2: Option<u64>,
+    /// `gc_thresh3` (kernel default 1024).
+    pub gc_thresh3: Option<u64>,
 }
 
 /// `Max locked memory` from `/proc/self/limits` (or the captured limits of a snapshot).

@@ -191,6 +191,7 @@ pub fn check_p2p(r: &P2pReport, link_gbps: Option<f64>) -> Vec<Finding> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod port_rate_tests {
     use super::*;
     use fabrik_model::{LinkRate, PciFunction, Port, RdmaDevice};

@@ -127,6 +127,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let modules = system::modules(fs);
     let dev_infiniband = system::dev_infiniband(fs, !rdma_devices.is_empty());
     let memlock = system::memlock(fs);
+    let neighbour_limits = system::neighbour_limits(fs);
     let iommu = system::iommu(fs, os.kernel_cmdline.as_deref());
     let versions = system::versions(fs, &caps);
     let hostname = system::hostname(fs);
@@ -144,6 +145,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         modules,
         dev_infiniband,
         memlock,
+        neighbour_limits,
         iommu,
         versions,
         command_captures: caps.names(),

@@ -1,6 +1,7 @@
-//! Host facts: OS, kernel modules, `/dev/infiniband`, memlock, IOMMU, versions.
+//! Host facts: OS, kernel modules, `/dev/infiniband`, memlock, the neighbour table, IOMMU,
+//! versions.
 
-use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, OsInfo, Versions};
+use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInfo, Versions};
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
@@ -135,6 +136,21 @@ pub fn memlock(fs: &mut RootFs) -> Option<MemlockLimit> {
         fs.warn(path, "no readable `Max locked memory` line");
     }
     m
+}
+
+/// The IPv4 neighbour table's thresholds; `None` when none of the three files is readable
+/// (absent is normal in a root without `/proc/sys`, so no warning).
+pub fn neighbour_limits(fs: &mut RootFs) -> Option<NeighbourLimits> {
+    let mut read = |n: u8| {
+        fs.attr_opt(&format!("/proc/sys/net/ipv4/neigh/default/gc_thresh{n}"))
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    };
+    let l = NeighbourLimits {
+        gc_thresh1: read(1),
+        gc_thresh2: read(2),
+        gc_thresh3: read(3),
+    };
+    (l != NeighbourLimits::default()).then_some(l)
 }
 
 /// IOMMU state from `cmdline` (the kernel command line) and `/sys/kernel/iommu_groups`.

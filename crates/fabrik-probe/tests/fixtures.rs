@@ -404,3 +404,42 @@ fn real_node_exporter_sysfs() {
     let bond0 = n.net_interfaces.iter().find(|i| i.name == "bond0").unwrap();
     assert_eq!(bond0.kind, NetKind::Virtual);
 }
+
+/// The neighbour table's thresholds, one integer per file as the kernel writes them; an
+/// unreadable value is unknown, a root without `/proc/sys` has none; a snapshot keeps them.
+#[test]
+fn neighbour_table_limits_are_read_and_travel_in_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let neigh = root.join("proc/sys/net/ipv4/neigh/default");
+    std::fs::create_dir_all(&neigh).unwrap();
+    std::fs::write(neigh.join("gc_thresh1"), "128\n").unwrap();
+    std::fs::write(neigh.join("gc_thresh2"), "not a number\n").unwrap();
+    std::fs::write(neigh.join("gc_thresh3"), "1024\n").unwrap();
+    // A netdev, so that the snapshot sees a node.
+    let dev = root.join("sys/devices/virtual/net/eth9");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("type"), "1\n").unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/net/eth9",
+        root.join("sys/class/net/eth9"),
+    )
+    .unwrap();
+    let n = fabrik_probe::probe(&root).unwrap();
+    let l = n.neighbour_limits.clone().expect("limits read");
+    assert_eq!(
+        (l.gc_thresh1, l.gc_thresh2, l.gc_thresh3),
+        (Some(128), None, Some(1024))
+    );
+    let out = dir.path().join("copy");
+    let mut opts = fabrik_probe::snapshot::SnapshotOptions::new(out.clone());
+    opts.source_root = root.clone();
+    fabrik_probe::snapshot::capture(&opts).unwrap();
+    assert_eq!(
+        fabrik_probe::probe(&out).unwrap().neighbour_limits,
+        n.neighbour_limits
+    );
+    std::fs::remove_dir_all(root.join("proc")).unwrap();
+    assert_eq!(fabrik_probe::probe(&root).unwrap().neighbour_limits, None);
+}

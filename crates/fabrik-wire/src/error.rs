@@ -113,8 +113,14 @@ mod tests {
             source: io::Error::from_raw_os_error(113),
         };
         let text = with_causes(&e);
-        assert!(text.starts_with("connection to 10.77.0.5:41559 failed: "), "{text}");
-        assert!(text.contains(&io::Error::from_raw_os_error(113).to_string()), "{text}");
+        assert!(
+            text.starts_with("connection to 10.77.0.5:41559 failed: "),
+            "{text}"
+        );
+        assert!(
+            text.contains(&io::Error::from_raw_os_error(113).to_string()),
+            "{text}"
+        );
         let plain = WireError::Closed { peer: "x".into() };
         assert_eq!(with_causes(&plain), "x closed the connection");
     }

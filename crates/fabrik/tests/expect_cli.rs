@@ -245,11 +245,15 @@ fn the_roce_fixture_is_not_an_oci_h100_node_but_has_its_gid_index() {
         .map(|f| f["message"].as_str().unwrap())
         .collect();
     assert!(
-        messages.iter().any(|m| m.starts_with("3 hardware RDMA device(s) found where at least 16")),
+        messages
+            .iter()
+            .any(|m| m.starts_with("3 hardware RDMA device(s) found where at least 16")),
         "{messages:?}"
     );
     assert!(
-        messages.iter().any(|m| m.starts_with("2 ACTIVE Ethernet port(s) where at least 16")),
+        messages
+            .iter()
+            .any(|m| m.starts_with("2 ACTIVE Ethernet port(s) where at least 16")),
         "{messages:?}"
     );
     // The same file with another GID index turns the fixture's index 3 into a finding.
@@ -265,7 +269,9 @@ fn the_roce_fixture_is_not_an_oci_h100_node_but_has_its_gid_index() {
     ]);
     let extra: Vec<_> = exp(&r)
         .into_iter()
-        .filter(|(rule, _, _)| !["FAB-EXP-001", "FAB-EXP-002", "FAB-EXP-006", "FAB-EXP-009"].contains(&rule.as_str()))
+        .filter(|(rule, _, _)| {
+            !["FAB-EXP-001", "FAB-EXP-002", "FAB-EXP-006", "FAB-EXP-009"].contains(&rule.as_str())
+        })
         .collect();
     assert!(!extra.is_empty(), "{r:#}");
 }

@@ -263,7 +263,12 @@ pub fn gather_data_nic_rates(
         .collect();
     let per_rank = group.gather(mine)?.unwrap_or_default();
     Ok((0..rails as usize)
-        .map(|r| per_rank.iter().map(|v| v.get(r).copied().flatten()).collect())
+        .map(|r| {
+            per_rank
+                .iter()
+                .map(|v| v.get(r).copied().flatten())
+                .collect()
+        })
         .collect())
 }
 

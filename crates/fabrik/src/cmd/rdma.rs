@@ -200,8 +200,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = report.memory.as_ref().and_then(|m| m.warning.as_ref()) {
         eprintln!("fabrik: warning: {w}");
     }
-    let judged =
-        crate::cmd::expect::judge_rdma_p2p(&report, c.expect.as_deref(), c.link_gbps)?;
+    let judged = crate::cmd::expect::judge_rdma_p2p(&report, c.expect.as_deref(), c.link_gbps)?;
     if c.json {
         print_json(&crate::cmd::expect::WithPassLine {
             report: &report,
