@@ -133,6 +133,48 @@ mod tests {
             .join(name)
     }
 
+    /// `{:#}` of an error, as the CLI prints it: its message, then each source's.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut next = e.source();
+        while let Some(s) = next {
+            out.push_str(&format!(": {s}"));
+            next = s.source();
+        }
+        out
+    }
+
+    /// Each error that carries an OS error prints its text once, however it is wrapped.
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let text = std::io::Error::from_raw_os_error(13).to_string();
+        let unreadable = || RootError::Unreadable {
+            path: PathBuf::from("/x"),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        let errors: Vec<Box<dyn std::error::Error>> = vec![
+            Box::new(unreadable()),
+            Box::new(crate::ProbeError::NotANode(unreadable())),
+            Box::new(crate::snapshot::SnapshotError::Probe(
+                crate::ProbeError::NotANode(unreadable()),
+            )),
+            Box::new(crate::ProbeError::RootUnreadable(
+                PathBuf::from("/x"),
+                std::io::Error::from_raw_os_error(13),
+            )),
+            Box::new(crate::snapshot::SnapshotError::Io {
+                action: "create",
+                path: PathBuf::from("/x"),
+                source: std::io::Error::from_raw_os_error(13),
+            }),
+        ];
+        for e in errors {
+            let c = chain(e.as_ref());
+            assert_eq!(c.matches(&text).count(), 1, "{c}");
+            assert!(c.contains("/x"), "{c}");
+        }
+    }
+
     #[test]
     fn roots_that_are_not_nodes_are_refused_and_say_why() {
         let dir = tempfile::tempdir().unwrap();

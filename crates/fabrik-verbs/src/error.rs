@@ -278,6 +278,34 @@ mod tests {
         assert!(e.to_string().contains("peer stopped answering"));
     }
 
+    /// `{:#}` of an error, as the CLI prints it: its message, then each source's.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut next = e.source();
+        while let Some(s) = next {
+            out.push_str(&format!(": {s}"));
+            next = s.source();
+        }
+        out
+    }
+
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let os = io::Error::from_raw_os_error(12);
+        let text = os.to_string();
+        let e = VerbsError::MemlockTooLow {
+            bytes: 1 << 20,
+            limit: Some(65536),
+            err: io::Error::from_raw_os_error(12),
+        };
+        assert_eq!(chain(&e).matches(&text).count(), 1, "{}", chain(&e));
+        let e = VerbsError::Call {
+            call: "ibv_reg_mr",
+            err: os,
+        };
+        assert_eq!(chain(&e), format!("ibv_reg_mr failed: {text}"));
+    }
+
     proptest::proptest! {
         #[test]
         fn memlock_parser_never_panics(s in ".*") {
