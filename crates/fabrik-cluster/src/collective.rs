@@ -3,8 +3,8 @@
 //! pairwise exchange for alltoall at large sizes; recursive doubling, binomial trees and Bruck's
 //! all_gather for small ones ([`Comm::algorithm`] picks; `small` holds them). Each of `channels` parallel lanes carries its own slice of
 //! every buffer in its own thread, so one rank can fill several NICs. A lane's ring steps run
-//! as one stream ([`crate::ring`]): on TCP one thread polls both sockets and forwards each chunk
-//! as soon as it is reduced; other links send and receive each step from two threads.
+//! as one stream (the private `ring` module): on TCP one thread polls both sockets and forwards
+//! each chunk as soon as it is reduced; other links send and receive each step from two threads.
 
 use std::sync::{mpsc, Mutex};
 use std::thread;
