@@ -133,17 +133,6 @@ mod tests {
             .join(name)
     }
 
-    /// `{:#}` of an error, as the CLI prints it: its message, then each source's.
-    fn chain(e: &dyn std::error::Error) -> String {
-        let mut out = e.to_string();
-        let mut next = e.source();
-        while let Some(s) = next {
-            out.push_str(&format!(": {s}"));
-            next = s.source();
-        }
-        out
-    }
-
     /// Each error that carries an OS error prints its text once, however it is wrapped.
     #[test]
     fn the_chain_names_the_os_error_once() {
@@ -152,24 +141,25 @@ mod tests {
             path: PathBuf::from("/x"),
             source: std::io::Error::from_raw_os_error(13),
         };
-        let errors: Vec<Box<dyn std::error::Error>> = vec![
-            Box::new(unreadable()),
-            Box::new(crate::ProbeError::NotANode(unreadable())),
-            Box::new(crate::snapshot::SnapshotError::Probe(
+        // `{:#}` through anyhow, as the CLI prints errors.
+        let errors = [
+            anyhow::Error::new(unreadable()),
+            anyhow::Error::new(crate::ProbeError::NotANode(unreadable())),
+            anyhow::Error::new(crate::snapshot::SnapshotError::Probe(
                 crate::ProbeError::NotANode(unreadable()),
             )),
-            Box::new(crate::ProbeError::RootUnreadable(
+            anyhow::Error::new(crate::ProbeError::RootUnreadable(
                 PathBuf::from("/x"),
                 std::io::Error::from_raw_os_error(13),
             )),
-            Box::new(crate::snapshot::SnapshotError::Io {
+            anyhow::Error::new(crate::snapshot::SnapshotError::Io {
                 action: "create",
                 path: PathBuf::from("/x"),
                 source: std::io::Error::from_raw_os_error(13),
             }),
         ];
         for e in errors {
-            let c = chain(e.as_ref());
+            let c = format!("{e:#}");
             assert_eq!(c.matches(&text).count(), 1, "{c}");
             assert!(c.contains("/x"), "{c}");
         }
