@@ -3,8 +3,8 @@
 //! pairwise exchange for alltoall at large sizes; recursive doubling, binomial trees and Bruck's
 //! all_gather for small ones ([`Comm::algorithm`] picks; `small` holds them). Each of `channels` parallel lanes carries its own slice of
 //! every buffer in its own thread, so one rank can fill several NICs. A lane's ring steps run
-//! as one stream ([`crate::ring`]): on TCP one thread polls both sockets and forwards each chunk
-//! as soon as it is reduced; other links send and receive each step from two threads.
+//! as one stream (the private `ring` module): on TCP one thread polls both sockets and forwards
+//! each chunk as soon as it is reduced; other links send and receive each step from two threads.
 
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -30,15 +30,22 @@ const TAG_MESH: u32 = 1 << 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CollOp {
+    /// `all_reduce`.
     AllReduce,
+    /// `all_gather`.
     AllGather,
+    /// `reduce_scatter`.
     ReduceScatter,
+    /// `broadcast`.
     Broadcast,
+    /// `reduce`.
     Reduce,
+    /// `alltoall`.
     Alltoall,
 }
 
 impl CollOp {
+    /// Every operation, in the order sweeps run them.
     pub const ALL: [CollOp; 6] = [
         CollOp::AllReduce,
         CollOp::AllGather,
@@ -48,6 +55,7 @@ impl CollOp {
         CollOp::Alltoall,
     ];
 
+    /// nccl-tests' name (`all_reduce`).
     pub fn name(self) -> &'static str {
         match self {
             CollOp::AllReduce => "all_reduce",
@@ -59,6 +67,7 @@ impl CollOp {
         }
     }
 
+    /// Whether the operation combines values with a reduction operator.
     pub fn reduces(self) -> bool {
         matches!(
             self,
@@ -66,6 +75,7 @@ impl CollOp {
         )
     }
 
+    /// Whether the operation has a root rank.
     pub fn rooted(self) -> bool {
         matches!(self, CollOp::Broadcast | CollOp::Reduce)
     }
@@ -111,9 +121,11 @@ impl std::str::FromStr for AlgoChoice {
             "ring" => Ok(AlgoChoice::Ring),
             "rd" => Ok(AlgoChoice::Rd),
             "tree" => Ok(AlgoChoice::Tree),
-            _ => Err(ClusterError::Invalid(format!(
-                "unknown algorithm {s:?} (ring, rd, tree or auto)"
-            ))),
+            _ => Err(ClusterError::Unknown {
+                what: "algorithm",
+                value: s.to_string(),
+                known: "ring, rd, tree or auto",
+            }),
         }
     }
 }
@@ -208,20 +220,20 @@ impl Comm {
         chunk_bytes: usize,
     ) -> Result<Comm, ClusterError> {
         if n == 0 || rank >= n {
-            return Err(ClusterError::Invalid(format!(
-                "rank {rank} is not in a group of {n}"
-            )));
+            return Err(ClusterError::NotARank {
+                role: "rank",
+                rank,
+                world_size: n,
+            });
         }
         if n > 1 && lanes.is_empty() {
-            return Err(ClusterError::Invalid(
-                "a group of several ranks needs at least one ring lane".into(),
-            ));
+            return Err(ClusterError::NoRingLane { ranks: n });
         }
         if mesh.len() > n as usize {
-            return Err(ClusterError::Invalid(format!(
-                "{} mesh links for a group of {n}",
-                mesh.len()
-            )));
+            return Err(ClusterError::TooManyMeshLinks {
+                links: mesh.len(),
+                ranks: n,
+            });
         }
         let mut mesh = mesh;
         mesh.resize_with(n as usize, || None);
@@ -413,10 +425,12 @@ impl Comm {
         }
     }
 
+    /// This rank.
     pub fn rank(&self) -> u32 {
         self.rank
     }
 
+    /// Number of ranks.
     pub fn size(&self) -> u32 {
         self.n
     }
@@ -613,7 +627,7 @@ impl Comm {
         self.mesh
             .get(peer)
             .and_then(Option::as_deref)
-            .ok_or_else(|| ClusterError::Invalid(format!("no mesh connection to rank {peer}")))
+            .ok_or(ClusterError::NoMeshLink { rank: peer as u32 })
     }
 
     /// Runs `f` for every lane on its own thread (the first on this one).

@@ -13,19 +13,30 @@ use crate::ClusterError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
+    /// `int8`.
     Int8,
+    /// `uint8`.
     Uint8,
+    /// `int32`.
     Int32,
+    /// `uint32`.
     Uint32,
+    /// `int64`.
     Int64,
+    /// `uint64`.
     Uint64,
+    /// `half` (IEEE binary16).
     Half,
+    /// `float` (binary32).
     Float,
+    /// `double` (binary64).
     Double,
+    /// `bfloat16`.
     Bfloat16,
 }
 
 impl DType {
+    /// Every element type.
     pub const ALL: [DType; 10] = [
         DType::Int8,
         DType::Uint8,
@@ -39,6 +50,7 @@ impl DType {
         DType::Bfloat16,
     ];
 
+    /// nccl-tests' name (`float`).
     pub fn name(self) -> &'static str {
         match self {
             DType::Int8 => "int8",
@@ -54,6 +66,7 @@ impl DType {
         }
     }
 
+    /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
             DType::Int8 | DType::Uint8 => 1,
@@ -95,14 +108,20 @@ impl FromStr for DType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RedOp {
+    /// `sum`.
     Sum,
+    /// `prod`.
     Prod,
+    /// `max`.
     Max,
+    /// `min`.
     Min,
+    /// `avg`: the sum divided by the number of ranks.
     Avg,
 }
 
 impl RedOp {
+    /// nccl-tests' name (`sum`).
     pub fn name(self) -> &'static str {
         match self {
             RedOp::Sum => "sum",
@@ -136,13 +155,21 @@ impl FromStr for RedOp {
 
 /// An element type the collectives move and reduce. Integer arithmetic wraps, as on a GPU.
 pub trait Elem: bytemuck::Pod + Send + Sync + PartialEq + Debug + 'static {
+    /// The [`DType`] this Rust type stands for.
     const DTYPE: DType;
+    /// The element nearest `v` (wrapping for integers).
     fn from_i64(v: i64) -> Self;
+    /// The element as a float, for messages and tolerances.
     fn to_f64(self) -> f64;
+    /// Sum (wrapping for integers).
     fn radd(self, o: Self) -> Self;
+    /// Product (wrapping for integers).
     fn rmul(self, o: Self) -> Self;
+    /// The larger.
     fn rmax(self, o: Self) -> Self;
+    /// The smaller.
     fn rmin(self, o: Self) -> Self;
+    /// Divided by `n` (at least 1), for `avg`.
     fn div_n(self, n: u32) -> Self;
     /// Whether `self` is an acceptable result where `want` was expected.
     fn close_to(self, want: Self) -> bool;
@@ -266,6 +293,7 @@ pub fn reduce_from<T: Elem>(dst: &mut [T], a: &[T], b: &[T], op: RedOp) {
     }
 }
 
+/// Divides every element by `ranks` when `op` is `avg` (the sum already done); nothing otherwise.
 pub fn finish_avg<T: Elem>(buf: &mut [T], op: RedOp, ranks: u32) {
     if op == RedOp::Avg {
         buf.iter_mut().for_each(|x| *x = x.div_n(ranks));

@@ -3,20 +3,45 @@ use fabrik_wire::WireError;
 /// Everything that can go wrong in a cluster run. Errors about a peer name its rank and host.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
+    /// A launcher variable is missing or malformed.
     #[error("{var}: {why}")]
-    Env { var: String, why: String },
+    Env {
+        /// The variable (`WORLD_SIZE`).
+        var: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A Slurm hostlist (`node[01-04]`) could not be expanded.
     #[error("hostlist {list:?}: {why}")]
-    Hostlist { list: String, why: String },
+    Hostlist {
+        /// The list as given.
+        list: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The control channel: a peer that died, stalled, or failed the handshake.
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// The rendezvous failed: a rank missing, duplicated or refused, in words.
     #[error("rendezvous: {0}")]
     Rendezvous(String),
+    /// A peer failed or broke the protocol.
     #[error("{peer}: {why}")]
-    Peer { peer: String, why: String },
+    Peer {
+        /// The peer's label (`rank 3 (node04)`).
+        peer: String,
+        /// What went wrong.
+        why: String,
+    },
     /// An operating-system error while doing `what`. The cause is part of the message rather
     /// than a `source`, so that a caller printing the chain (`{:#}`) prints it once.
     #[error("{what}: {err}")]
-    Io { what: String, err: std::io::Error },
+    Io {
+        /// What was being done (`binding the rendezvous port`).
+        what: String,
+        /// The OS error.
+        err: std::io::Error,
+    },
     /// A value given by the user or the launcher that has no meaning here.
     #[error("unknown {what} {value:?} ({known})")]
     Unknown {
@@ -43,8 +68,61 @@ pub enum ClusterError {
     /// The GPU side: CUDA or NCCL.
     #[error(transparent)]
     Gpu(#[from] fabrik_gpu::GpuError),
+    /// A rank number outside the job.
+    #[error("{role} {rank} is not below the world size {world_size}")]
+    NotARank {
+        /// What the number was given as: `rank`, `root`, `peer`.
+        role: &'static str,
+        /// The number given.
+        rank: u32,
+        /// Number of ranks in the job.
+        world_size: u32,
+    },
+    /// An operation needs a direct (mesh) connection to a rank and the communicator has none.
+    #[error(
+        "no connection to rank {rank}: this algorithm needs the mesh (open the communicator with \
+         mesh)"
+    )]
+    NoMeshLink {
+        /// The rank there is no connection to.
+        rank: u32,
+    },
+    /// A communicator of several ranks was given no ring lane.
+    #[error("a group of {ranks} ranks needs at least one ring lane")]
+    NoRingLane {
+        /// Number of ranks.
+        ranks: u32,
+    },
+    /// A communicator was given more mesh links than there are ranks.
+    #[error("{links} mesh links for a group of {ranks}")]
+    TooManyMeshLinks {
+        /// Mesh links given.
+        links: usize,
+        /// Number of ranks.
+        ranks: u32,
+    },
+    /// An address that should be `host:port` is not.
+    #[error("{addr:?} is not host:port")]
+    NotHostPort {
+        /// The address as given.
+        addr: String,
+    },
+    /// A peer announced no data address to connect to.
+    #[error("{peer} has no data address")]
+    NoDataAddress {
+        /// The peer's label.
+        peer: String,
+    },
+    /// `--local` was asked for no rank at all.
+    #[error("--local needs at least 1 rank")]
+    NoLocalRanks,
+    /// A call made out of order or without what it needs: a bug in the caller, not bad input.
+    #[error("{0}")]
+    Misuse(&'static str),
+    /// Input that cannot be used, in words (report inputs and plots).
     #[error("{0}")]
     Invalid(String),
+    /// The run stopped because a rank failed; the text says which and why.
     #[error("the run was aborted: {0}")]
     Aborted(String),
     /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
@@ -53,6 +131,7 @@ pub enum ClusterError {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -71,5 +150,46 @@ mod tests {
             "{chain}"
         );
         assert_eq!(chain.matches(&text).count(), 1, "{chain}");
+    }
+
+    /// The typed variants keep the words the user saw when they were `Invalid(String)`.
+    #[test]
+    fn typed_variants_keep_their_messages() {
+        let e = "ringg"
+            .parse::<crate::collective::AlgoChoice>()
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            ClusterError::Unknown {
+                what: "algorithm",
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "unknown algorithm \"ringg\" (ring, rd, tree or auto)"
+        );
+
+        let e = crate::collective::Comm::from_links(5, 4, vec![], vec![], vec![], 4096)
+            .err()
+            .unwrap();
+        assert!(matches!(
+            e,
+            ClusterError::NotARank {
+                role: "rank",
+                rank: 5,
+                world_size: 4
+            }
+        ));
+        assert_eq!(e.to_string(), "rank 5 is not below the world size 4");
+
+        let e = crate::collective::Comm::from_links(0, 3, vec![], vec![], vec![], 4096)
+            .err()
+            .unwrap();
+        assert!(matches!(e, ClusterError::NoRingLane { ranks: 3 }));
+        assert_eq!(
+            e.to_string(),
+            "a group of 3 ranks needs at least one ring lane"
+        );
     }
 }

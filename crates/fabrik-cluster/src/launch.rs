@@ -21,7 +21,9 @@ pub struct JoinOptions {
     pub token: Option<String>,
     /// `--master host:port`, overriding the launcher's.
     pub master: Option<String>,
+    /// Every wait gives up after this.
     pub timeout: Duration,
+    /// Addresses peers should open data connections to (one per NIC); empty: the one rank 0 is reached from.
     pub data_ips: Vec<IpAddr>,
     /// `--name`: how this rank's host is shown (default: the host name).
     pub name: Option<String>,
@@ -90,9 +92,7 @@ pub struct LocalRun {
 /// prints results) while everyone's stderr stays, so errors show.
 pub fn spawn_local(exe: &Path, args: &[OsString], n: u32) -> Result<LocalRun, ClusterError> {
     if n == 0 {
-        return Err(ClusterError::Invalid(
-            "--local needs at least 1 rank".into(),
-        ));
+        return Err(ClusterError::NoLocalRanks);
     }
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -140,7 +140,7 @@ impl LocalRun {
         let first = statuses
             .first()
             .map(|s| s.1)
-            .ok_or_else(|| ClusterError::Invalid("no ranks".into()))?;
+            .ok_or(ClusterError::Misuse("no ranks"))?;
         let failed = statuses.into_iter().filter(|(_, s)| !s.success()).collect();
         Ok((first, failed))
     }

@@ -24,6 +24,7 @@ pub const MAX_RAILS: u32 = 64;
 const LAT_ROUNDS: u32 = 50;
 const WRITE_CHUNK: usize = 4 << 20;
 
+/// How `fabrik cluster matrix` measures each pair.
 #[derive(Debug, Clone)]
 pub struct MatrixConfig {
     /// Bytes per timed transfer.

@@ -36,6 +36,7 @@ pub fn nccl_dtype(d: DType) -> NcclDataType {
     }
 }
 
+/// NCCL's operator for `o`.
 pub fn nccl_redop(o: RedOp) -> NcclRedOp {
     match o {
         RedOp::Sum => NcclRedOp::Sum,
@@ -105,10 +106,15 @@ pub fn local_index(
 pub struct GpuRank {
     cuda: Arc<Cuda>,
     nccl: Arc<Nccl>,
+    /// CUDA device ordinal.
     pub ordinal: i32,
+    /// Device model name.
     pub name: String,
+    /// PCI bus id (`0000:18:00.0`).
     pub bus_id: String,
+    /// The loaded NCCL's version.
     pub version: NcclVersion,
+    /// CUDA driver version (`cuDriverGetVersion`: 12040 is 12.4).
     pub driver_version: i32,
     watchdog: Watchdog,
     timeout: Duration,
@@ -296,8 +302,8 @@ impl GpuRank {
     fn parts(&mut self) -> Result<(&mut NcclComm, &Stream), ClusterError> {
         match (self.comm.as_mut(), self.stream.as_ref()) {
             (Some(c), Some(s)) => Ok((c, s)),
-            _ => Err(ClusterError::Invalid(
-                "the NCCL communicator is not set up (connect first)".into(),
+            _ => Err(ClusterError::Misuse(
+                "the NCCL communicator is not set up (connect first)",
             )),
         }
     }

@@ -55,6 +55,7 @@ pub fn partner(round: &[(u32, u32)], rank: u32) -> Option<u32> {
     })
 }
 
+/// The median of the finite values; 0 when there is none.
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {

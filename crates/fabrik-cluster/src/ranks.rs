@@ -11,6 +11,7 @@ use crate::ClusterError;
 /// Port rank 0 listens on when the launcher names none (torchrun's default).
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
 
+/// Which launcher's variables gave the rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Launcher {
@@ -25,6 +26,7 @@ pub enum Launcher {
 }
 
 impl Launcher {
+    /// The name used in output (`torchrun`, `openmpi`, `pmi`, `slurm`).
     pub fn name(self) -> &'static str {
         match self {
             Launcher::Torchrun => "torchrun",
@@ -38,12 +40,17 @@ impl Launcher {
 /// This process's place in the job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RankInfo {
+    /// Whose variables these came from.
     pub launcher: Launcher,
+    /// This process's rank, from 0.
     pub rank: u32,
+    /// Number of ranks in the job.
     pub world_size: u32,
+    /// Rank on this host, where the launcher says.
     pub local_rank: Option<u32>,
     /// Where rank 0's rendezvous listens; `None` when the launcher gave no way to know it.
     pub master_addr: Option<String>,
+    /// Rank 0's rendezvous port.
     pub master_port: u16,
 }
 

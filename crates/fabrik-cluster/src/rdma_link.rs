@@ -76,6 +76,7 @@ impl RdmaLink {
         Ok(RdmaLink { pipe })
     }
 
+    /// The verbs pipe this link sends and receives through.
     pub fn pipe(&self) -> &VerbsPipe {
         &self.pipe
     }

@@ -18,10 +18,13 @@ use crate::ClusterError;
 /// How a rank joins.
 #[derive(Debug, Clone)]
 pub struct JoinConfig {
+    /// This rank, from 0.
     pub rank: u32,
+    /// Number of ranks.
     pub world_size: u32,
     /// `host:port` of rank 0's rendezvous.
     pub master: String,
+    /// The shared secret every rank proves it holds.
     pub token: Token,
     /// Every wait (joining, each control and data read or write) gives up after this.
     pub timeout: Duration,
@@ -35,8 +38,11 @@ pub struct JoinConfig {
 /// One rank as the others see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInfo {
+    /// Its rank.
     pub rank: u32,
+    /// Its host name (or `--name`).
     pub host: String,
+    /// Its process id.
     pub pid: u32,
     /// `ip:port` data listeners, one per NIC.
     pub data_addrs: Vec<String>,
@@ -123,10 +129,11 @@ impl std::fmt::Debug for Group {
 /// Joins the job: rank 0 runs the rendezvous, the others connect to it.
 pub fn join(cfg: &JoinConfig) -> Result<Group, ClusterError> {
     if cfg.world_size == 0 || cfg.rank >= cfg.world_size {
-        return Err(ClusterError::Invalid(format!(
-            "rank {} is not below the world size {}",
-            cfg.rank, cfg.world_size
-        )));
+        return Err(ClusterError::NotARank {
+            role: "rank",
+            rank: cfg.rank,
+            world_size: cfg.world_size,
+        });
     }
     let listener = TcpListener::bind("0.0.0.0:0").map_err(|err| ClusterError::Io {
         what: "binding the data listener".into(),
@@ -169,7 +176,9 @@ fn root_join(
         .master
         .rsplit_once(':')
         .and_then(|(_, p)| p.parse::<u16>().ok())
-        .ok_or_else(|| ClusterError::Invalid(format!("{:?} is not host:port", cfg.master)))?;
+        .ok_or_else(|| ClusterError::NotHostPort {
+            addr: cfg.master.clone(),
+        })?;
     let mut chans: Vec<Option<Channel>> = (0..n).map(|_| None).collect();
     let mut infos: Vec<Option<PeerInfo>> = (0..n).map(|_| None).collect();
     let mut problems: Vec<String> = Vec::new();
@@ -488,18 +497,22 @@ fn set_nonblocking(l: &TcpListener, on: bool) -> Result<(), ClusterError> {
 }
 
 impl Group {
+    /// This rank.
     pub fn rank(&self) -> u32 {
         self.rank
     }
 
+    /// Number of ranks.
     pub fn size(&self) -> u32 {
         self.peers.len() as u32
     }
 
+    /// Every rank, indexed by rank.
     pub fn peers(&self) -> &[PeerInfo] {
         &self.peers
     }
 
+    /// The limit on every wait.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -510,6 +523,7 @@ impl Group {
         &self.notes
     }
 
+    /// Rank `rank`'s [`PeerInfo::label`]; `rank N` for a rank not in the group.
     pub fn label(&self, rank: u32) -> String {
         self.peers
             .get(rank as usize)
@@ -617,9 +631,9 @@ impl Group {
                 }
             }
             Ctrl::Root(chans) => {
-                let v = value.ok_or_else(|| {
-                    ClusterError::Invalid("rank 0 must supply the broadcast value".into())
-                })?;
+                let v = value.ok_or(ClusterError::Misuse(
+                    "rank 0 must supply the broadcast value",
+                ))?;
                 for ch in chans.iter_mut().flatten() {
                     ch.send(&Down::Ok(v.clone()))?;
                 }
@@ -826,11 +840,15 @@ impl Connector {
         let info = self
             .peers
             .get(peer as usize)
-            .ok_or_else(|| ClusterError::Invalid(format!("no rank {peer}")))?;
+            .ok_or(ClusterError::NotARank {
+                role: "peer",
+                rank: peer,
+                world_size: self.peers.len() as u32,
+            })?;
         let addrs = &info.data_addrs;
-        let addr = addrs.get(index % addrs.len().max(1)).ok_or_else(|| {
-            ClusterError::Invalid(format!("{} has no data address", info.label()))
-        })?;
+        let addr = addrs
+            .get(index % addrs.len().max(1))
+            .ok_or_else(|| ClusterError::NoDataAddress { peer: info.label() })?;
         let mut ch = Channel::connect(addr.as_str(), &self.token, self.timeout)
             .map_err(|e| peer_err(info, e))?;
         ch.set_peer_name(info.label());

@@ -13,26 +13,41 @@ use crate::dtype::{expected_reduction, move_input, reduce_input, DType, Elem, Re
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
+/// One collective sweep: what to run, at which sizes, how often.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepConfig {
+    /// The operation.
     pub op: CollOp,
+    /// The element type.
     pub dtype: DType,
+    /// The reduction operator (for reducing operations).
     pub redop: RedOp,
+    /// The root rank (for rooted operations).
     pub root: u32,
+    /// Sizes in bytes, run in order.
     pub sizes: Vec<u64>,
+    /// Untimed iterations per size.
     pub warmup: u32,
+    /// Timed iterations per size.
     pub iters: u32,
+    /// Check every result against the expected values.
     pub check: bool,
 }
 
 /// The first element that was not what it should be.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WrongElement {
+    /// The rank that held it.
     pub rank: u32,
+    /// Its element index.
     pub index: u64,
+    /// The value expected.
     pub expected: f64,
+    /// The value found.
     pub got: f64,
+    /// Whether it was the in-place run.
     pub in_place: bool,
+    /// The size being run, in bytes.
     pub size: u64,
 }
 
@@ -123,11 +138,11 @@ pub(crate) fn sweep_sizes(
     mut run_size: impl FnMut(&mut Group, u64) -> Result<RankResult, ClusterError>,
 ) -> Result<(), ClusterError> {
     if cfg.op.rooted() && cfg.root >= group.size() {
-        return Err(ClusterError::Invalid(format!(
-            "root {} is not a rank (world size {})",
-            cfg.root,
-            group.size()
-        )));
+        return Err(ClusterError::NotARank {
+            role: "root",
+            rank: cfg.root,
+            world_size: group.size(),
+        });
     }
     for &size in &cfg.sizes {
         let mine = match run_size(group, size) {

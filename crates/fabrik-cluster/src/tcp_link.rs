@@ -30,6 +30,7 @@ pub struct TcpLink {
 }
 
 impl TcpLink {
+    /// A link over `stream`, made non-blocking; its read timeout becomes every wait's limit.
     pub fn new(stream: TcpStream) -> Result<TcpLink, ClusterError> {
         let timeout = stream.read_timeout().ok().flatten();
         stream
@@ -41,10 +42,12 @@ impl TcpLink {
         Ok(TcpLink { stream, timeout })
     }
 
+    /// The connection.
     pub fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
+    /// The limit on every wait, when the stream had one.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
     }

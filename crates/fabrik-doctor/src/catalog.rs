@@ -157,7 +157,8 @@ const LBNL_NHC: Source = Source {
     url: "https://github.com/mej/nhc",
 };
 
-/// Every doctor rule's page, in the order `fabrik rules` lists them.
+/// The pages of the doctor's own rules; [`rules`] lists them together with the counter and log
+/// rules.
 pub static RULES: &[Rule] = &[
     Rule {
         id: "FAB-RDMA-001",
@@ -767,7 +768,7 @@ pub fn rules() -> Vec<&'static Rule> {
         .collect()
 }
 
-/// The page of rule `id` (`FAB-PORT-001`), from any crate that registers rules.
+/// The page of rule `id` (`FAB-PORT-001`, any case) among every rule [`rules`] lists.
 pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES
         .iter()

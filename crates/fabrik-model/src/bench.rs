@@ -144,7 +144,7 @@ pub struct P2pMemory {
 /// One stream's share of a striped point-to-point run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StreamResult {
-    /// Stream number, from 0.
+    /// The stream's number.
     pub stream: u32,
     /// The local interface the stream used, where known.
     pub interface: Option<String>,

@@ -16,7 +16,7 @@ pub struct Node {
     pub schema_version: u32,
     /// The root directory this was read from (`/` for the live machine).
     pub root: String,
-    /// `/proc/sys/kernel/hostname` (or the snapshot's).
+    /// `/proc/sys/kernel/hostname`, else `/etc/hostname`, under the root.
     pub hostname: Option<String>,
     /// Kernel and distribution.
     pub os: OsInfo,

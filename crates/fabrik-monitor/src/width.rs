@@ -12,7 +12,7 @@
 //! bnxt_re, qib, hfi1 all do) the kernel shows the 64-bit PortCountersExtended values under the
 //! same names, plus the 64-bit `unicast_*`/`multicast_*` counters. A file alone cannot tell which;
 //! so for these four, saturation is decided by a value stuck at 4294967295 across two samples
-//! (a 64-bit counter passes that value once, in a blink), see [`saturation_max`].
+//! (a 64-bit counter passes that value once, in a blink), see [`is_saturated`].
 //!
 //! `hw_counters/*`, netdev statistics and ethtool counters are 64-bit and never saturate in
 //! practice.

@@ -133,6 +133,38 @@ mod tests {
             .join(name)
     }
 
+    /// Each error that carries an OS error prints its text once, however it is wrapped.
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let text = std::io::Error::from_raw_os_error(13).to_string();
+        let unreadable = || RootError::Unreadable {
+            path: PathBuf::from("/x"),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        // `{:#}` through anyhow, as the CLI prints errors.
+        let errors = [
+            anyhow::Error::new(unreadable()),
+            anyhow::Error::new(crate::ProbeError::NotANode(unreadable())),
+            anyhow::Error::new(crate::snapshot::SnapshotError::Probe(
+                crate::ProbeError::NotANode(unreadable()),
+            )),
+            anyhow::Error::new(crate::ProbeError::RootUnreadable(
+                PathBuf::from("/x"),
+                std::io::Error::from_raw_os_error(13),
+            )),
+            anyhow::Error::new(crate::snapshot::SnapshotError::Io {
+                action: "create",
+                path: PathBuf::from("/x"),
+                source: std::io::Error::from_raw_os_error(13),
+            }),
+        ];
+        for e in errors {
+            let c = format!("{e:#}");
+            assert_eq!(c.matches(&text).count(), 1, "{c}");
+            assert!(c.contains("/x"), "{c}");
+        }
+    }
+
     #[test]
     fn roots_that_are_not_nodes_are_refused_and_say_why() {
         let dir = tempfile::tempdir().unwrap();

@@ -278,6 +278,29 @@ mod tests {
         assert!(e.to_string().contains("peer stopped answering"));
     }
 
+    /// `{:#}` of an error through anyhow, as the CLI prints it: its message, then each source's.
+    fn chain(e: VerbsError) -> String {
+        format!("{:#}", anyhow::Error::new(e))
+    }
+
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let os = io::Error::from_raw_os_error(12);
+        let text = os.to_string();
+        let e = VerbsError::MemlockTooLow {
+            bytes: 1 << 20,
+            limit: Some(65536),
+            err: io::Error::from_raw_os_error(12),
+        };
+        let c = chain(e);
+        assert_eq!(c.matches(&text).count(), 1, "{c}");
+        let e = VerbsError::Call {
+            call: "ibv_reg_mr",
+            err: os,
+        };
+        assert_eq!(chain(e), format!("ibv_reg_mr failed: {text}"));
+    }
+
     proptest::proptest! {
         #[test]
         fn memlock_parser_never_panics(s in ".*") {

@@ -5,7 +5,8 @@ use fabrik_model::{BwRow, LatRow};
 /// A bandwidth row from per-message post and completion times (seconds from any origin).
 ///
 /// BW average: all bytes over first post → last completion. BW peak: perftest's "best average
-/// over any run of consecutive messages", min over i ≤ j of (completed[j] − posted[i]) / (j−i+1),
+/// over any run of consecutive messages", min over i ≤ j of
+/// `(completed[j] − posted[i]) / (j−i+1)`,
 /// with j only at the messages whose completion was signaled (`completed` holds, for every
 /// message, the time its covering completion was reaped; perftest stamps only those), evaluated
 /// on at most ~2000 starting points to keep it cheap on long runs.

@@ -244,7 +244,5 @@ impl Comm {
 }
 
 fn no_link(p: u32) -> ClusterError {
-    ClusterError::Invalid(format!(
-        "no connection to rank {p}: this algorithm needs the mesh (open the communicator with mesh)"
-    ))
+    ClusterError::NoMeshLink { rank: p }
 }
