@@ -107,9 +107,10 @@ pub enum AlgoChoice {
     Auto,
     /// Rings (chains for broadcast and reduce), on every channel.
     Ring,
-    /// Recursive doubling (Bruck for all_gather, binomial trees for broadcast and reduce).
+    /// Recursive doubling (Bruck for all_gather and alltoall, binomial trees for broadcast and
+    /// reduce).
     Rd,
-    /// Binomial trees (all_reduce as reduce then broadcast; Bruck for all_gather).
+    /// Binomial trees (all_reduce as reduce then broadcast; Bruck for all_gather and alltoall).
     Tree,
 }
 
@@ -148,7 +149,7 @@ pub enum Algorithm {
     Rd,
     /// Binomial trees.
     Tree,
-    /// Bruck's all_gather.
+    /// Bruck's all_gather and alltoall.
     Bruck,
     /// Pairwise exchange over the mesh (alltoall).
     Pairwise,
@@ -178,6 +179,12 @@ pub const BRUCK_MAX_BYTES: usize = 64 << 10;
 /// Up to this many bytes, `auto` runs binomial trees for broadcast and reduce instead of the
 /// pipelined chain (measured as [`RD_MAX_BYTES`]).
 pub const TREE_MAX_BYTES: usize = 64 << 10;
+/// Up to this many bytes per block (per destination rank), `auto` runs Bruck's alltoall
+/// instead of the pairwise exchange: MPICH's short-message bound for the same choice
+/// (`MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE`, 256 bytes, in src/mpi/coll/mpir_coll.c's alltoall
+/// selection, for 8 ranks and more), kept here for 4 ranks and more, where Bruck's
+/// ⌈log2 n⌉ steps are fewer than the pairwise n-1.
+pub const BRUCK_ALLTOALL_MAX_BLOCK: usize = 256;
 /// Below this many bytes a ring runs on one channel, on the calling thread: another lane's
 /// thread and its extra step latency cost more than the bandwidth it adds (measured as
 /// [`RD_MAX_BYTES`]).
@@ -374,7 +381,17 @@ impl Comm {
     /// ranks) only rings can run, whatever was chosen.
     pub fn algorithm(&self, op: CollOp, bytes: usize) -> Algorithm {
         if op == CollOp::Alltoall {
-            return Algorithm::Pairwise;
+            let forced = !matches!(self.algo, AlgoChoice::Auto | AlgoChoice::Ring);
+            let short = self.n >= 4 && bytes / self.n.max(1) as usize <= BRUCK_ALLTOALL_MAX_BLOCK;
+            return if self.algo != AlgoChoice::Ring
+                && self.n > 1
+                && self.has_peer_links()
+                && (forced || short)
+            {
+                Algorithm::Bruck
+            } else {
+                Algorithm::Pairwise
+            };
         }
         if self.algo == AlgoChoice::Ring || self.n < 2 || !self.has_peer_links() {
             return Algorithm::Ring;
@@ -606,6 +623,10 @@ impl Comm {
 
     /// alltoall: block `j` of `send` goes to rank `j`; block `i` of `recv` comes from rank `i`.
     pub fn alltoall<T: Elem>(&self, send: &[T], recv: &mut [T]) -> Result<(), ClusterError> {
+        let bytes = std::mem::size_of_val(send);
+        if self.algorithm(CollOp::Alltoall, bytes) == Algorithm::Bruck {
+            return self.bruck_alltoall(send, recv);
+        }
         let n = self.n as usize;
         let r = self.rank as usize;
         let block = send.len().min(recv.len()) / n.max(1);

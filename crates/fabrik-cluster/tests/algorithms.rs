@@ -1,4 +1,5 @@
-//! Every algorithm (`ring`, `rd`, `tree`, and `auto` across its thresholds) through the sweep's
+//! Every algorithm (`ring`, `rd`, `tree`, and `auto` across its thresholds; alltoall runs
+//! Bruck's under `rd` and `tree`, the pairwise exchange under `ring`) through the sweep's
 //! own checker, on every operation, element type and reduction, for 1, 2, 3, 5, 7 and 8 ranks
 //! (powers of two and not), over in-memory links and over loopback TCP. Ranks are threads; one
 //! communicator per rank serves every configuration, so set-up is paid once per group.
@@ -171,7 +172,9 @@ fn auto_picks_latency_algorithms_for_small_buffers_and_rings_for_large() {
     assert_eq!(c.algorithm(CollOp::AllGather, small), Algorithm::Bruck);
     assert_eq!(c.algorithm(CollOp::Broadcast, small), Algorithm::Tree);
     assert_eq!(c.algorithm(CollOp::Reduce, small), Algorithm::Tree);
-    assert_eq!(c.algorithm(CollOp::Alltoall, small), Algorithm::Pairwise);
+    // 1024 bytes over 5 ranks: 204-byte blocks, Bruck's alltoall; 2 KiB blocks, pairwise.
+    assert_eq!(c.algorithm(CollOp::Alltoall, small), Algorithm::Bruck);
+    assert_eq!(c.algorithm(CollOp::Alltoall, 5 * 2048), Algorithm::Pairwise);
     for op in [
         CollOp::AllReduce,
         CollOp::AllGather,
@@ -194,6 +197,12 @@ fn a_forced_choice_overrides_size_and_a_missing_mesh_leaves_only_rings() {
     assert_eq!(c.algorithm(CollOp::AllGather, 1 << 30), Algorithm::Bruck);
     c.set_algo(AlgoChoice::Rd);
     assert_eq!(c.algorithm(CollOp::Broadcast, 1 << 30), Algorithm::Tree);
+    assert_eq!(c.algorithm(CollOp::Alltoall, 1 << 30), Algorithm::Bruck);
+    c.set_algo(AlgoChoice::Ring);
+    assert_eq!(c.algorithm(CollOp::Alltoall, 8), Algorithm::Pairwise);
+    // Three ranks under auto: the pairwise exchange's two steps are Bruck's two.
+    c.set_algo(AlgoChoice::Auto);
+    assert_eq!(c.algorithm(CollOp::Alltoall, 8), Algorithm::Pairwise);
 
     // Three ranks with ring lanes only: a non-neighbour cannot be reached.
     let (a, b) = fabrik_cluster::mem_pair(100, Duration::from_secs(1));

@@ -1,5 +1,5 @@
 //! The latency-bound algorithms: recursive doubling all_reduce, binomial-tree reduce and
-//! broadcast, and Bruck's all_gather. Each takes ⌈log2 n⌉ (or twice that) steps where the ring
+//! broadcast, and Bruck's all_gather and alltoall. Each takes ⌈log2 n⌉ (or twice that) steps where the ring
 //! takes n-1 or 2(n-1), at the price of moving the whole buffer at every step, so they win
 //! below the sizes where bandwidth dominates (the thresholds are in [`super::Algorithm`]'s
 //! selection). They run on the calling thread over the mesh links (for two ranks, the ring
@@ -237,6 +237,66 @@ impl Comm {
             for (i, b) in tmp.chunks_exact(block).enumerate() {
                 let dst = (r + i) % n;
                 buf[dst * block..(dst + 1) * block].copy_from_slice(b);
+            }
+            Ok(())
+        })
+    }
+
+    /// Bruck's alltoall over `n` equal blocks (block `j` of `send` goes to rank `j`, block `i`
+    /// of `recv` comes from rank `i`): the blocks are rotated so that the one for rank
+    /// `r + i` sits at position `i`; in step `k` every block whose position has bit `2^k` set
+    /// goes `2^k` ranks up (packed into one message) while as many come from `2^k` below into
+    /// the same positions; after ⌈log2 n⌉ steps position `i` holds the block of rank `r - i`.
+    /// Each step moves about half the blocks, so it wins where the n-1 steps of the pairwise
+    /// exchange cost more than the bytes (MPICH's choice for short messages).
+    pub(super) fn bruck_alltoall<T: Elem>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<(), ClusterError> {
+        let n = self.n as usize;
+        let r = self.rank as usize;
+        let block = send.len().min(recv.len()) / n.max(1);
+        if block == 0 {
+            return Ok(());
+        }
+        if n < 2 {
+            recv[..block].copy_from_slice(&send[..block]);
+            return Ok(());
+        }
+        let half = n.div_ceil(2);
+        self.small_scratch(block * (n + 2 * half), |scratch: &mut [T]| {
+            let (tmp, packs) = scratch.split_at_mut(block * n);
+            let (out, inb) = packs.split_at_mut(block * half);
+            for (i, b) in tmp.chunks_exact_mut(block).enumerate() {
+                let src = (r + i) % n;
+                b.copy_from_slice(&send[src * block..(src + 1) * block]);
+            }
+            let mut pow = 1;
+            while pow < n {
+                let mut cnt = 0;
+                for i in (0..n).filter(|i| i & pow != 0) {
+                    out[cnt * block..(cnt + 1) * block]
+                        .copy_from_slice(&tmp[i * block..(i + 1) * block]);
+                    cnt += 1;
+                }
+                let to = ((r + pow) % n) as u32;
+                let from = ((r + n - pow) % n) as u32;
+                self.exchange(
+                    to,
+                    bytemuck::cast_slice(&out[..cnt * block]),
+                    from,
+                    bytemuck::cast_slice_mut(&mut inb[..cnt * block]),
+                )?;
+                for (k, i) in (0..n).filter(|i| i & pow != 0).enumerate() {
+                    tmp[i * block..(i + 1) * block]
+                        .copy_from_slice(&inb[k * block..(k + 1) * block]);
+                }
+                pow *= 2;
+            }
+            for (i, b) in tmp.chunks_exact(block).enumerate() {
+                let dst = (r + n - i) % n;
+                recv[dst * block..(dst + 1) * block].copy_from_slice(b);
             }
             Ok(())
         })
