@@ -20,7 +20,7 @@ dump() {
   done
 }
 dump before
-/usr/bin/fabrik top --interval 1s --count 12 --format json > /tmp/top.ndjson 2>&1 &
+/usr/bin/fabrik top --interval 1s --count 12 --format json > /tmp/top.ndjson 2>/tmp/top.err &
 top=$!
 sleep 1
 BW="ib_write_bw -d rxe0 -x 1 -s 65536 -n 3000 -F --report_gbits"
@@ -32,5 +32,5 @@ wait $srv
 wait $top; trc=$?
 dump after
 while read -r line; do echo "FABRIK-TOP $line"; done < /tmp/top.ndjson
-if [ $trc = 0 ] && [ -s /tmp/top.ndjson ]; then echo "FABRIK-TEST PASS fabrik-top"; else echo "FABRIK-TEST FAIL fabrik-top exit $trc"; fi
+if [ $trc = 0 ] && [ -s /tmp/top.ndjson ]; then echo "FABRIK-TEST PASS fabrik-top"; else echo "FABRIK-TEST FAIL fabrik-top exit $trc"; cat /tmp/top.err; fi
 /usr/bin/fabrik top --interval 1s --once
