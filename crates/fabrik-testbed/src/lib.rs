@@ -299,6 +299,48 @@ impl Testbed {
         addr(host, link).unwrap_or(Ipv4Addr::UNSPECIFIED)
     }
 
+    /// Slows only what host `host` sends to host `to` on link `link`, to `rate`: an htb class
+    /// behind a u32 filter on the host's NIC, the rest of its traffic at full pace. One bad
+    /// path, not a bad node. Replaces the NIC's root qdisc (htb and u32, not prio: kernels built
+    /// without sch_prio still have them).
+    pub fn shape_path(
+        &self,
+        host: usize,
+        link: usize,
+        to: usize,
+        rate: &str,
+    ) -> Result<(), TestbedError> {
+        if host >= self.hosts || to >= self.hosts || link >= self.links {
+            return Err(TestbedError::Config(format!(
+                "path {host} -> {to} on link {link} outside {} hosts x {} links",
+                self.hosts, self.links
+            )));
+        }
+        parse_rate(rate)
+            .ok_or_else(|| TestbedError::Config(format!("{rate:?} is not a tc rate")))?;
+        let (ns, dev) = (self.netns(host), self.iface(link));
+        let dst = format!("{}/32", self.addr(to, link));
+        let tc = |args: &[&str]| {
+            let mut all = vec!["-n", ns.as_str()];
+            all.extend_from_slice(args);
+            ip_like("tc", &all)
+        };
+        tc(&[
+            "qdisc", "replace", "dev", &dev, "root", "handle", "1:", "htb", "default", "1",
+        ])?;
+        tc(&[
+            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb", "rate", "100gbit",
+        ])?;
+        tc(&[
+            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:2", "htb", "rate", rate,
+            "ceil", rate,
+        ])?;
+        tc(&[
+            "filter", "add", "dev", &dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+            "match", "ip", "dst", &dst, "flowid", "1:2",
+        ])
+    }
+
     /// A command that runs `program` inside host `host`'s namespace.
     pub fn command(&self, host: usize, program: &str) -> Command {
         let mut c = Command::new("ip");

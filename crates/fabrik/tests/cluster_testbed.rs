@@ -43,9 +43,18 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
     }
 }
 
-/// Runs `fabrik ARGS` here and returns its exit code and standard error.
-fn run_fabrik(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(fabrik()).args(args).output().unwrap();
+/// Words of a command line (no quoting: the tests' arguments have no spaces).
+fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Runs `fabrik LINE` in `dir` and returns its exit code and standard error.
+fn run_fabrik(dir: &Path, line: &str) -> (Option<i32>, String) {
+    let out = Command::new(fabrik())
+        .current_dir(dir)
+        .args(argv(line))
+        .output()
+        .unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -58,54 +67,22 @@ fn the_report_of_a_run_has_drawn_plots_refers_to_nothing_outside_and_renders() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let path = |name: &str| d.join(name).to_string_lossy().into_owned();
-    for (op, out) in [("all_reduce", "ar.json"), ("all_gather", "ag.json")] {
-        let (code, err) = run_fabrik(&[
-            "bench",
-            "collective",
-            op,
-            "--local",
-            "3",
-            "-b",
-            "1K",
-            "-e",
-            "256K",
-            "-n",
-            "2",
-            "-w",
-            "1",
-            "--output",
-            &path(out),
-        ]);
+    for op in ["all_reduce", "all_gather"] {
+        let line =
+            format!("bench collective {op} --local 3 -b 1K -e 256K -n 2 -w 1 --output {op}.json");
+        let (code, err) = run_fabrik(d, &line);
         assert_eq!(code, Some(0), "{op}: {err}");
     }
     // The matrix's verdict depends on the machine's load; only the matrix it writes matters.
-    let _ = run_fabrik(&[
-        "cluster",
-        "matrix",
-        "--local",
-        "4",
-        "--size",
-        "256K",
-        "--output",
-        &path("m.json"),
-    ]);
+    let _ = run_fabrik(d, "cluster matrix --local 4 --size 256K --output m.json");
     assert!(
         std::fs::metadata(d.join("m.json")).is_ok_and(|m| m.len() > 0),
         "cluster matrix --local 4 wrote no matrix"
     );
-    let (code, err) = run_fabrik(&[
-        "report",
-        &path("ar.json"),
-        &path("ag.json"),
-        &path("m.json"),
-        "-o",
-        &path("report.html"),
-        "--svg",
-        &path("svg"),
-        "--png",
-        &path("png"),
-    ]);
+    let (code, err) = run_fabrik(
+        d,
+        "report all_reduce.json all_gather.json m.json -o report.html --svg svg --png png",
+    );
     assert_eq!(code, Some(0), "{err}");
     if err.contains("no font found") {
         eprintln!("no system font: the PNG plots have no text (scripts/apt/test/cluster.txt installs fonts-dejavu-core)");
@@ -132,31 +109,18 @@ fn the_report_of_a_run_has_drawn_plots_refers_to_nothing_outside_and_renders() {
     }
     let page = std::fs::read_to_string(d.join("report.html")).unwrap();
     assert_eq!(outside_references(&page), Vec::<String>::new());
-    let Some(chromium) = find_chromium() else {
+    let Some(chromium) = support::find_chromium() else {
         eprintln!("browser check skipped (no chromium; scripts/apt/test/cluster.txt installs it)");
         return;
     };
     let shot = d.join("shot.png");
-    let mut browser = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1200,1600",
-        ])
-        .arg(format!("--user-data-dir={}", d.join("chrome").display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", d.join("report.html").display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut browser =
+        support::chromium_screenshot(&chromium, &d.join("report.html"), &shot, &d.join("chrome"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
     let status = wait_until(&mut browser, Instant::now() + Duration::from_secs(120));
     assert!(
         status.is_some_and(|s| s.success()),
@@ -186,15 +150,6 @@ fn outside_references(page: &str) -> Vec<String> {
     found
 }
 
-fn find_chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser"].iter().find_map(|name| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
 const HOSTS: usize = 8;
 
 /// Eight hosts with one link each, or `None` (with the reason printed) where namespaces cannot
@@ -215,18 +170,14 @@ struct Ranks {
 }
 
 impl Ranks {
-    /// Starts `fabrik ARGS --name node<h>` on every host, with token `token(h)`.
-    fn start(
-        tb: &Testbed,
-        dir: &Path,
-        args: &[&str],
-        token: impl Fn(usize) -> &'static str,
-    ) -> Self {
+    /// Starts `fabrik LINE --name node<h>` on every host, in `dir`, with token `token(h)`.
+    fn start(tb: &Testbed, dir: &Path, line: &str, token: impl Fn(usize) -> &'static str) -> Self {
         let fabrik = fabrik();
         let children = (0..tb.hosts())
             .map(|h| {
                 tb.command(h, &fabrik.to_string_lossy())
-                    .args(args)
+                    .current_dir(dir)
+                    .args(argv(line))
                     .args(["--name", &format!("node{h}")])
                     .env("RANK", h.to_string())
                     .env("WORLD_SIZE", tb.hosts().to_string())
@@ -286,34 +237,10 @@ fn every_collective_is_verified_on_eight_hosts() {
         "reduce",
         "alltoall",
     ] {
-        let mut ranks = Ranks::start(
-            &tb,
-            dir.path(),
-            &[
-                "bench",
-                "collective",
-                op,
-                "-b",
-                "1K",
-                "-e",
-                "1M",
-                "-f",
-                "4",
-                "-n",
-                "2",
-                "-w",
-                "1",
-                "-c",
-                "1",
-                "-r",
-                "3",
-                "--timeout",
-                "60",
-                "--format",
-                "json",
-            ],
-            |_| "tok",
+        let line = format!(
+            "bench collective {op} -b 1K -e 1M -f 4 -n 2 -w 1 -c 1 -r 3 --timeout 60 --format json"
         );
+        let mut ranks = Ranks::start(&tb, dir.path(), &line, |_| "tok");
         let codes = ranks.wait(Duration::from_secs(120));
         assert_eq!(
             codes,
@@ -342,39 +269,14 @@ fn the_matrix_names_the_one_directed_link_shaped_slow() {
     let _one = one_at_a_time();
     let Some(tb) = eight_hosts() else { return };
     let dir = tempfile::tempdir().unwrap();
-    // Host 2 -> host 5 only, through a 20 Mb/s htb class (htb and u32, not prio: kernels built
-    // without sch_prio still have them).
-    let dst = format!("{}/32", tb.addr(5, 0));
-    for cmd in [
-        "tc qdisc replace dev eth0 root handle 1: htb default 1",
-        "tc class add dev eth0 parent 1: classid 1:1 htb rate 100gbit",
-        "tc class add dev eth0 parent 1: classid 1:2 htb rate 20mbit ceil 20mbit",
-    ] {
-        let argv: Vec<&str> = cmd.split(' ').collect();
-        assert!(tb.exec(2, &argv).unwrap().status.success(), "{cmd}");
-    }
-    let filter = [
-        "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-        "match", "ip", "dst", &dst, "flowid", "1:2",
-    ];
-    assert!(tb.exec(2, &filter).unwrap().status.success());
+    // Host 2 -> host 5 only, through a 20 Mb/s htb class.
+    tb.shape_path(2, 0, 5, "20mbit").unwrap();
     // The verdict must not depend on luck: the matrix runs several times.
     for attempt in 1..=3 {
         let mut ranks = Ranks::start(
             &tb,
             dir.path(),
-            &[
-                "cluster",
-                "matrix",
-                "--size",
-                "1M",
-                "--iters",
-                "2",
-                "--format",
-                "json",
-                "--timeout",
-                "60",
-            ],
+            "cluster matrix --size 1M --iters 2 --format json --timeout 60",
             |_| "tok",
         );
         let codes = ranks.wait(Duration::from_secs(120));
@@ -412,25 +314,7 @@ fn a_rank_killed_mid_sweep_is_named_in_time_and_the_rows_so_far_are_kept() {
     let mut ranks = Ranks::start(
         &tb,
         dir.path(),
-        &[
-            "bench",
-            "collective",
-            "all_reduce",
-            "-b",
-            "1K",
-            "-e",
-            "64M",
-            "-f",
-            "2",
-            "-n",
-            "5",
-            "-w",
-            "1",
-            "--timeout",
-            "10",
-            "--output",
-            &partial.to_string_lossy(),
-        ],
+        "bench collective all_reduce -b 1K -e 64M -f 2 -n 5 -w 1 --timeout 10 --output partial.json",
         |_| "tok",
     );
     // Rank 0's table prints one indented row per size: wait for three.
@@ -478,21 +362,7 @@ fn a_rank_with_the_wrong_token_is_rejected_and_named() {
     let mut ranks = Ranks::start(
         &tb,
         dir.path(),
-        &[
-            "bench",
-            "collective",
-            "all_reduce",
-            "-b",
-            "1K",
-            "-e",
-            "1K",
-            "-n",
-            "1",
-            "-w",
-            "0",
-            "--timeout",
-            "8",
-        ],
+        "bench collective all_reduce -b 1K -e 1K -n 1 -w 0 --timeout 8",
         |h| if h == 3 { "wrong" } else { "tok" },
     );
     ranks.wait(Duration::from_secs(60));

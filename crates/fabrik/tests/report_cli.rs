@@ -170,14 +170,7 @@ fn a_parsed_perftest_run_is_not_an_empty_page() {
 
 #[test]
 fn the_page_renders_in_headless_chromium_without_console_errors() {
-    let Some(chromium) = ["chromium", "chromium-browser"].iter().find_map(|c| {
-        std::process::Command::new("which")
-            .arg(c)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    }) else {
+    let Some(chromium) = support::find_chromium() else {
         eprintln!("skipped: no chromium on PATH (scripts/apt/cluster.txt installs it)");
         return;
     };
@@ -210,23 +203,7 @@ fn the_page_renders_in_headless_chromium_without_console_errors() {
     let html = d.join("report.html");
     assert_eq!(report(&[doctor, coll], &html).status.code(), Some(0));
     let shot = d.join("shot.png");
-    let out = std::process::Command::new(&chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,1600",
-        ])
-        .arg(format!("--user-data-dir={}", d.join("chrome").display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", html.display()))
+    let out = support::chromium_screenshot(&chromium, &html, &shot, &d.join("chrome"))
         .output()
         .unwrap();
     assert!(

@@ -42,3 +42,42 @@ pub fn png_colours(path: &Path) -> usize {
     }
     seen.len()
 }
+
+/// Chromium on PATH (`chromium`, or `chromium-browser` as Ubuntu names it), or `None`.
+pub fn find_chromium() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Headless Chromium that loads `html` and writes a 1200x1600 screenshot to `shot`, with its
+/// profile in `profile` and nothing fetched from the network on its own account. Its logging
+/// to stderr is on, so a test can read the page's console messages.
+pub fn chromium_screenshot(
+    chromium: &Path,
+    html: &Path,
+    shot: &Path,
+    profile: &Path,
+) -> std::process::Command {
+    let mut c = std::process::Command::new(chromium);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1200,1600",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg(format!("--screenshot={}", shot.display()))
+    .arg(format!("file://{}", html.display()));
+    c
+}
