@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use fabrik_cluster::collective::CollOp;
 use fabrik_testbed::{skip_reason, Testbed};
 use serde_json::Value;
 
@@ -229,14 +230,8 @@ fn every_collective_is_verified_on_eight_hosts() {
     let _one = one_at_a_time();
     let Some(tb) = eight_hosts() else { return };
     let dir = tempfile::tempdir().unwrap();
-    for op in [
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "broadcast",
-        "reduce",
-        "alltoall",
-    ] {
+    // Every operation the library has, by the name the CLI takes.
+    for op in CollOp::ALL.map(CollOp::name) {
         let line = format!(
             "bench collective {op} -b 1K -e 1M -f 4 -n 2 -w 1 -c 1 -r 3 --timeout 60 --format json"
         );
