@@ -6,6 +6,8 @@
 # /fabrik/mock-cuda, used only by the tests that say "mock-cuda" to run `--mem cuda` over rxe.
 #
 #   testbed/softroce/build.sh [FABRIK_BIN]     -> testbed/cache/{kern/,initrd.gz,kernel-version}
+#   env: SOFTROCE_SCRIPTS: more test scripts for /fabrik/ (paths, space-separated); the kernel
+#        argument fab.script=NAME runs one of them instead of vm-tests.sh.
 #
 # The kernel package is downloaded once and kept in testbed/cache (gitignored); the initramfs is
 # rebuilt on every call (seconds) so that it always holds the current binary and tests.
@@ -74,6 +76,7 @@ cc -shared -fPIC -O2 -Wall -o ird/fabrik/mock-cuda/libcuda.so.1 "$here/../mocks/
 cp "$here/init" ird/init
 cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
 cp "$here/vm-tests-collective.sh" ird/fabrik/vm-tests-collective.sh
+for t in ${SOFTROCE_SCRIPTS:-}; do cp "$t" ird/fabrik/; done
 chmod +x ird/init ird/fabrik/vm-tests.sh
 (cd ird && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz.tmp && mv initrd.gz.tmp initrd.gz
 echo "build.sh: kernel $ver, initramfs $(du -h initrd.gz | cut -f1), fabrik from $bin"

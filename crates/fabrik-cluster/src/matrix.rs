@@ -392,7 +392,6 @@ mod tests {
     use super::*;
     use crate::rendezvous::{join, JoinConfig};
     use fabrik_wire::Token;
-    use std::net::TcpListener;
     use std::time::Duration;
 
     fn rank_cfg(rank: u32, n: u32, port: u16, secs: u64) -> JoinConfig {
@@ -407,14 +406,6 @@ mod tests {
         }
     }
 
-    fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
-
     const SMALL: MatrixConfig = MatrixConfig {
         size: 1 << 14,
         iters: 1,
@@ -426,7 +417,7 @@ mod tests {
     fn a_rank_that_dies_in_the_last_round_fails_every_rank() {
         // A rank that finishes its last pair before the death is known must not send its rows
         // and exit 0 from a run rank 0 then aborts: every rank waits for rank 0's verdict.
-        let (port, n) = (free_port(), 4);
+        let (port, n) = (fabrik_testbed::free_port().unwrap(), 4);
         let hs: Vec<_> = (0..n)
             .map(|rank| {
                 std::thread::spawn(move || {
@@ -468,7 +459,7 @@ mod tests {
 
     #[test]
     fn a_silent_rank_is_named_silent_and_every_rank_fails() {
-        let (port, n) = (free_port(), 4);
+        let (port, n) = (fabrik_testbed::free_port().unwrap(), 4);
         let hs: Vec<_> = (0..n)
             .map(|rank| {
                 std::thread::spawn(move || {
@@ -504,11 +495,7 @@ mod tests {
 
     #[test]
     fn five_ranks_measure_every_directed_link_once() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = fabrik_testbed::free_port().unwrap();
         let n = 5;
         let hs: Vec<_> = (0..n)
             .map(|rank| {

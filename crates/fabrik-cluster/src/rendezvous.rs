@@ -885,14 +885,6 @@ mod tests {
     use super::*;
     use std::thread;
 
-    pub(crate) fn free_port() -> u16 {
-        TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    }
-
     pub(crate) fn cfg(rank: u32, n: u32, port: u16, token: &str, secs: u64) -> JoinConfig {
         JoinConfig {
             rank,
@@ -907,7 +899,7 @@ mod tests {
 
     #[test]
     fn four_ranks_join_gather_and_broadcast() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let handles: Vec<_> = (0..4)
             .map(|r| {
                 thread::spawn(move || {
@@ -928,7 +920,7 @@ mod tests {
 
     #[test]
     fn a_rank_that_never_arrives_is_named() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let r1 = thread::spawn(move || join(&cfg(1, 3, port, "tok", 2)));
         let err = join(&cfg(0, 3, port, "tok", 1)).unwrap_err();
         assert!(err.to_string().contains("rank 2 never joined"), "{err}");
@@ -938,7 +930,7 @@ mod tests {
 
     #[test]
     fn a_wrong_token_is_rejected_and_reported() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let bad = thread::spawn(move || join(&cfg(1, 2, port, "wrong", 3)));
         let err = join(&cfg(0, 2, port, "right", 1)).unwrap_err();
         let text = err.to_string();
@@ -981,7 +973,7 @@ mod tests {
     #[test]
     fn a_slow_loris_neither_holds_rank_0_nor_hides_from_the_error() {
         use std::io::Write;
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop2 = stop.clone();
         // One byte every 200 ms: a per-read timer would never fire.
@@ -1016,7 +1008,7 @@ mod tests {
 
         // A rank is missing: the job's deadline holds whatever the slow connection does, and the
         // error names the missing rank apart from the stalled connection.
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let loris = thread::spawn(move || {
             let mut s = connect_when_up(port);
             let from = s.local_addr().unwrap();
@@ -1047,7 +1039,7 @@ mod tests {
 
     #[test]
     fn two_hundred_idle_connections_do_not_keep_rank_0_waiting() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let root = thread::spawn(move || {
             let t0 = Instant::now();
             let g = join(&cfg(0, 4, port, "tok", 20));
@@ -1072,7 +1064,7 @@ mod tests {
     #[test]
     fn a_partial_frame_does_not_delay_the_job() {
         use std::io::Write;
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let part = thread::spawn(move || {
             let mut s = connect_when_up(port);
             s.write_all(&greeting_prefix(6)).unwrap();
@@ -1099,7 +1091,7 @@ mod tests {
 
     #[test]
     fn after_one_failure_the_quiet_ranks_share_one_short_window() {
-        let (port, n) = (free_port(), 6);
+        let (port, n) = (fabrik_testbed::free_port().unwrap(), 6);
         let hs: Vec<_> = (1..n)
             .map(|r| {
                 thread::spawn(move || {
@@ -1130,7 +1122,7 @@ mod tests {
 
     #[test]
     fn duplicate_ranks_are_refused() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let a = thread::spawn(move || join(&cfg(1, 2, port, "tok", 3)));
         let b = thread::spawn(move || join(&cfg(1, 2, port, "tok", 3)));
         let root = join(&cfg(0, 2, port, "tok", 2));
@@ -1142,7 +1134,7 @@ mod tests {
 
     #[test]
     fn a_member_that_dies_is_named_at_rank_0() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let m = thread::spawn(move || {
             let g = join(&cfg(1, 2, port, "tok", 5)).unwrap();
             drop(g);
@@ -1156,7 +1148,7 @@ mod tests {
 
     #[test]
     fn data_connections_find_their_peer_and_tag() {
-        let port = free_port();
+        let port = fabrik_testbed::free_port().unwrap();
         let m = thread::spawn(move || {
             let g = join(&cfg(1, 2, port, "tok", 5)).unwrap();
             use std::io::Write;

@@ -5,16 +5,14 @@
 //! communicator per rank serves every configuration, so set-up is paid once per group.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-use std::thread;
+mod common;
+
+use std::sync::Mutex;
 use std::time::Duration;
 
 use fabrik_cluster::collective::{AlgoChoice, Algorithm, CollOp, Comm, RD_MAX_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
-use fabrik_cluster::rendezvous::{join, Group, JoinConfig};
 use fabrik_cluster::sweep::{run_sweep, SweepConfig};
-use fabrik_wire::Token;
 
 const RANKS: [u32; 6] = [1, 2, 3, 5, 7, 8];
 const ALGOS: [AlgoChoice; 4] = [
@@ -29,14 +27,6 @@ const REDOPS: [RedOp; 5] = [RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, Red
 enum Transport {
     Mem,
     Tcp,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The configurations one group runs with `algo`: float sum at sizes from a few elements to past
@@ -81,8 +71,7 @@ fn cfg(op: CollOp, dtype: DType, redop: RedOp, root: u32, sizes: Vec<u64>) -> Sw
 /// Runs every configuration with `algo` on a group of `n` over `transport`; returns how many
 /// rows rank 0 got, after asserting that none had a wrong element.
 fn run_group(n: u32, transport: Transport, algo: AlgoChoice) -> usize {
-    let port = free_port();
-    let mut mem: Vec<Option<Comm>> = match transport {
+    let mem: Vec<Option<Comm>> = match transport {
         Transport::Mem => Comm::in_memory(n, 2, 1000, 4096, Duration::from_secs(20))
             .unwrap()
             .into_iter()
@@ -90,52 +79,35 @@ fn run_group(n: u32, transport: Transport, algo: AlgoChoice) -> usize {
             .collect(),
         Transport::Tcp => (0..n).map(|_| None).collect(),
     };
-    let rows = Arc::new(Mutex::new(0usize));
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let rows = rows.clone();
-            let comm = mem[rank as usize].take();
-            thread::spawn(move || {
-                let mut g: Group = join(&JoinConfig {
-                    rank,
-                    world_size: n,
-                    master: format!("127.0.0.1:{port}"),
-                    token: Token::new("t").unwrap(),
-                    timeout: Duration::from_secs(30),
-                    host: format!("h{rank}"),
-                    data_ips: vec![],
-                })
-                .unwrap();
-                let mut comm = match comm {
-                    Some(c) => c,
-                    None => Comm::connect(&mut g, 2, true, 4096).unwrap(),
-                };
-                comm.set_algo(algo);
-                for c in configs(n, algo) {
-                    run_sweep(&mut g, &comm, &c, &mut |row, first| {
-                        assert!(
-                            first.is_none(),
-                            "{transport:?} {algo:?} n={n} {:?} {:?} {:?}: {}",
-                            c.op,
-                            c.dtype,
-                            c.redop,
-                            first.unwrap()
-                        );
-                        for t in [&row.out_of_place, &row.in_place] {
-                            assert_eq!(t.as_ref().unwrap().wrong, Some(0), "{row:?}");
-                        }
-                        *rows.lock().unwrap() += 1;
-                    })
-                    .unwrap();
+    let mem = Mutex::new(mem);
+    let rows = common::on_ranks(n, Duration::from_secs(30), move |rank, mut g| {
+        let given = mem.lock().unwrap()[rank as usize].take();
+        let mut comm = match given {
+            Some(c) => c,
+            None => Comm::connect(&mut g, 2, true, 4096).unwrap(),
+        };
+        comm.set_algo(algo);
+        let mut rows = 0;
+        for c in configs(n, algo) {
+            run_sweep(&mut g, &comm, &c, &mut |row, first| {
+                assert!(
+                    first.is_none(),
+                    "{transport:?} {algo:?} n={n} {:?} {:?} {:?}: {}",
+                    c.op,
+                    c.dtype,
+                    c.redop,
+                    first.unwrap()
+                );
+                for t in [&row.out_of_place, &row.in_place] {
+                    assert_eq!(t.as_ref().unwrap().wrong, Some(0), "{row:?}");
                 }
+                rows += 1;
             })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    let got = *rows.lock().unwrap();
-    got
+            .unwrap();
+        }
+        rows
+    });
+    rows.into_iter().sum()
 }
 
 fn every_algorithm_over(transport: Transport) {

@@ -1,60 +1,28 @@
 //! Every collective, verified, with ranks as threads joined over loopback TCP.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
-use std::thread;
+mod common;
+
 use std::time::Duration;
 
 use fabrik_cluster::collective::{CollOp, Comm};
 use fabrik_cluster::dtype::{DType, RedOp};
-use fabrik_cluster::rendezvous::{join, JoinConfig};
 use fabrik_cluster::sweep::{run_sweep, SweepConfig};
 use fabrik_model::CollectiveRow;
-use fabrik_wire::Token;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Runs `cfg` on `n` thread-ranks with `channels` lanes; returns rank 0's rows.
 fn sweep(n: u32, channels: usize, chunk: usize, cfg: SweepConfig) -> Vec<CollectiveRow> {
-    let port = free_port();
-    let rows = Arc::new(Mutex::new(Vec::new()));
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let cfg = cfg.clone();
-            let rows = rows.clone();
-            thread::spawn(move || {
-                let mut g = join(&JoinConfig {
-                    rank,
-                    world_size: n,
-                    master: format!("127.0.0.1:{port}"),
-                    token: Token::new("t").unwrap(),
-                    timeout: Duration::from_secs(20),
-                    host: format!("h{rank}"),
-                    data_ips: vec![],
-                })
-                .unwrap();
-                let comm =
-                    Comm::connect(&mut g, channels, cfg.op == CollOp::Alltoall, chunk).unwrap();
-                run_sweep(&mut g, &comm, &cfg, &mut |row, first| {
-                    assert!(first.is_none(), "{:?}: {}", cfg.op, first.unwrap());
-                    rows.lock().unwrap().push(row.clone());
-                })
-                .unwrap();
-            })
+    let per_rank = common::on_ranks(n, Duration::from_secs(20), move |_, mut g| {
+        let comm = Comm::connect(&mut g, channels, cfg.op == CollOp::Alltoall, chunk).unwrap();
+        let mut rows = Vec::new();
+        run_sweep(&mut g, &comm, &cfg, &mut |row, first| {
+            assert!(first.is_none(), "{:?}: {}", cfg.op, first.unwrap());
+            rows.push(row.clone());
         })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    let v = rows.lock().unwrap().clone();
-    v
+        .unwrap();
+        rows
+    });
+    per_rank.into_iter().flatten().collect()
 }
 
 fn cfg(op: CollOp, dtype: DType, redop: RedOp, root: u32, sizes: Vec<u64>) -> SweepConfig {

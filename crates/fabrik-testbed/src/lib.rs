@@ -9,6 +9,9 @@
 //! on the machine.
 //! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and skip the test
 //! with its message when it returns `Some`.
+//! The crate's `fabrik-netns` binary (run by `testbed/netns.sh`) builds the same layout under a
+//! chosen name ([`Builder::name`], [`Testbed::keep`]) for people and benchmark scripts, and
+//! removes it with [`down`].
 //!
 //! ```no_run
 //! # fn main() -> Result<(), fabrik_testbed::TestbedError> {
@@ -83,6 +86,14 @@ pub fn skip_reason() -> Option<String> {
         .clone()
 }
 
+/// `Ok` when this process runs as root, which namespaces, veth links and tc need.
+pub fn require_root() -> Result<(), TestbedError> {
+    match effective_uid() {
+        Some(0) => Ok(()),
+        uid => Err(TestbedError::NotRoot(uid.unwrap_or(u32::MAX))),
+    }
+}
+
 fn effective_uid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
@@ -104,6 +115,7 @@ pub struct Builder {
     links: usize,
     mtu: Option<u32>,
     shapes: Vec<Shape>,
+    name: Option<String>,
 }
 
 impl Builder {
@@ -145,8 +157,29 @@ impl Builder {
         self
     }
 
+    /// Names the testbed: its namespaces become `NAME-h<h>` and `NAME-sw` (`fabrik-netns up`)
+    /// instead of a name that carries this process id. A testbed of that name that is already
+    /// there is removed first.
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
     /// Creates the namespaces, links and bridges; undone on any failure.
     pub fn build(self) -> Result<Testbed, TestbedError> {
+        if let Some(name) = &self.name {
+            // `ip netns` makes a file of each name under /run/netns.
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && !name.starts_with('.');
+            if !ok {
+                return Err(TestbedError::Config(format!(
+                    "testbed name {name:?} (letters, digits, '-', '_', '.')"
+                )));
+            }
+        }
         if self.hosts == 0 || self.hosts > 250 {
             return Err(TestbedError::Config(format!(
                 "{} hosts (1 to 250 fit the address plan)",
@@ -181,11 +214,17 @@ impl Builder {
         }
         cleanup_stale();
         static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let name = format!(
-            "{PREFIX}{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = match &self.name {
+            Some(name) => {
+                down(name);
+                name.clone()
+            }
+            None => format!(
+                "{PREFIX}{}-{}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::Relaxed)
+            ),
+        };
         // The Testbed exists before anything is created, so a failure half-way is torn down
         // by its Drop.
         let tb = Testbed {
@@ -214,7 +253,20 @@ impl Testbed {
             links: 1,
             mtu: None,
             shapes: Vec::new(),
+            name: None,
         }
+    }
+
+    /// The testbed's name: the prefix of its namespaces.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Leaves the namespaces in place when the testbed goes out of scope (`fabrik-netns up`);
+    /// [`down`] removes them later. Returns the testbed's name.
+    pub fn keep(self) -> String {
+        let kept = std::mem::ManuallyDrop::new(self);
+        kept.name.clone()
     }
 
     /// The namespace of host `host` (for `ip netns exec`).
@@ -243,7 +295,50 @@ impl Testbed {
 
     /// The address of host `host` on link `link`: `10.77.link.(host+1)`, prefix /24.
     pub fn addr(&self, host: usize, link: usize) -> Ipv4Addr {
-        Ipv4Addr::new(10, 77, link as u8, host as u8 + 1)
+        // Every host and link of a built testbed is inside the plan.
+        addr(host, link).unwrap_or(Ipv4Addr::UNSPECIFIED)
+    }
+
+    /// Slows only what host `host` sends to host `to` on link `link`, to `rate`: an htb class
+    /// behind a u32 filter on the host's NIC, the rest of its traffic at full pace. One bad
+    /// path, not a bad node. Replaces the NIC's root qdisc (htb and u32, not prio: kernels built
+    /// without sch_prio still have them).
+    pub fn shape_path(
+        &self,
+        host: usize,
+        link: usize,
+        to: usize,
+        rate: &str,
+    ) -> Result<(), TestbedError> {
+        if host >= self.hosts || to >= self.hosts || link >= self.links {
+            return Err(TestbedError::Config(format!(
+                "path {host} -> {to} on link {link} outside {} hosts x {} links",
+                self.hosts, self.links
+            )));
+        }
+        parse_rate(rate)
+            .ok_or_else(|| TestbedError::Config(format!("{rate:?} is not a tc rate")))?;
+        let (ns, dev) = (self.netns(host), self.iface(link));
+        let dst = format!("{}/32", self.addr(to, link));
+        let tc = |args: &[&str]| {
+            let mut all = vec!["-n", ns.as_str()];
+            all.extend_from_slice(args);
+            ip_like("tc", &all)
+        };
+        tc(&[
+            "qdisc", "replace", "dev", &dev, "root", "handle", "1:", "htb", "default", "1",
+        ])?;
+        tc(&[
+            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb", "rate", "100gbit",
+        ])?;
+        tc(&[
+            "class", "add", "dev", &dev, "parent", "1:", "classid", "1:2", "htb", "rate", rate,
+            "ceil", rate,
+        ])?;
+        tc(&[
+            "filter", "add", "dev", &dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+            "match", "ip", "dst", &dst, "flowid", "1:2",
+        ])
     }
 
     /// A command that runs `program` inside host `host`'s namespace.
@@ -323,9 +418,7 @@ impl Testbed {
                 None => (0..self.hosts).collect(),
             };
             for h in hosts {
-                // Egress of the host's NIC and egress of the switch port towards it: both ways.
-                tbf(&self.netns(h), &self.iface(s.link), &s.rate)?;
-                tbf(&sw, &format!("h{h}l{}", s.link), &s.rate)?;
+                shape_link(&self.name, h, s.link, &s.rate)?;
             }
         }
         Ok(())
@@ -344,6 +437,68 @@ impl Drop for Testbed {
             teardown(&ns);
         }
     }
+}
+
+/// A loopback TCP port free now, for a server a test starts moments later (a race only
+/// another process that binds the same port in between can lose).
+pub fn free_port() -> Result<u16, TestbedError> {
+    let io = |doing: &str, e: std::io::Error| TestbedError::Command {
+        command: format!("{doing} 127.0.0.1:0"),
+        detail: e.to_string(),
+    };
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding", e))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| io("reading the address of", e))
+}
+
+/// The address of host `host` on link `link` in every testbed: `10.77.link.(host+1)`, or
+/// `None` outside the plan (250 hosts, 200 links).
+pub fn addr(host: usize, link: usize) -> Option<Ipv4Addr> {
+    (host < 250 && link < 200).then(|| Ipv4Addr::new(10, 77, link as u8, host as u8 + 1))
+}
+
+/// Shapes host `host`'s link `link` of the testbed named `name` to `rate` (tc tbf), both ways:
+/// the egress of the host's NIC and of the switch port towards it.
+pub fn shape_link(name: &str, host: usize, link: usize, rate: &str) -> Result<(), TestbedError> {
+    tbf(&format!("{name}-h{host}"), &format!("eth{link}"), rate)?;
+    tbf(&format!("{name}-sw"), &format!("h{host}l{link}"), rate)
+}
+
+/// The namespaces of every testbed on this machine: names ending in `-h<number>` or `-sw`.
+pub fn list() -> Result<Vec<String>, TestbedError> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map_err(|e| TestbedError::Command {
+            command: "ip netns list".into(),
+            detail: e.to_string(),
+        })?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|ns| testbed_of(ns).is_some())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Kills what runs inside the testbed named `name` and deletes its namespaces, however many
+/// hosts it has. Nothing there is not an error.
+pub fn down(name: &str) {
+    for ns in list().unwrap_or_default() {
+        if testbed_of(&ns) == Some(name) {
+            teardown(&ns);
+        }
+    }
+}
+
+/// The testbed a namespace belongs to: `NAME` of `NAME-h<number>` or `NAME-sw`.
+fn testbed_of(ns: &str) -> Option<&str> {
+    if let Some(name) = ns.strip_suffix("-sw") {
+        return Some(name);
+    }
+    let (name, host) = ns.rsplit_once("-h")?;
+    (!host.is_empty() && host.bytes().all(|b| b.is_ascii_digit())).then_some(name)
 }
 
 /// Kills what still runs in `ns` (processes the tests started there) and deletes it.
@@ -443,6 +598,32 @@ mod tests {
         assert_eq!(owner_pid("fab-1234-7-sw"), Some(1234));
         assert_eq!(owner_pid("other-ns"), None);
         assert_eq!(owner_pid("fab-x-1"), None);
+    }
+
+    #[test]
+    fn namespaces_belong_to_the_testbed_before_their_suffix() {
+        assert_eq!(testbed_of("tb-h0"), Some("tb"));
+        assert_eq!(testbed_of("fab-12-0-h17"), Some("fab-12-0"));
+        assert_eq!(testbed_of("tb-sw"), Some("tb"));
+        assert_eq!(testbed_of("tb-hx"), None);
+        assert_eq!(testbed_of("tb-h"), None);
+        assert_eq!(testbed_of("other"), None);
+    }
+
+    #[test]
+    fn addresses_follow_the_plan() {
+        assert_eq!(addr(0, 0), Some(Ipv4Addr::new(10, 77, 0, 1)));
+        assert_eq!(addr(249, 3), Some(Ipv4Addr::new(10, 77, 3, 250)));
+        assert_eq!(addr(250, 0), None);
+        assert_eq!(addr(0, 200), None);
+    }
+
+    #[test]
+    fn bad_names_are_refused_before_touching_the_system() {
+        for name in ["", "a/b", "../x", ".hidden", "with space"] {
+            let e = Testbed::builder().name(name).build();
+            assert!(matches!(e, Err(TestbedError::Config(_))), "{name:?}");
+        }
     }
 
     #[test]

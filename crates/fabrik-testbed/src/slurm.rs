@@ -19,13 +19,12 @@
 //! # }
 //! ```
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::tools::find;
-use crate::TestbedError;
+use crate::{free_port, TestbedError};
 
 /// The programs a cluster needs, all from Debian's `slurmctld`, `slurmd`, `slurm-client` and
 /// `munge` packages.
@@ -314,15 +313,6 @@ fn short_hostname() -> Result<String, TestbedError> {
         return Err(TestbedError::Config("this machine has no host name".into()));
     }
     Ok(short)
-}
-
-/// A loopback port free now; Slurm binds it moments later (a race only another process that
-/// grabs the same port in between can lose).
-fn free_port() -> Result<u16, TestbedError> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| io_error("binding", "127.0.0.1:0", e))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| io_error("reading the address of", "127.0.0.1:0", e))
 }
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), TestbedError> {

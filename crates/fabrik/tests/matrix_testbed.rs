@@ -116,22 +116,8 @@ fn one_shaped_destination_is_a_bad_link_not_a_bad_node() {
         return;
     }
     let tb = Testbed::builder().hosts(6).build().unwrap();
-    // Host 2's traffic to host 4 only, through a 20 Mb/s htb class (htb and u32: kernels
-    // without sch_prio have them).
-    let dst = format!("{}/32", tb.addr(4, 0));
-    for cmd in [
-        "tc qdisc replace dev eth0 root handle 1: htb default 1",
-        "tc class add dev eth0 parent 1: classid 1:1 htb rate 100gbit",
-        "tc class add dev eth0 parent 1: classid 1:2 htb rate 20mbit ceil 20mbit",
-    ] {
-        let argv: Vec<&str> = cmd.split(' ').collect();
-        assert!(tb.exec(2, &argv).unwrap().status.success(), "{cmd}");
-    }
-    let filter = [
-        "tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-        "match", "ip", "dst", &dst, "flowid", "1:2",
-    ];
-    assert!(tb.exec(2, &filter).unwrap().status.success());
+    // Host 2's traffic to host 4 only, through a 20 Mb/s htb class.
+    tb.shape_path(2, 0, 4, "20mbit").unwrap();
     let m = root_json(&run_ranks(&tb, &SMALL, |_| vec![]), 1);
     // The one lasting fault is the link; anything else the busy machine's noise flagged in the
     // matrix must come out of the second pass as not reproduced, not as a bad node or link.

@@ -4,7 +4,6 @@
 //! panels return series, and every alert rule evaluates with health "ok".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,14 +12,6 @@ use serde_json::Value;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Killed(Child);
@@ -90,7 +81,10 @@ fn dashboard_queries_and_alert_rules_run_on_a_real_prometheus() {
     }
     let work = tempfile::tempdir().unwrap();
     let root = repo().join("fixtures/counters/mlx5-roce/after");
-    let (exp_port, prom_port) = (free_port(), free_port());
+    let (exp_port, prom_port) = (
+        fabrik_testbed::free_port().unwrap(),
+        fabrik_testbed::free_port().unwrap(),
+    );
 
     let _exporter = Killed(
         Command::new(env!("CARGO_BIN_EXE_fabrik"))

@@ -2,6 +2,8 @@
 //! page renders in a real browser (headless Chromium) without console errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -166,32 +168,9 @@ fn a_parsed_perftest_run_is_not_an_empty_page() {
     assert!(page.contains("0.480"), "{page}");
 }
 
-/// Distinct colours in a PNG: a blank page has one or two.
-fn colours(png_path: &Path) -> usize {
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(png_path).unwrap(),
-    ));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let bpp = info.color_type.samples();
-    let mut seen = std::collections::HashSet::new();
-    for px in buf[..info.buffer_size()].chunks(bpp) {
-        seen.insert(px.to_vec());
-    }
-    seen.len()
-}
-
 #[test]
 fn the_page_renders_in_headless_chromium_without_console_errors() {
-    let Some(chromium) = ["chromium", "chromium-browser"].iter().find_map(|c| {
-        std::process::Command::new("which")
-            .arg(c)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    }) else {
+    let Some(chromium) = support::find_chromium() else {
         eprintln!("skipped: no chromium on PATH (scripts/apt/cluster.txt installs it)");
         return;
     };
@@ -224,23 +203,7 @@ fn the_page_renders_in_headless_chromium_without_console_errors() {
     let html = d.join("report.html");
     assert_eq!(report(&[doctor, coll], &html).status.code(), Some(0));
     let shot = d.join("shot.png");
-    let out = std::process::Command::new(&chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,1600",
-        ])
-        .arg(format!("--user-data-dir={}", d.join("chrome").display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", html.display()))
+    let out = support::chromium_screenshot(&chromium, &html, &shot, &d.join("chrome"))
         .output()
         .unwrap();
     assert!(
@@ -253,6 +216,6 @@ fn the_page_renders_in_headless_chromium_without_console_errors() {
     let log = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "{console:#?}");
-    let n = colours(&shot);
+    let n = support::png_colours(&shot);
     assert!(n >= 50, "the screenshot looks blank ({n} colours)");
 }

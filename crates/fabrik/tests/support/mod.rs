@@ -17,3 +17,67 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Distinct colours in a PNG (any bit depth and colour type the `png` crate expands to 8-bit
+/// samples): a blank plot or page has one or two.
+pub fn png_colours(path: &Path) -> usize {
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    ));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder
+        .read_info()
+        .unwrap_or_else(|e| panic!("{} is not a PNG: {e}", path.display()));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bpp = info.color_type.samples();
+    // Colour only: pixels differing in alpha alone are one colour.
+    let colour = match info.color_type {
+        png::ColorType::Grayscale | png::ColorType::GrayscaleAlpha => 1,
+        _ => 3,
+    };
+    let mut seen = std::collections::HashSet::new();
+    for px in buf[..info.buffer_size()].chunks(bpp) {
+        seen.insert(px[..colour].to_vec());
+    }
+    seen.len()
+}
+
+/// Chromium on PATH (`chromium`, or `chromium-browser` as Ubuntu names it), or `None`.
+pub fn find_chromium() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Headless Chromium that loads `html` and writes a 1200x1600 screenshot to `shot`, with its
+/// profile in `profile` and nothing fetched from the network on its own account. Its logging
+/// to stderr is on, so a test can read the page's console messages.
+pub fn chromium_screenshot(
+    chromium: &Path,
+    html: &Path,
+    shot: &Path,
+    profile: &Path,
+) -> std::process::Command {
+    let mut c = std::process::Command::new(chromium);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1200,1600",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg(format!("--screenshot={}", shot.display()))
+    .arg(format!("file://{}", html.display()));
+    c
+}
