@@ -149,8 +149,11 @@ fn second_pass(
         collect(group, &mut mine, &mut links)?;
     }
     if let (Some(m), Some(plan)) = (m, plan) {
-        let threshold =
-            good_threshold(&m.links, &plan.good).unwrap_or(m.analysis.link_threshold_gbps);
+        // Never more lenient than the first pass: among good nodes whose links vary widely
+        // (a loaded host) the good-only line can fall below a link the first pass flagged,
+        // which would then pass again unchanged.
+        let first = m.analysis.link_threshold_gbps;
+        let threshold = good_threshold(&m.links, &plan.good).map_or(first, |g| g.max(first));
         let verdicts =
             isolation_verdicts(&plan, &m.analysis, &m.links, &links, &m.hosts, threshold);
         m.isolation = Some(Isolation {
