@@ -675,6 +675,14 @@ fn channel(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
 
 /// Derives what the raw facts imply, once all lines are read.
 pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
+    // `Using network IB|Socket` after a plugin failed: NCCL dropped the plugin and went on with
+    // an internal network (plugin/net.cc tries the next one when a plugin's init fails).
+    if r.network
+        .as_deref()
+        .is_some_and(|n| is_internal_net(n.as_bytes()))
+    {
+        plugin_failures_are_warnings(r);
+    }
     // The busiest inter-node net of the channels names the network when NCCL did not.
     let mut best_net: Option<(&str, u64)> = None;
     let mut net_channels = 0u64;
@@ -719,7 +727,10 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         .as_deref()
         .filter(|_| r.plugin.status == PluginStatus::Loaded)
         .map(transport_of)
-        .filter(|t| *t != Transport::Unknown);
+        .filter(|t| *t != Transport::Unknown)
+        // An IB plugin (IBext) that printed `NET/IB : No device found` has no network to offer:
+        // its name is no evidence that IB carried anything.
+        .filter(|t| !(*t == Transport::Ib && r.ib_no_device));
     // NCCL >= 2.6 initialises its socket network only when it is going to use it (earlier
     // releases printed `NET/Socket : Using` for the bootstrap in every process).
     let sockets_are_the_net = !r.socket_interfaces.is_empty()
@@ -892,5 +903,25 @@ pub fn transport_of(name: &str) -> Transport {
         Transport::GpuDirectTcpx
     } else {
         Transport::Unknown
+    }
+}
+
+/// A plugin that failed to initialise, in a process that then chose an internal network, did not
+/// stop the job: its errors say the plugin is unusable (a warning; the socket-fallback checks judge
+/// whether sockets were right).
+fn plugin_failures_are_warnings(r: &mut ProcessReport) {
+    let plugin_rule = |rule: &str| {
+        let r = rule.trim_start_matches("FAB-NCCL-");
+        r.starts_with("OFI") || r.starts_with("TCPX") || r.starts_with("FASTRAK")
+    };
+    for i in r.issues.iter_mut() {
+        if plugin_rule(&i.rule) && i.severity == fabrik_model::Severity::Error {
+            i.severity = fabrik_model::Severity::Warning;
+            i.cause = format!(
+                "{} NCCL dropped the plugin and went on with its internal network ({}).",
+                i.cause.trim_end(),
+                r.network.as_deref().unwrap_or("")
+            );
+        }
     }
 }
