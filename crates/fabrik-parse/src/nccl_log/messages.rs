@@ -910,10 +910,8 @@ pub fn transport_of(name: &str) -> Transport {
 /// stop the job: its errors say the plugin is unusable (a warning; the socket-fallback checks judge
 /// whether sockets were right).
 fn plugin_failures_are_warnings(r: &mut ProcessReport) {
-    let plugin_rule = |rule: &str| {
-        let r = rule.trim_start_matches("FAB-NCCL-");
-        r.starts_with("OFI") || r.starts_with("TCPX") || r.starts_with("FASTRAK")
-    };
+    const PLUGIN_RULES: [&str; 3] = ["FAB-NCCL-OFI", "FAB-NCCL-TCPX", "FAB-NCCL-FASTRAK"];
+    let plugin_rule = |rule: &str| PLUGIN_RULES.iter().any(|p| rule.starts_with(p));
     for i in r.issues.iter_mut() {
         if plugin_rule(&i.rule) && i.severity == fabrik_model::Severity::Error {
             i.severity = fabrik_model::Severity::Warning;
