@@ -23,14 +23,17 @@ use fabrik_parse::nccl_log::{analyze_paths, LogReport};
 /// Accuracy floors (correct / scored, in percent) measured over the corpus as committed. Each
 /// figure is the measured one rounded down; the analyzer may only move them up.
 const FLOORS: &[(&str, f64)] = &[
-    ("transport", 100.0),
+    // Measured on 133 logs (2026-11-26). Files 124-133 were added unseen, after the analyzer
+    // work of that round: they lowered transport, failed, cause_class and processes from the
+    // 123-log figures (100, 99.1, 98.3, 100); the analyzer itself did not get worse.
+    ("transport", 99.2),
     ("gdr", 100.0),
     ("socket_fallback", 100.0),
-    ("failed", 99.1),
-    ("cause_class", 98.3),
+    ("failed", 96.9),
+    ("cause_class", 96.0),
     ("version", 100.0),
     ("hosts", 100.0),
-    ("processes", 100.0),
+    ("processes", 99.1),
 ];
 
 /// Healthy logs that today still get an error-level finding (each is explained in the README row
