@@ -727,3 +727,22 @@ fn redacted_cut_and_flattened_pastes_count_their_processes() {
     let r = analyze_str("t", twice);
     assert_eq!(r.summary.processes, 1);
 }
+
+/// PyTorch's `Last error:` block carries the WARN text; the TCPX plugin's own messages name it
+/// (`NET/%s failed to connect socket`, src/connect.cc, %s = GPUDirectTCPX), so the transport is
+/// known even without any NCCL INFO line (GoogleCloudPlatform/container-engine-accelerators#414).
+#[test]
+fn a_last_error_naming_the_tcpx_plugin_gives_its_transport() {
+    let log = "[5]:torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5\n\
+               [5]:ncclInternalError: Internal check failed.\n\
+               [5]:Last error:\n\
+               [5]:NET/GPUDirectTCPX failed to connect socket\n";
+    let r = analyze_str("t", log);
+    assert_eq!(r.summary.transport, Transport::GpuDirectTcpx);
+    // The catalog knows the format: a TCP connection to another rank could not be set up.
+    assert!(r
+        .processes
+        .iter()
+        .flat_map(|p| &p.issues)
+        .any(|i| i.rule == "FAB-NCCL-SOCKET-CONNECT"));
+}

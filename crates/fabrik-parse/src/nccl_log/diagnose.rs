@@ -282,7 +282,7 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     if let Some(c) = crate::catalog::classify(message) {
         return diagnosis_of(c);
     }
-    if has(src, "tcpx") || has(message, "tcpx") {
+    if has(src, "tcpx") || has(message, "tcpx") || has(message, "TCPX") {
         return TCPX;
     }
     if has(message, "NET/OFI") || has(src, "ofi") {

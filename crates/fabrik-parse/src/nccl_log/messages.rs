@@ -219,8 +219,12 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
     let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
-    if has(src, "tcpx") {
+    // The plugins name themselves: `NET/%s failed to connect socket` with %s = GPUDirectTCPX.
+    if has(src, "tcpx") || msg.starts_with(b"NET/GPUDirectTCPX") {
         st.hints.tcpx = true;
+    }
+    if msg.starts_with(b"NET/FasTrak") {
+        st.hints.fastrak = true;
     }
     if msg.starts_with(b"NET/OFI") || has(src, "ofi") {
         st.hints.ofi = true;

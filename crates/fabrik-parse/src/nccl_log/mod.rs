@@ -406,6 +406,10 @@ impl LogAnalyzer {
                 None => self.unknown_process(),
             };
             let seq = self.lines_read;
+            if pending {
+                // The WARN text after `Last error:` names the plugin as a WARN line would.
+                messages::warn_facts(&mut self.processes[idx], strip_launcher_prefix(line), None);
+            }
             add_issue(
                 &mut self.processes[idx].issues,
                 d,
