@@ -23,13 +23,13 @@ use fabrik_parse::nccl_log::{analyze_paths, LogReport};
 /// Accuracy floors (correct / scored, in percent) measured over the corpus as committed. Each
 /// figure is the measured one rounded down; the analyzer may only move them up.
 const FLOORS: &[(&str, f64)] = &[
-    // Measured on 133 logs (2026-11-26). Files 124-133 were added unseen, after the analyzer
+    // Measured on 136 logs (2026-11-26). Files 124-136 were added unseen, after the analyzer
     // work of that round: they lowered failed, cause_class and processes from the 123-log
     // figures (99.1, 98.3, 100); the analyzer itself did not get worse.
     ("transport", 100.0),
     ("gdr", 100.0),
     ("socket_fallback", 100.0),
-    ("failed", 96.9),
+    ("failed", 97.0),
     ("cause_class", 96.0),
     ("version", 100.0),
     ("hosts", 100.0),

@@ -746,3 +746,30 @@ fn a_last_error_naming_the_tcpx_plugin_gives_its_transport() {
         .flat_map(|p| &p.issues)
         .any(|i| i.rule == "FAB-NCCL-SOCKET-CONNECT"));
 }
+
+/// NCCL 2.29 on a host without libibverbs probes IB and GIN and moves on: the traces end in
+/// src/transport/net_ib/ (`init.cc:396 -> 3`, `gdr.cc:56 -> 3`), which is no caller of NCCL's
+/// API, and ibvwrap.cc's `lib wrapper not initialized.` is the missing library again
+/// (NVIDIA/nccl#2094). No error.
+#[test]
+fn nccl_2_29_probing_ib_and_gin_without_verbs_is_no_failure() {
+    let log = "[5] NCCL INFO NCCL version 2.29.7+cuda12.3\n\
+               [5] NCCL INFO Failed to open libibverbs.so[.1]\n\
+               [5] NCCL INFO transport/net_ib/init.cc:396 -> 3\n\
+               [5] NCCL INFO Failed to initialize NET plugin IB\n\
+               [5] NCCL INFO NET/Socket : Using [0]eth0:192.168.9.2<0>\n\
+               [5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.\n\
+               [5] NCCL INFO transport/net_ib/gdr.cc:56 -> 3\n\
+               [5] NCCL INFO Failed to initialize any GIN plugin\n\
+               [5] NCCL INFO Using network Socket\n";
+    let r = analyze_str("t", log);
+    assert_eq!(errors(&r), Vec::<&str>::new(), "{:?}", r.findings);
+    assert_eq!(r.summary.warnings, 0, "{:?}", r.findings);
+    assert_eq!(r.summary.transport, Transport::Socket);
+    // The same trace reaching src/init.cc is a failure.
+    let failed = log.replace(
+        "[5] NCCL INFO Failed to initialize NET plugin IB\n",
+        "[5] NCCL INFO init.cc:1493 -> 3\n",
+    );
+    assert!(!errors(&analyze_str("t", &failed)).is_empty());
+}

@@ -229,6 +229,10 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     if msg.starts_with(b"NET/OFI") || has(src, "ofi") {
         st.hints.ofi = true;
     }
+    // NCCL < 2.6 printed it as a WARN (misc/ibvwrap.cc), later releases as INFO.
+    if msg.starts_with(b"Failed to open libibverbs") {
+        st.hints.no_verbs = true;
+    }
     // An IB warning means NCCL (or the IBext plugin) had an RDMA device to talk to, except the
     // two that net_ib.cc prints before it looks at any device.
     let before_devices = has(msg, "No IP interface found") || has(msg, "No device found");
@@ -742,7 +746,9 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
             || r.env
                 .get("NCCL_IB_DISABLE")
                 .is_some_and(|v| v.trim() == "1")
-            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6));
+            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6)
+            // Without libibverbs IB cannot be the network, in any release.
+            || r.ib_nics.is_empty() && hints.no_verbs);
     r.transport = Some(match net.as_deref() {
         Some(n) => transport_of(n),
         None if !r.ib_nics.is_empty() => Transport::Ib,

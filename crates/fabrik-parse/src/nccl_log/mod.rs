@@ -598,7 +598,17 @@ fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
 /// Top-level callers: a trace that reaches one of them was returned to the program (a trace
 /// inside net.cc alone is NCCL trying a plugin and moving on, as fixture 13 shows).
 fn is_top_site(site: &[u8], message: &[u8]) -> bool {
-    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    let mut parts = site.rsplit(|b| *b == b'/');
+    let file = parts.next().unwrap_or(site);
+    // NCCL >= 2.29 has src/transport/net_ib/init.cc (the IB plugin's init, whose failure on a
+    // host without RDMA is NCCL probing a network) and src/ras/collectives.cc: only src/'s own
+    // files are the callers.
+    if parts
+        .next()
+        .is_some_and(|dir| matches!(dir, b"net_ib" | b"ras" | b"transport" | b"plugin"))
+    {
+        return false;
+    }
     [
         // `.cc` since 2.3, `.cu` before.
         &b"init.c"[..],

@@ -78,7 +78,7 @@ impl Splitter {
         let mut end = line.len();
         loop {
             let Some(pos) = self.marker.rfind(&line[..end]) else {
-                return self.split_old(line);
+                return split_ofi_test(line).or_else(|| self.split_old(line));
             };
             let after = &line[pos + 5..];
             let level = if after.starts_with(b"INFO") {
@@ -165,6 +165,31 @@ impl Splitter {
             .is_some_and(|h| h.iter().any(u8::is_ascii_alphabetic));
         (real_host && out.pid.is_some() && out.cuda_dev.is_some()).then_some(out)
     }
+}
+
+/// aws-ofi-nccl's functional tests (`nccl_message_transfer`, `ring`, ...) log through their own
+/// printer, `WARN: Function: %s Line: %d: ` and `INFO: Function: ...` (tests/test-common.h of
+/// v0.9, tests/functional/functional_test.cpp today), with the plugin's message after it.
+fn split_ofi_test(line: &[u8]) -> Option<NcclLine<'_>> {
+    let t = line.trim_ascii_start();
+    let (level, rest) = if let Some(r) = t.strip_prefix(b"WARN: Function: ") {
+        (Level::Warn, r)
+    } else {
+        (Level::Info, t.strip_prefix(b"INFO: Function: ")?)
+    };
+    let at = memmem::find(rest, b" Line: ")?;
+    let after = &rest[at + 7..];
+    let colon = memchr::memchr(b':', after)?;
+    parse_u64(&after[..colon])?;
+    Some(NcclLine {
+        level,
+        host: None,
+        pid: None,
+        key: None,
+        cuda_dev: None,
+        source: Some(&rest[..at]),
+        message: trim(&after[colon + 1..]),
+    })
 }
 
 /// A line that is only `host:pid:tid`: an excerpt cut right after an NCCL line's head. It still
@@ -389,6 +414,22 @@ mod tests {
         assert!(split("plain program output").is_none());
         assert!(split("2024-01-01 10:00:00 [0] INFO starting epoch").is_none());
         assert!(split("[W socket.cpp:601] [c10d] WARN something").is_none());
+    }
+
+    #[test]
+    fn aws_ofi_nccl_functional_test_lines() {
+        // aws/aws-ofi-nccl#22: nccl_message_transfer on two EFA hosts.
+        let l = split("WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument").unwrap();
+        assert_eq!(l.level, Level::Warn);
+        assert_eq!(l.source, Some(&b"create_nccl_ofi_component"[..]));
+        assert_eq!(
+            l.message,
+            b"NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument"
+        );
+        let l =
+            split("INFO: Function: ofi_init Line: 686: NET/OFI Selected Provider is efa").unwrap();
+        assert_eq!(l.level, Level::Info);
+        assert!(split("INFO: Function: main started").is_none());
     }
 
     #[test]
