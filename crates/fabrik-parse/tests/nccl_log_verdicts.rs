@@ -631,3 +631,145 @@ fn nvls_failures_are_nvls_not_cuda() {
         "FAB-NCCL-CUDA"
     );
 }
+
+/// aws-ofi-nccl's init failure (`NET/OFI Failed to initialize sendrecv protocol`,
+/// `aws-ofi-nccl initialization failed`, `Initializing plugin failed`; src/nccl_ofi_api.cpp)
+/// followed by init.cc's `Using network Socket`: NCCL dropped the plugin and ran on. The plugin
+/// is reported (a warning), the job did not fail.
+#[test]
+fn a_plugin_that_failed_before_an_internal_network_was_chosen_is_a_warning() {
+    let log = "h1:10:11 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v10)\n\
+               h1:10:11 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.17.1\n\
+               h1:10:11 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208 NCCL WARN NET/OFI Failed to initialize sendrecv protocol\n\
+               h1:10:11 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):353 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n\
+               h1:10:11 [0] NCCL INFO Using network Socket\n";
+    let r = analyze_str("t", log);
+    assert_eq!(r.summary.errors, 0, "{:?}", r.findings);
+    let p = &r.processes[0];
+    assert!(p
+        .issues
+        .iter()
+        .any(|i| i.rule.starts_with("FAB-NCCL-OFI") && i.severity == Severity::Warning));
+    // Without the internal network the same lines are the job's failure.
+    let failed = log.replace("h1:10:11 [0] NCCL INFO Using network Socket\n", "");
+    assert!(analyze_str("t", &failed).summary.errors > 0);
+}
+
+/// NCCL 2.2's include/socket.h `Call to connect failed : %s` and misc/socket.cc's `%s: connect
+/// to %s returned %s, exceeded error retry count after %d attempts` (v2.27.3) with ETIMEDOUT or
+/// EHOSTUNREACH: the address is unreachable, not a peer that died.
+#[test]
+fn a_connect_that_timed_out_is_an_unreachable_address() {
+    for msg in [
+        "include/socket.h:360 WARN Call to connect failed : Connection timed out",
+        "misc/socket.cc:580 NCCL WARN socketPollConnect: connect to 10.0.0.2<43893> returned No route to host, exceeded error retry count after 35 attempts",
+    ] {
+        let r = analyze_str("t", &format!("gpu1:5:6 [0] {msg}\n"));
+        assert!(has_rule(&r, "FAB-NCCL-CONNECT-UNREACHABLE"), "{msg}: {:?}", r.findings);
+        assert!(!has_rule(&r, "FAB-NCCL-SOCKET"), "{msg}");
+    }
+    // A refused connection is a peer that is not listening: not this rule.
+    let r = analyze_str(
+        "t",
+        "gpu1:5:6 [0] misc/socket.cc:580 NCCL WARN socketPollConnect: connect to 10.0.0.2<43893> returned Connection refused, exceeded error retry count after 35 attempts\n",
+    );
+    assert!(!has_rule(&r, "FAB-NCCL-CONNECT-UNREACHABLE"));
+    // `ibv_modify_qp failed with 110 Connection timed out` stays an RDMA set-up failure.
+    let r = analyze_str(
+        "t",
+        "gpu1:5:6 [5] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR\n",
+    );
+    assert!(has_rule(&r, "FAB-NCCL-IB-SETUP"));
+}
+
+/// The IBext plugin that printed `NET/IB : No device found.` offered no network: its name does
+/// not make the transport IB (a one-pod job on P2P/IPC only).
+#[test]
+fn an_ib_plugin_without_devices_is_no_transport() {
+    let log =
+        "pod:7:8 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n\
+               pod:7:8 [0] NCCL INFO P2P plugin IBext\n\
+               pod:7:8 [0] NCCL INFO NET/IB : No device found.\n\
+               pod:7:8 [0] NCCL INFO Channel 00/0 : 0[101c0] -> 1[101d0] via P2P/IPC/read\n";
+    let r = analyze_str("t", log);
+    assert_eq!(r.summary.transport, Transport::Unknown);
+    let with_nics = log.replace(
+        "NET/IB : No device found.",
+        "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+    );
+    assert_eq!(
+        analyze_str("t", &with_nics).summary.transport,
+        Transport::Ib
+    );
+}
+
+/// Pastes as published: ids redacted to X's (NVIDIA/nccl#2013), a head cut from its message at
+/// the end of an excerpt (NVIDIA/nccl#529), an issue body whose newlines were lost
+/// (vllm-project/vllm#27628): every process is still counted, once.
+#[test]
+fn redacted_cut_and_flattened_pastes_count_their_processes() {
+    let r = analyze_str(
+        "t",
+        "[2026-03-13 22:26:02] host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx_x:1, curr state INIT, next state RTR\n",
+    );
+    assert_eq!((r.summary.hosts, r.summary.processes), (1, 1));
+    let r = analyze_str(
+        "t",
+        "a1:97:221 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\nb2:84:206\n",
+    );
+    assert_eq!((r.summary.hosts, r.summary.processes), (2, 2));
+    let flat = "### bug ``` INFO 10-28 [pynccl.py:111] vLLM is using nccl==2.27.3 h:1:1 [0] NCCL INFO cudaDriverVersion 12010 h:1:1 [0] NCCL INFO NCCL version 2.27.3+cuda12.9 h:2:2 [1] NCCL INFO cudaDriverVersion 12010 h:2:2 [1] NCCL INFO Bootstrap: Using bond0:192.168.12.70 h:3:3 [2] NCCL INFO cudaDriverVersion 12010 ... ```";
+    let r = analyze_str("t", flat);
+    assert_eq!((r.summary.hosts, r.summary.processes), (1, 3));
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.27.3"));
+    // A collector that printed the line twice is one record.
+    let twice = "  | 2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0> | ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : Using eth0:10.36.29.253<0>";
+    let r = analyze_str("t", twice);
+    assert_eq!(r.summary.processes, 1);
+}
+
+/// PyTorch's `Last error:` block carries the WARN text; the TCPX plugin's own messages name it
+/// (`NET/%s failed to connect socket`, src/connect.cc, %s = GPUDirectTCPX), so the transport is
+/// known even without any NCCL INFO line (GoogleCloudPlatform/container-engine-accelerators#414).
+#[test]
+fn a_last_error_naming_the_tcpx_plugin_gives_its_transport() {
+    let log = "[5]:torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, internal error - please report this issue to the NCCL developers, NCCL version 2.21.5\n\
+               [5]:ncclInternalError: Internal check failed.\n\
+               [5]:Last error:\n\
+               [5]:NET/GPUDirectTCPX failed to connect socket\n";
+    let r = analyze_str("t", log);
+    assert_eq!(r.summary.transport, Transport::GpuDirectTcpx);
+    // The catalog knows the format: a TCP connection to another rank could not be set up.
+    assert!(r
+        .processes
+        .iter()
+        .flat_map(|p| &p.issues)
+        .any(|i| i.rule == "FAB-NCCL-SOCKET-CONNECT"));
+}
+
+/// NCCL 2.29 on a host without libibverbs probes IB and GIN and moves on: the traces end in
+/// src/transport/net_ib/ (`init.cc:396 -> 3`, `gdr.cc:56 -> 3`), which is no caller of NCCL's
+/// API, and ibvwrap.cc's `lib wrapper not initialized.` is the missing library again
+/// (NVIDIA/nccl#2094). No error.
+#[test]
+fn nccl_2_29_probing_ib_and_gin_without_verbs_is_no_failure() {
+    let log = "[5] NCCL INFO NCCL version 2.29.7+cuda12.3\n\
+               [5] NCCL INFO Failed to open libibverbs.so[.1]\n\
+               [5] NCCL INFO transport/net_ib/init.cc:396 -> 3\n\
+               [5] NCCL INFO Failed to initialize NET plugin IB\n\
+               [5] NCCL INFO NET/Socket : Using [0]eth0:192.168.9.2<0>\n\
+               [5] misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.\n\
+               [5] NCCL INFO transport/net_ib/gdr.cc:56 -> 3\n\
+               [5] NCCL INFO Failed to initialize any GIN plugin\n\
+               [5] NCCL INFO Using network Socket\n";
+    let r = analyze_str("t", log);
+    assert_eq!(errors(&r), Vec::<&str>::new(), "{:?}", r.findings);
+    assert_eq!(r.summary.warnings, 0, "{:?}", r.findings);
+    assert_eq!(r.summary.transport, Transport::Socket);
+    // The same trace reaching src/init.cc is a failure.
+    let failed = log.replace(
+        "[5] NCCL INFO Failed to initialize NET plugin IB\n",
+        "[5] NCCL INFO init.cc:1493 -> 3\n",
+    );
+    assert!(!errors(&analyze_str("t", &failed)).is_empty());
+}

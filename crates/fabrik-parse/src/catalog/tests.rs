@@ -139,6 +139,16 @@ fn real_messages_get_their_class() {
             "NET/OFI Couldn't open a fabric provider. RC: -61, ERROR: No data available",
             "FAB-NCCL-OFI-PROVIDER",
         ),
+        // fixtures/nccl-logs/116 (aws-ofi-nccl 1.17.1 on a p4d.24xlarge, nccl_net_ofi_create_plugin)
+        (
+            "NET/OFI Failed to initialize sendrecv protocol",
+            "FAB-NCCL-OFI-INIT",
+        ),
+        (
+            "NET/OFI aws-ofi-nccl initialization failed",
+            "FAB-NCCL-OFI-INIT",
+        ),
+        ("NET/OFI Initializing plugin failed", "FAB-NCCL-OFI-INIT"),
     ];
     for (msg, rule) in cases {
         let got = classify(msg.as_bytes()).map(|c| c.rule);

@@ -85,6 +85,12 @@ const SOCKET_ERR: Diagnosis = Diagnosis {
     cause: "A TCP connection between ranks broke (connection closed or reset by the peer): the peer process died, or a firewall or an interface mismatch cut the connection",
     fix: "Find the first rank that failed (its own log shows the real error); make NCCL_SOCKET_IFNAME pick the same network on every host and open the ports between hosts",
 };
+const CONNECT_UNREACHABLE: Diagnosis = Diagnosis {
+    rule: "FAB-NCCL-CONNECT-UNREACHABLE",
+    severity: Severity::Error,
+    cause: "NCCL gave up connecting to another rank's address: the connection timed out or there was no route (a peer that died refuses the connection instead). The address that rank advertised is not reachable from here: NAT, a container or WSL address, a firewall that drops the ports, or an interface that does not route between the hosts",
+    fix: "Make NCCL_SOCKET_IFNAME pick an interface whose address every host can reach (`ip -br addr`, ping it from the peer) and open the ports between hosts",
+};
 const TIMEOUT: Diagnosis = Diagnosis {
     rule: "FAB-NCCL-TIMEOUT",
     severity: Severity::Error,
@@ -242,6 +248,15 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     {
         return IB_SETUP;
     }
+    // misc/socket.cc retries ETIMEDOUT and EHOSTUNREACH and warns when the retries ran out;
+    // NCCL 2.2's socket.h warns `Call to connect failed : Connection timed out` at once.
+    if has(message, "onnect")
+        && (has(message, "Connection timed out")
+            || has(message, "No route to host")
+            || has(message, "Network is unreachable"))
+    {
+        return CONNECT_UNREACHABLE;
+    }
     // `[Proxy Service N] Failed to execute operation Connect from rank N, retcode 3` and
     // `[Service thread] Error encountered progressing operation=Connect, res=3, closing
     // connection` (proxy.cc) report a failed proxy operation, not a broken TCP connection.
@@ -267,7 +282,7 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     if let Some(c) = crate::catalog::classify(message) {
         return diagnosis_of(c);
     }
-    if has(src, "tcpx") || has(message, "tcpx") {
+    if has(src, "tcpx") || has(message, "tcpx") || has(message, "TCPX") {
         return TCPX;
     }
     if has(message, "NET/OFI") || has(src, "ofi") {

@@ -219,11 +219,19 @@ pub(super) fn warn_facts(st: &mut ProcState, msg: &[u8], source: Option<&[u8]>) 
     // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
     let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
-    if has(src, "tcpx") {
+    // The plugins name themselves: `NET/%s failed to connect socket` with %s = GPUDirectTCPX.
+    if has(src, "tcpx") || msg.starts_with(b"NET/GPUDirectTCPX") {
         st.hints.tcpx = true;
+    }
+    if msg.starts_with(b"NET/FasTrak") {
+        st.hints.fastrak = true;
     }
     if msg.starts_with(b"NET/OFI") || has(src, "ofi") {
         st.hints.ofi = true;
+    }
+    // NCCL < 2.6 printed it as a WARN (misc/ibvwrap.cc), later releases as INFO.
+    if msg.starts_with(b"Failed to open libibverbs") {
+        st.hints.no_verbs = true;
     }
     // An IB warning means NCCL (or the IBext plugin) had an RDMA device to talk to, except the
     // two that net_ib.cc prints before it looks at any device.
@@ -675,6 +683,14 @@ fn channel(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
 
 /// Derives what the raw facts imply, once all lines are read.
 pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
+    // `Using network IB|Socket` after a plugin failed: NCCL dropped the plugin and went on with
+    // an internal network (plugin/net.cc tries the next one when a plugin's init fails).
+    if r.network
+        .as_deref()
+        .is_some_and(|n| is_internal_net(n.as_bytes()))
+    {
+        plugin_failures_are_warnings(r);
+    }
     // The busiest inter-node net of the channels names the network when NCCL did not.
     let mut best_net: Option<(&str, u64)> = None;
     let mut net_channels = 0u64;
@@ -719,7 +735,10 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
         .as_deref()
         .filter(|_| r.plugin.status == PluginStatus::Loaded)
         .map(transport_of)
-        .filter(|t| *t != Transport::Unknown);
+        .filter(|t| *t != Transport::Unknown)
+        // An IB plugin (IBext) that printed `NET/IB : No device found` has no network to offer:
+        // its name is no evidence that IB carried anything.
+        .filter(|t| !(*t == Transport::Ib && r.ib_no_device));
     // NCCL >= 2.6 initialises its socket network only when it is going to use it (earlier
     // releases printed `NET/Socket : Using` for the bootstrap in every process).
     let sockets_are_the_net = !r.socket_interfaces.is_empty()
@@ -727,7 +746,9 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
             || r.env
                 .get("NCCL_IB_DISABLE")
                 .is_some_and(|v| v.trim() == "1")
-            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6));
+            || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6)
+            // Without libibverbs IB cannot be the network, in any release.
+            || r.ib_nics.is_empty() && hints.no_verbs);
     r.transport = Some(match net.as_deref() {
         Some(n) => transport_of(n),
         None if !r.ib_nics.is_empty() => Transport::Ib,
@@ -892,5 +913,23 @@ pub fn transport_of(name: &str) -> Transport {
         Transport::GpuDirectTcpx
     } else {
         Transport::Unknown
+    }
+}
+
+/// A plugin that failed to initialise, in a process that then chose an internal network, did not
+/// stop the job: its errors say the plugin is unusable (a warning; the socket-fallback checks judge
+/// whether sockets were right).
+fn plugin_failures_are_warnings(r: &mut ProcessReport) {
+    const PLUGIN_RULES: [&str; 3] = ["FAB-NCCL-OFI", "FAB-NCCL-TCPX", "FAB-NCCL-FASTRAK"];
+    let plugin_rule = |rule: &str| PLUGIN_RULES.iter().any(|p| rule.starts_with(p));
+    for i in r.issues.iter_mut() {
+        if plugin_rule(&i.rule) && i.severity == fabrik_model::Severity::Error {
+            i.severity = fabrik_model::Severity::Warning;
+            i.cause = format!(
+                "{} NCCL dropped the plugin and went on with its internal network ({}).",
+                i.cause.trim_end(),
+                r.network.as_deref().unwrap_or("")
+            );
+        }
     }
 }

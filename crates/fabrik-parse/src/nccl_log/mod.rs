@@ -194,6 +194,41 @@ impl LogAnalyzer {
     pub fn line(&mut self, line: &[u8]) {
         self.line_no += 1;
         self.lines_read += 1;
+        if let Some(next) = self.splitter.next_record(line, 0) {
+            if !self.is_collector_copy(line, next) {
+                // A paste whose newlines were lost: each record is a line of its own.
+                let mut start = 0;
+                let mut end = Some(next);
+                loop {
+                    self.record(&line[start..end.unwrap_or(line.len())]);
+                    let Some(e) = end else { break };
+                    start = e;
+                    end = self.splitter.next_record(line, start);
+                }
+                return;
+            }
+        }
+        self.record(line);
+    }
+
+    /// Collectors that print a line twice (`ts | prefix msg | prefix msg`) hold two records
+    /// with one message: the line is one record (the splitter keeps the cleaner, last copy).
+    fn is_collector_copy(&self, line: &[u8], next: usize) -> bool {
+        if self.splitter.next_record(line, next).is_some() {
+            return false;
+        }
+        match (
+            self.splitter.split(&line[..next]),
+            self.splitter.split(&line[next..]),
+        ) {
+            (Some(a), Some(b)) => {
+                a.message.starts_with(b.message) || b.message.starts_with(a.message)
+            }
+            _ => true,
+        }
+    }
+
+    fn record(&mut self, line: &[u8]) {
         match self.splitter.split(line) {
             Some(nl) => {
                 self.nccl_lines += 1;
@@ -203,7 +238,13 @@ impl LogAnalyzer {
                 self.current = Some(idx);
                 self.nccl_line(idx, &nl);
             }
-            None => self.other_line(line),
+            None => match prefix::bare_head(line) {
+                Some(head) => {
+                    let idx = self.process_for(&head);
+                    self.current = Some(idx);
+                }
+                None => self.other_line(line),
+            },
         }
     }
 
@@ -365,6 +406,10 @@ impl LogAnalyzer {
                 None => self.unknown_process(),
             };
             let seq = self.lines_read;
+            if pending {
+                // The WARN text after `Last error:` names the plugin as a WARN line would.
+                messages::warn_facts(&mut self.processes[idx], strip_launcher_prefix(line), None);
+            }
             add_issue(
                 &mut self.processes[idx].issues,
                 d,
@@ -553,7 +598,17 @@ fn strip_launcher_prefix(line: &[u8]) -> &[u8] {
 /// Top-level callers: a trace that reaches one of them was returned to the program (a trace
 /// inside net.cc alone is NCCL trying a plugin and moving on, as fixture 13 shows).
 fn is_top_site(site: &[u8], message: &[u8]) -> bool {
-    let file = site.rsplit(|b| *b == b'/').next().unwrap_or(site);
+    let mut parts = site.rsplit(|b| *b == b'/');
+    let file = parts.next().unwrap_or(site);
+    // NCCL >= 2.29 has src/transport/net_ib/init.cc (the IB plugin's init, whose failure on a
+    // host without RDMA is NCCL probing a network) and src/ras/collectives.cc: only src/'s own
+    // files are the callers.
+    if parts
+        .next()
+        .is_some_and(|dir| matches!(dir, b"net_ib" | b"ras" | b"transport" | b"plugin"))
+    {
+        return false;
+    }
     [
         // `.cc` since 2.3, `.cu` before.
         &b"init.c"[..],

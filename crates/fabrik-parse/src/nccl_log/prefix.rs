@@ -36,6 +36,7 @@ pub struct NcclLine<'a> {
 /// Finds the markers of NCCL lines; built once per parse.
 pub struct Splitter {
     marker: memmem::FinderRev<'static>,
+    marker_fwd: memmem::Finder<'static>,
     old_info: memmem::Finder<'static>,
     old_warn: memmem::Finder<'static>,
     /// Ray's de-duplication note; prebuilt because every NCCL line is searched for it.
@@ -46,6 +47,7 @@ impl Default for Splitter {
     fn default() -> Self {
         Splitter {
             marker: memmem::FinderRev::new(b"NCCL "),
+            marker_fwd: memmem::Finder::new(b"NCCL "),
             old_info: memmem::Finder::new(b"] INFO "),
             old_warn: memmem::Finder::new(b" WARN "),
             repeated: memmem::Finder::new(b" [repeated "),
@@ -76,7 +78,7 @@ impl Splitter {
         let mut end = line.len();
         loop {
             let Some(pos) = self.marker.rfind(&line[..end]) else {
-                return self.split_old(line);
+                return split_ofi_test(line).or_else(|| self.split_old(line));
             };
             let after = &line[pos + 5..];
             let level = if after.starts_with(b"INFO") {
@@ -98,6 +100,54 @@ impl Splitter {
         }
     }
 
+    /// Position of the first `NCCL INFO`/`NCCL WARN` marker at or after `from`.
+    fn next_marker(&self, line: &[u8], from: usize) -> Option<usize> {
+        let mut at = from;
+        while let Some(p) = self.marker_fwd.find(line.get(at..)?) {
+            let pos = at + p;
+            let after = &line[pos + 5..];
+            let boundary_ok = pos == 0 || line[pos - 1].is_ascii_whitespace();
+            if boundary_ok && (after.starts_with(b"INFO") || after.starts_with(b"WARN")) {
+                return Some(pos);
+            }
+            at = pos + 5;
+        }
+        None
+    }
+
+    /// Where the NCCL record after the one starting at `from` begins, when `line` holds several:
+    /// a paste whose newlines were lost runs `host:pid:tid [d] NCCL INFO ...` records together.
+    /// The record's head (`host:pid:tid [d]` and a WARN's source location) belongs to it.
+    pub fn next_record(&self, line: &[u8], from: usize) -> Option<usize> {
+        let first = self.next_marker(line, from)?;
+        let second = self.next_marker(line, first + 9)?;
+        let window_start = first + 9;
+        let window = &line[window_start..second];
+        let Some((open, close)) = find_dev_token(window) else {
+            return Some(second);
+        };
+        // Between `[d]` and the marker at most a WARN's source (`file.cc:12 (func)`).
+        if window[close + 1..]
+            .split(u8::is_ascii_whitespace)
+            .filter(|t| !t.is_empty())
+            .count()
+            > 2
+        {
+            return Some(second);
+        }
+        let before = window[..open].trim_ascii_end();
+        let tok_start = before
+            .iter()
+            .rposition(u8::is_ascii_whitespace)
+            .map_or(0, |p| p + 1);
+        let start = if memchr::memchr(b':', &before[tok_start..]).is_some() {
+            tok_start
+        } else {
+            open
+        };
+        Some(window_start + start)
+    }
+
     /// NCCL 2.2 and older print no `NCCL` word: `host:pid:tid [0] INFO NET : Using interface
     /// ...` and `host:pid:tid [0] include/socket.h:360 WARN Call to connect failed`. Accepted only
     /// with a `host:pid:tid [dev]` head, so program output that says INFO or WARN is not taken.
@@ -115,6 +165,56 @@ impl Splitter {
             .is_some_and(|h| h.iter().any(u8::is_ascii_alphabetic));
         (real_host && out.pid.is_some() && out.cuda_dev.is_some()).then_some(out)
     }
+}
+
+/// aws-ofi-nccl's functional tests (`nccl_message_transfer`, `ring`, ...) log through their own
+/// printer, `WARN: Function: %s Line: %d: ` and `INFO: Function: ...` (tests/test-common.h of
+/// v0.9, tests/functional/functional_test.cpp today), with the plugin's message after it.
+fn split_ofi_test(line: &[u8]) -> Option<NcclLine<'_>> {
+    let t = line.trim_ascii_start();
+    let (level, rest) = if let Some(r) = t.strip_prefix(b"WARN: Function: ") {
+        (Level::Warn, r)
+    } else {
+        (Level::Info, t.strip_prefix(b"INFO: Function: ")?)
+    };
+    let at = memmem::find(rest, b" Line: ")?;
+    let after = &rest[at + 7..];
+    let colon = memchr::memchr(b':', after)?;
+    parse_u64(&after[..colon])?;
+    Some(NcclLine {
+        level,
+        host: None,
+        pid: None,
+        key: None,
+        cuda_dev: None,
+        source: Some(&rest[..at]),
+        message: trim(&after[colon + 1..]),
+    })
+}
+
+/// A line that is only `host:pid:tid`: an excerpt cut right after an NCCL line's head. It still
+/// names its process. The host must open with a letter (a clock `10:00:00` is no host).
+pub fn bare_head(line: &[u8]) -> Option<NcclLine<'_>> {
+    let t = trim(line);
+    if t.is_empty() || t.len() > 256 || t.iter().any(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let mut out = NcclLine {
+        level: Level::Info,
+        host: None,
+        pid: None,
+        key: None,
+        cuda_dev: None,
+        source: None,
+        message: b"",
+    };
+    parse_host_pid_tid(t, &mut out);
+    // The whole token is the head: no launcher prefix, no other text glued to it.
+    let whole = out.key.is_some_and(|k| t.starts_with(k));
+    let host_ok = out
+        .host
+        .is_some_and(|h| h.first().is_some_and(u8::is_ascii_alphabetic));
+    (out.pid.is_some() && whole && host_ok).then_some(out)
 }
 
 fn parse_head<'a>(head: &'a [u8], level: Level, message: &'a [u8]) -> NcclLine<'a> {
@@ -168,12 +268,33 @@ fn parse_host_pid_tid<'a>(tok: &'a [u8], out: &mut NcclLine<'a>) {
     let Some(c2) = memchr::memrchr(b':', tok) else {
         return;
     };
+    // Pastes redact the ids (`host-01.example.com:XXXXXX`): the host still names the process.
+    if is_redacted(&tok[c2 + 1..]) {
+        let c1 = match memchr::memrchr(b':', &tok[..c2]) {
+            Some(c1) if is_redacted(&tok[c1 + 1..c2]) || parse_u64(&tok[c1 + 1..c2]).is_some() => {
+                c1
+            }
+            _ => c2,
+        };
+        set_host(tok, c1, c2, None, out);
+        return;
+    }
     let Some(c1) = memchr::memrchr(b':', &tok[..c2]) else {
         return;
     };
     let (Some(pid), Some(_tid)) = (parse_u64(&tok[c1 + 1..c2]), parse_u64(&tok[c2 + 1..])) else {
         return;
     };
+    set_host(tok, c1, c2, Some(pid), out);
+}
+
+/// `XXXXXX`: an id a paste replaced by X's.
+fn is_redacted(s: &[u8]) -> bool {
+    s.len() >= 2 && s.iter().all(|b| matches!(b, b'X' | b'x'))
+}
+
+/// Records host and key of `tok`, whose host ends at `c1` and pid at `c2`.
+fn set_host<'a>(tok: &'a [u8], c1: usize, c2: usize, pid: Option<u64>, out: &mut NcclLine<'a>) {
     let host_part = &tok[..c1];
     let host = match memchr::memrchr(b':', host_part) {
         Some(c0) => &host_part[c0 + 1..],
@@ -183,8 +304,11 @@ fn parse_host_pid_tid<'a>(tok: &'a [u8], out: &mut NcclLine<'a>) {
     let junk = |b: &u8| matches!(b, b'`' | b'"' | b'\'' | b'>' | b'|' | b'*' | b'(');
     let skip = host.iter().take_while(|b| junk(b)).count();
     let host = &host[skip..];
+    if pid.is_none() && !host.iter().any(u8::is_ascii_alphabetic) {
+        return;
+    }
     let key_start = c1 - host.len();
-    out.pid = Some(pid);
+    out.pid = pid;
     if !host.is_empty() {
         out.host = Some(host);
     }
@@ -290,6 +414,68 @@ mod tests {
         assert!(split("plain program output").is_none());
         assert!(split("2024-01-01 10:00:00 [0] INFO starting epoch").is_none());
         assert!(split("[W socket.cpp:601] [c10d] WARN something").is_none());
+    }
+
+    #[test]
+    fn aws_ofi_nccl_functional_test_lines() {
+        // aws/aws-ofi-nccl#22: nccl_message_transfer on two EFA hosts.
+        let l = split("WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument").unwrap();
+        assert_eq!(l.level, Level::Warn);
+        assert_eq!(l.source, Some(&b"create_nccl_ofi_component"[..]));
+        assert_eq!(
+            l.message,
+            b"NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument"
+        );
+        let l =
+            split("INFO: Function: ofi_init Line: 686: NET/OFI Selected Provider is efa").unwrap();
+        assert_eq!(l.level, Level::Info);
+        assert!(split("INFO: Function: main started").is_none());
+    }
+
+    #[test]
+    fn a_head_cut_from_its_message_names_its_process() {
+        // NVIDIA/nccl#529: the excerpt ends right after the third process's head.
+        let l = bare_head(b"NvYt-ae683c69ce53-1bdf2bc9-79ce82ee-3fe03e8-c2959af0:84:206").unwrap();
+        assert_eq!(
+            l.host,
+            Some(&b"NvYt-ae683c69ce53-1bdf2bc9-79ce82ee-3fe03e8-c2959af0"[..])
+        );
+        assert_eq!(l.pid, Some(84));
+        assert!(bare_head(b"10:00:00").is_none());
+        assert!(bare_head(b"2025-06-01T10:00:00").is_none());
+        assert!(bare_head(b"Epoch 3: 10:00:00").is_none());
+        assert!(bare_head(b"fe80::1:2").is_none());
+    }
+
+    #[test]
+    fn flattened_records_are_found() {
+        let s = Splitter::default();
+        let line = b"text ``` h1:1:1 [0] NCCL INFO NCCL version 2.27.3 h1:2:2 [1] NCCL INFO cudaDriverVersion 12010 h1:2:2 [1] misc/socket.cc:10 NCCL WARN x";
+        let a = s.next_record(line, 0).unwrap();
+        assert!(line[a..].starts_with(b"h1:2:2 [1] NCCL INFO cudaDriver"));
+        let b = s.next_record(line, a).unwrap();
+        assert!(line[b..].starts_with(b"h1:2:2 [1] misc/socket.cc:10 NCCL WARN"));
+        assert_eq!(s.next_record(line, b), None);
+        assert_eq!(
+            s.next_record(b"h:1:1 [0] NCCL INFO Using network IB", 0),
+            None
+        );
+    }
+
+    #[test]
+    fn redacted_ids_keep_the_host() {
+        // NVIDIA/nccl#2013: a user replaced pid and tid by X's before posting.
+        let l = split("[2026-03-13 22:26:02] host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out").unwrap();
+        assert_eq!(l.host, Some(&b"host-01.example.com"[..]));
+        assert_eq!(l.key, Some(&b"host-01.example.com"[..]));
+        assert_eq!(l.pid, None);
+        assert_eq!(l.cuda_dev, Some(5));
+        let l = split("gpu7:XXXX:XXXX [0] NCCL INFO Using network IB").unwrap();
+        assert_eq!(l.host, Some(&b"gpu7"[..]));
+        assert_eq!(l.key, Some(&b"gpu7:XXXX"[..]));
+        // A clock is no host.
+        let l = split("10:XX [0] NCCL INFO Using network IB").unwrap();
+        assert_eq!(l.host, None);
     }
 
     #[test]
