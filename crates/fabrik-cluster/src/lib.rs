@@ -1,4 +1,4 @@
-//! Ranks, rendezvous, collectives, all-pairs scheduling and reports.
+//! Ranks, rendezvous, collectives and all-pairs scheduling.
 //!
 //! A cluster run is one `fabrik` process per rank, started by whatever launcher the user has
 //! (torchrun, mpirun, srun, Kubernetes, or `--local N`). [`ranks`] reads who we are from the
@@ -16,11 +16,9 @@ pub mod link;
 pub mod matrix;
 pub mod nccl_sweep;
 pub mod pairs;
-pub mod png;
 pub mod ranks;
 pub mod rdma_link;
 pub mod rendezvous;
-pub mod report;
 mod ring;
 pub mod sweep;
 mod tcp_link;

@@ -1,8 +1,13 @@
-//! fabrik's output: the one `--format` every command accepts, and the renderers of findings
-//! (text, Markdown) that every command prints them with. JSON is a result serialized as is.
+//! fabrik's output: the one `--format` every command accepts, the renderers of findings
+//! (text, Markdown) that every command prints them with, and the HTML report with its plots.
+//! JSON is a result serialized as is.
 #![warn(missing_docs)]
 
 pub mod findings;
+pub mod inventory;
+pub mod logs;
+#[cfg(feature = "report")]
+pub mod report;
 
 /// The form of a command's output, chosen with `--format`. A command with no Markdown form
 /// parses it with [`Format::text_or_json`], so its code treats `Markdown` as `Text`.
