@@ -3,9 +3,12 @@
 //! JSON is a result serialized as is.
 #![warn(missing_docs)]
 
+pub mod collective;
+pub mod commands;
 pub mod findings;
 pub mod inventory;
 pub mod logs;
+pub mod p2p;
 #[cfg(feature = "report")]
 pub mod report;
 
