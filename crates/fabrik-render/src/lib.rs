@@ -3,6 +3,7 @@
 //! JSON is a result serialized as is.
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod collective;
 pub mod commands;
 pub mod findings;

@@ -1,9 +1,9 @@
-//! A point-to-point run (`parse perftest`) as a table, and the failure messages perftest
-//! printed.
+//! A point-to-point run as a table: a parsed perftest run (`parse perftest`) with the failure
+//! messages perftest printed, and fabrik's own RDMA run (`bench p2p`) in perftest's layout.
 
 use std::fmt::Write as _;
 
-use fabrik_model::{P2pReport, P2pRows};
+use fabrik_model::{BwRow, P2pReport, P2pRows, P2pTest};
 use fabrik_parse::perftest::PerftestOutput;
 
 /// A point-to-point run: a line naming the test, device, link, MTU, GID index and queue
@@ -101,4 +101,95 @@ pub fn perftest_failures(out: &PerftestOutput) -> String {
         );
     }
     text
+}
+
+/// The test's name in words, as perftest's banner says it.
+pub fn test_name(t: P2pTest) -> &'static str {
+    match t {
+        P2pTest::Bw => "bandwidth",
+        P2pTest::Lat => "latency",
+    }
+}
+
+/// `bench p2p --transport rdma`: a table in perftest's own shape, so that the two can be read
+/// side by side; a run from GPU memory adds its host-memory reference and the ratio of the two.
+pub fn rdma(r: &P2pReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        " RDMA {} {} | device {} | link {} | MTU {} | GID index {} | QPs {}\n",
+        r.op.as_deref().unwrap_or("?"),
+        test_name(r.test),
+        r.device.as_deref().unwrap_or("?"),
+        r.link_type.as_deref().unwrap_or("?"),
+        r.mtu.map(|m| m.to_string()).unwrap_or_else(|| "?".into()),
+        r.gid_index
+            .map(|g| g.to_string())
+            .unwrap_or_else(|| "?".into()),
+        r.streams,
+    ));
+    for n in &r.notes {
+        out.push_str(&format!(" {n}\n"));
+    }
+    if let Some(m) = &r.memory {
+        out.push_str(&format!(
+            " memory: {} | registration: {} | access: {} | relaxed ordering: {}\n",
+            m.kind,
+            m.registration,
+            m.access_flags.join("|"),
+            if m.relaxed_ordering { "on" } else { "off" }
+        ));
+    }
+    match &r.results {
+        P2pRows::Bw(rows) => {
+            out.push_str(&bw_table(rows));
+            if let Some(m) = r.memory.as_ref().filter(|m| !m.host_reference.is_empty()) {
+                out.push_str(
+                    " host-memory reference (same QPs and sizes, host buffer on this end):\n",
+                );
+                out.push_str(&bw_table(&m.host_reference));
+                if let Some(ratio) = m.ratio_to_host {
+                    out.push_str(&format!(
+                        " {}/host BW average: {ratio:.2}x (warning below {:.2}x)\n",
+                        m.kind,
+                        m.warn_below.unwrap_or(f64::NAN)
+                    ));
+                }
+                if let Some(w) = &m.warning {
+                    out.push_str(&format!(" WARNING: {w}\n"));
+                }
+            }
+        }
+        P2pRows::Lat(rows) => {
+            out.push_str(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n");
+            let o = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
+            for l in rows {
+                out.push_str(&format!(
+                    " {:<7} {:<10}     {:<10.2}     {:<10.2}   {:<10.2}       {:<10.2}     {:<10}      {:<10}             {}\n",
+                    l.bytes,
+                    l.iterations,
+                    l.t_min_us,
+                    l.t_max_us,
+                    l.t_typical_us,
+                    l.t_avg_us,
+                    o(l.t_stdev_us),
+                    o(l.p99_us),
+                    o(l.p999_us)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn bw_table(rows: &[BwRow]) -> String {
+    let mut out = String::from(
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
+    );
+    for w in rows {
+        out.push_str(&format!(
+            " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}\n",
+            w.bytes, w.iterations, w.bw_peak_gbps, w.bw_avg_gbps, w.msg_rate_mpps
+        ));
+    }
+    out
 }

@@ -466,22 +466,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if json {
             crate::output::print_json(&report)?;
         } else {
-            println!("# cluster doctor: {} ranks", report.ranks);
-            println!(
-                "{:>5}  {:<20} {:>5} {:>5} {:>5}  kernel",
-                "rank", "host", "rdma", "nics", "gpus"
-            );
-            for n in &report.nodes {
-                println!(
-                    "{:>5}  {:<20} {:>5} {:>5} {:>5}  {}",
-                    n.rank,
-                    n.host,
-                    n.node.rdma_devices.len(),
-                    n.node.net_interfaces.len(),
-                    n.node.gpus.len(),
-                    n.node.os.kernel.as_deref().unwrap_or("?")
-                );
-            }
+            print!("{}", fabrik_render::cluster::doctor_nodes(&report));
             let names = fabrik_cluster::doctor::node_names(&report.nodes);
             print!(
                 "{}",
