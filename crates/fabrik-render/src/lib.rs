@@ -9,9 +9,15 @@ pub mod commands;
 pub mod findings;
 pub mod inventory;
 pub mod logs;
+pub mod matrix;
 pub mod p2p;
 #[cfg(feature = "report")]
 pub mod report;
+
+/// `1 round`, `2 rounds`: a count with its noun.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// The form of a command's output, chosen with `--format`. A command with no Markdown form
 /// parses it with [`Format::text_or_json`], so its code treats `Markdown` as `Text`.

@@ -74,10 +74,6 @@ fn p2p_incomplete(r: &P2pReport) -> Option<String> {
     empty.then(|| "aborted: no result rows".to_string())
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 fn findings_table(body: &mut String, findings: &[(String, Finding)]) {
     body.push_str("<table><tr><th>severity</th><th>rule</th><th>subject</th><th>message</th><th>evidence</th><th>fix</th><th>from</th></tr>\n");
     for (from, f) in findings {
@@ -205,7 +201,7 @@ pub fn render_with(inputs: &[Named], meta: &PageMeta) -> Result<Rendered, Report
             r.op.clone(),
             r.device.clone(),
             r.memory.as_ref().map(|m| format!("{} memory", m.kind)),
-            (r.streams > 1).then(|| plural(r.streams as usize, "stream", "streams")),
+            (r.streams > 1).then(|| crate::plural(r.streams.into(), "stream", "streams")),
         ];
         let what: Vec<String> = what.into_iter().flatten().collect();
         let _ = writeln!(
@@ -267,8 +263,8 @@ pub fn render_with(inputs: &[Named], meta: &PageMeta) -> Result<Rendered, Report
             let _ = writeln!(
                 body,
                 "<p>{}, {}, {} bytes x {} per direction over {}. Median link {:.3} Gb/s, MAD {:.3} Gb/s; links below {:.3} Gb/s are reported.</p>",
-                plural(m.ranks as usize, "rank", "ranks"),
-                plural(m.rounds as usize, "round", "rounds"),
+                crate::plural(m.ranks.into(), "rank", "ranks"),
+                crate::plural(m.rounds.into(), "round", "rounds"),
                 m.size, m.iterations, esc(&m.transport), a.median_gbps, a.mad_gbps, a.link_threshold_gbps
             );
             if let Some(note) = &a.note {
@@ -427,7 +423,10 @@ fn sort_tagged(group: &mut [(String, Finding)]) {
 fn verdict_line(errors: usize, warnings: usize, problems: &[String]) -> String {
     if errors == 0 && problems.is_empty() {
         let w = if warnings > 0 {
-            format!(", {}", plural(warnings, "warning", "warnings"))
+            format!(
+                ", {}",
+                crate::plural(warnings as u64, "warning", "warnings")
+            )
         } else {
             String::new()
         };
@@ -435,10 +434,14 @@ fn verdict_line(errors: usize, warnings: usize, problems: &[String]) -> String {
     }
     let mut parts = Vec::new();
     if errors > 0 {
-        parts.push(plural(errors, "error finding", "error findings"));
+        parts.push(crate::plural(
+            errors as u64,
+            "error finding",
+            "error findings",
+        ));
     }
     if warnings > 0 {
-        parts.push(plural(warnings, "warning", "warnings"));
+        parts.push(crate::plural(warnings as u64, "warning", "warnings"));
     }
     parts.extend(problems.iter().cloned());
     let list: Vec<String> = parts.iter().map(|p| esc(p)).collect();
