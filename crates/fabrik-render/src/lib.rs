@@ -13,6 +13,8 @@ pub mod matrix;
 pub mod p2p;
 #[cfg(feature = "report")]
 pub mod report;
+#[cfg(test)]
+mod testkit;
 
 /// `1 round`, `2 rounds`: a count with its noun.
 pub fn plural(n: u64, one: &str, many: &str) -> String {

@@ -142,39 +142,10 @@ mod tests {
     use super::*;
     use fabrik_model::{Culprit, PairEvidence};
 
-    /// Three ranks at 10 Gb/s but for rank 2's link to rank 0, analysed as `cluster matrix`
-    /// analyses it.
+    /// Three ranks at 10 Gb/s but for rank 2's link to rank 0.
     fn matrix() -> PairMatrix {
-        let mut links = Vec::new();
-        for src in 0..3 {
-            for dst in 0..3 {
-                if src != dst {
-                    let gbps = if (src, dst) == (2, 0) { 0.5 } else { 10.0 };
-                    links.push(LinkMeasurement {
-                        src,
-                        dst,
-                        gbps,
-                        latency_us: None,
-                        round: 0,
-                    });
-                }
-            }
-        }
-        let hosts: Vec<String> = (0..3).map(|r| format!("node{r}")).collect();
-        let analysis = fabrik_cluster::pairs::analyze(&links, &hosts, 3);
-        PairMatrix {
-            schema_version: 1,
-            transport: "tcp".into(),
-            size: 1 << 20,
-            iterations: 3,
-            ranks: 3,
-            hosts,
-            rounds: 3,
-            links,
-            analysis,
-            rail: None,
-            isolation: None,
-        }
+        let hosts = (0..3).map(|r| format!("node{r}")).collect();
+        crate::testkit::pair_matrix(hosts, None, &[((2, 0), 0.5)])
     }
 
     #[test]

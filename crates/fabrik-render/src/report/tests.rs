@@ -1,7 +1,5 @@
 use super::*;
-use fabrik_model::{
-    CollTiming, CollectiveReport, CollectiveRow, LinkMeasurement, PairMatrix, ResultSource,
-};
+use fabrik_model::{CollTiming, CollectiveReport, CollectiveRow, PairMatrix, ResultSource};
 
 fn coll(op: &str, source: ResultSource) -> CollectiveReport {
     CollectiveReport {
@@ -39,36 +37,8 @@ fn coll(op: &str, source: ResultSource) -> CollectiveReport {
 }
 
 fn matrix() -> PairMatrix {
-    let mut links = Vec::new();
-    for s in 0..4 {
-        for d in 0..4 {
-            if s != d {
-                links.push(LinkMeasurement {
-                    src: s,
-                    dst: d,
-                    gbps: 10.0,
-                    latency_us: Some(20.0),
-                    round: 0,
-                });
-            }
-        }
-    }
-    links[5].gbps = 0.1;
-    let hosts: Vec<String> = (0..4).map(|r| format!("node<{r}>")).collect();
-    let analysis = fabrik_cluster::pairs::analyze(&links, &hosts, 4);
-    PairMatrix {
-        schema_version: 1,
-        transport: "tcp".into(),
-        size: 1 << 20,
-        iterations: 3,
-        ranks: 4,
-        hosts,
-        rounds: 3,
-        links,
-        analysis,
-        rail: None,
-        isolation: None,
-    }
+    let hosts = (0..4).map(|r| format!("node<{r}>")).collect();
+    crate::testkit::pair_matrix(hosts, Some(20.0), &[((1, 3), 0.1)])
 }
 
 fn named(name: &str, input: ReportInput) -> Named {
