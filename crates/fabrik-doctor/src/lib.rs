@@ -11,7 +11,6 @@ pub mod env;
 pub mod env_rules;
 pub mod expect;
 pub mod passline;
-pub mod render;
 pub mod rules;
 pub mod socket;
 mod util;

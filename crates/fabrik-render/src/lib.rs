@@ -1,17 +1,18 @@
 //! fabrik's output: the one `--format` every command accepts, the renderers of findings
-//! (text, Markdown) that every command prints them with, and the HTML report with its plots.
-//! JSON is a result serialized as is.
+//! (text, Markdown) that every command prints them with, one module per result's text, and
+//! the HTML report with its plots. JSON is a result serialized as is. Only the command line
+//! depends on this crate; it depends on the crates whose results it renders.
 #![warn(missing_docs)]
 
 pub mod cluster;
 pub mod collective;
 pub mod commands;
+pub mod doctor;
 pub mod findings;
 pub mod inventory;
 pub mod logs;
 pub mod matrix;
 pub mod p2p;
-#[cfg(feature = "report")]
 pub mod report;
 #[cfg(test)]
 mod testkit;

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use fabrik_doctor::{diagnose, name_nodes, render, PlannedEnv};
+use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
 use fabrik_model::Finding;
+use fabrik_render::doctor as render;
 use fabrik_render::Format;
 
 #[derive(clap::Args)]

@@ -1,14 +1,16 @@
-//! Text renderings of a [`Report`]: a terminal table grouped by subject, and Markdown for a
-//! ticket. JSON is the report serialized as is.
+//! `fabrik doctor` and `fabrik check`: a doctor [`Report`] as a terminal table grouped by
+//! subject, as Markdown for a ticket, and as health-check lines. JSON is the report serialized
+//! as is.
 
 use std::fmt::Write;
 
+use fabrik_doctor::Report;
 use fabrik_model::text::visible;
 use fabrik_model::Severity;
-use fabrik_render::findings;
 
-use crate::Report;
+use crate::findings;
 
+/// The one-line verdict: healthy, usable but below its best, or errors to fix first.
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;
     let nodes = match report.nodes.len() {
@@ -120,49 +122,97 @@ pub fn markdown(report: &Report) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::testkit::*;
-    use crate::{diagnose, name_nodes};
+    use fabrik_doctor::Summary;
+    use fabrik_model::{Evidence, Finding};
+
+    fn finding(rule: &str, severity: Severity, subject: &str, message: &str) -> Finding {
+        Finding {
+            rule: rule.into(),
+            severity,
+            subject: subject.into(),
+            message: message.into(),
+            evidence: vec![Evidence {
+                path: format!("/sys/class/infiniband/{subject}/state"),
+                value: "2: INIT".into(),
+            }],
+            fix: "bring the port up".into(),
+        }
+    }
+
+    fn report(node: &str, findings: Vec<Finding>) -> Report {
+        Report {
+            schema_version: fabrik_model::SCHEMA_VERSION,
+            nodes: vec![node.into()],
+            summary: Summary::of(&findings),
+            findings,
+            waived: vec![],
+        }
+    }
+
+    /// What the doctor finds on a node with one port stuck in INIT and a 64 KiB memlock limit.
+    fn broken() -> Report {
+        report(
+            "gpu1",
+            vec![
+                finding(
+                    "FAB-PORT-001",
+                    Severity::Error,
+                    "mlx5_1:1",
+                    "port state is INIT, not ACTIVE",
+                ),
+                finding(
+                    "FAB-PORT-002",
+                    Severity::Error,
+                    "mlx5_1:1",
+                    "physical state is LinkErrorRecovery",
+                ),
+                finding(
+                    "FAB-RDMA-003",
+                    Severity::Warning,
+                    "gpu1",
+                    "memlock limit is 65536 bytes",
+                ),
+            ],
+        )
+    }
 
     #[test]
     fn a_healthy_node_is_one_line() {
-        let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1")]), None);
-        assert_eq!(table(&r), "verdict: gpu1: healthy, no findings\n");
+        assert_eq!(
+            table(&report("gpu1", vec![])),
+            "verdict: gpu1: healthy, no findings\n"
+        );
     }
 
     #[test]
     fn findings_are_grouped_by_subject_and_end_with_the_verdict() {
-        let mut n = healthy_ib_node("gpu1");
-        n.rdma_devices[1].ports[0].state = state("2: INIT");
-        n.rdma_devices[1].ports[0].phys_state = state("6: LinkErrorRecovery");
-        n.memlock = Some(fabrik_model::MemlockLimit {
-            soft_bytes: Some(65536),
-            hard_bytes: Some(65536),
-        });
-        let r = diagnose(&name_nodes(vec![n]), None);
+        let r = broken();
         let t = table(&r);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "mlx5_1:1");
-        assert!(lines[1].starts_with("  ERROR FAB-PORT-001"));
-        assert_eq!(
-            t.matches("\nmlx5_1:1\n").count() + usize::from(t.starts_with("mlx5_1:1\n")),
-            1
-        );
+        assert!(lines[1].starts_with("  ERROR FAB-PORT-001"), "{t}");
+        assert_eq!(t.matches("mlx5_1:1\n").count(), 1, "{t}");
         assert!(lines
             .last()
             .unwrap()
             .starts_with("verdict: gpu1: 2 error(s), 1 warning(s)"));
         let md = markdown(&r);
-        assert!(md.contains("| error | FAB-PORT-001 | mlx5_1:1 |"));
-        assert!(md.contains("### mlx5_1:1"));
+        assert!(md.contains("| error | FAB-PORT-001 | mlx5_1:1 |"), "{md}");
+        assert!(md.contains("### mlx5_1:1"), "{md}");
     }
 
     #[test]
     fn text_from_the_node_cannot_drive_the_terminal() {
         // A host name and a port state as a hostile snapshot could hold them.
-        let mut n = healthy_ib_node("gpu\x1b]0;pwned\x07");
-        n.rdma_devices[1].ports[0].state = state("2: INIT\x1b[2J\u{9b}1m");
-        let r = diagnose(&name_nodes(vec![n]), None);
-        assert!(!r.findings.is_empty());
+        let r = report(
+            "gpu\x1b]0;pwned\x07",
+            vec![finding(
+                "FAB-PORT-001",
+                Severity::Error,
+                "mlx5_1:1",
+                "port state is 2: INIT\x1b[2J\u{9b}1m",
+            )],
+        );
         for text in [table(&r), markdown(&r)] {
             assert!(
                 !text.chars().any(|c| c.is_control() && c != '\n'),
@@ -170,33 +220,20 @@ mod tests {
             );
             assert!(text.contains("gpu\\x1b]0;pwned\\x07"), "{text}");
         }
-        // The report itself (the JSON) keeps the exact text.
-        assert!(r.nodes[0].contains('\x1b'));
     }
 
     #[test]
     fn health_lines_name_each_error_and_warnings_only_when_strict() {
-        let r = diagnose(&name_nodes(vec![healthy_ib_node("gpu1")]), None);
-        assert_eq!(health_lines(&r, true), "");
-        let mut n = healthy_ib_node("gpu1");
-        n.rdma_devices[1].ports[0].state = state("2: INIT");
-        n.rdma_devices[1].ports[0].phys_state = state("6: LinkErrorRecovery");
-        n.memlock = Some(fabrik_model::MemlockLimit {
-            soft_bytes: Some(65536),
-            hard_bytes: Some(65536),
-        });
-        let r = diagnose(&name_nodes(vec![n]), None);
+        assert_eq!(health_lines(&report("gpu1", vec![]), true), "");
+        let r = broken();
         let plain = health_lines(&r, false);
         assert!(plain
             .lines()
             .all(|l| l.starts_with("ERROR: fabrik: FAB-") && !l.contains('\t')));
-        assert_eq!(plain.lines().count(), r.summary.errors);
+        assert_eq!(plain.lines().count(), 2);
         assert!(plain.lines().next().unwrap().contains(" mlx5_1:1: "));
         let strict = health_lines(&r, true);
-        assert_eq!(
-            strict.lines().count(),
-            r.summary.errors + r.summary.warnings
-        );
-        assert!(strict.contains("\nWARNING: fabrik: "));
+        assert_eq!(strict.lines().count(), 3);
+        assert!(strict.contains("\nWARNING: fabrik: FAB-RDMA-003 gpu1: "));
     }
 }
