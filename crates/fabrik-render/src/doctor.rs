@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use fabrik_doctor::Report;
 use fabrik_model::text::visible;
-use fabrik_model::Severity;
+use fabrik_model::{Finding, Severity};
 
 use crate::findings;
 
@@ -118,12 +118,64 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
+/// Many nodes' findings as `doctor` prints them (evidence, fix, verdict). A finding that
+/// several nodes share (same rule, subject, message and fix) is printed once with their names,
+/// not once per rank: eight ranks of one bad image are one problem, said once.
+pub fn shared(names: Vec<String>, findings: &[Finding]) -> String {
+    let mut merged: Vec<(Finding, Vec<String>)> = Vec::new();
+    for f in findings {
+        let split = f
+            .subject
+            .split_once('/')
+            .filter(|(n, _)| names.iter().any(|x| x == n));
+        let Some((node, rest)) = split else {
+            merged.push((f.clone(), Vec::new()));
+            continue;
+        };
+        let same = |g: &Finding| {
+            g.rule == f.rule
+                && g.severity == f.severity
+                && g.subject == rest
+                && g.message == f.message
+                && g.fix == f.fix
+        };
+        match merged.iter_mut().find(|(g, ns)| !ns.is_empty() && same(g)) {
+            Some((_, ns)) => ns.push(node.to_string()),
+            None => {
+                let mut g = f.clone();
+                g.subject = rest.to_string();
+                merged.push((g, vec![node.to_string()]));
+            }
+        }
+    }
+    let mut findings: Vec<Finding> = merged
+        .into_iter()
+        .map(|(mut f, ns)| {
+            f.subject = match ns.as_slice() {
+                [] => f.subject,
+                [one] => format!("{one}/{}", f.subject),
+                many => format!("{} on {}", f.subject, many.join(", ")),
+            };
+            f
+        })
+        .collect();
+    fabrik_model::sort_findings(&mut findings);
+    let report = Report {
+        schema_version: fabrik_model::SCHEMA_VERSION,
+        nodes: names,
+        summary: fabrik_doctor::Summary::of(&findings),
+        findings,
+        waived: vec![],
+    };
+    table(&report)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use fabrik_doctor::Summary;
-    use fabrik_model::{Evidence, Finding};
+    use fabrik_model::Evidence;
 
     fn finding(rule: &str, severity: Severity, subject: &str, message: &str) -> Finding {
         Finding {
@@ -235,5 +287,39 @@ mod tests {
         let strict = health_lines(&r, true);
         assert_eq!(strict.lines().count(), 3);
         assert!(strict.contains("\nWARNING: fabrik: FAB-RDMA-003 gpu1: "));
+    }
+
+    #[test]
+    fn a_finding_several_nodes_share_is_printed_once_with_their_names() {
+        let names = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let findings = vec![
+            finding(
+                "FAB-PORT-001",
+                Severity::Error,
+                "a/mlx5_0:1",
+                "port state is INIT",
+            ),
+            finding(
+                "FAB-PORT-001",
+                Severity::Error,
+                "b/mlx5_0:1",
+                "port state is INIT",
+            ),
+            finding(
+                "FAB-PORT-001",
+                Severity::Error,
+                "c/mlx5_1:1",
+                "port state is INIT",
+            ),
+        ];
+        let t = shared(names, &findings);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines.contains(&"mlx5_0:1 on a, b"), "{t}");
+        assert!(lines.contains(&"c/mlx5_1:1"), "{t}");
+        assert_eq!(t.matches("FAB-PORT-001").count(), 2, "{t}");
+        assert!(lines
+            .last()
+            .unwrap()
+            .starts_with("verdict: 3 nodes: 2 error(s)"));
     }
 }

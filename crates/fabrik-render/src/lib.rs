@@ -13,6 +13,7 @@ pub mod inventory;
 pub mod logs;
 pub mod matrix;
 pub mod p2p;
+pub mod passline;
 pub mod report;
 #[cfg(test)]
 mod testkit;

@@ -421,10 +421,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         } else {
             print!("{}", fabrik_render::cluster::doctor_nodes(&report));
             let names = fabrik_cluster::doctor::node_names(&report.nodes);
-            print!(
-                "{}",
-                crate::cmd::doctor::render_shared(names, &report.findings)
-            );
+            print!("{}", fabrik_render::doctor::shared(names, &report.findings));
             for note in &report.notes {
                 println!("# {note}");
             }
