@@ -10,7 +10,7 @@ use fabrik_model::{Finding, Severity};
 
 use crate::findings;
 
-/// The one-line verdict: healthy, usable but below its best, or errors to fix first.
+/// The one-line verdict that ends the text report (`verdict: NODE: healthy, no findings`).
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;
     let nodes = match report.nodes.len() {
