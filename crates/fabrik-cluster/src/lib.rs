@@ -9,7 +9,6 @@ pub mod collective;
 pub mod doctor;
 pub mod dtype;
 mod error;
-pub mod format;
 pub mod hostlist;
 pub mod launch;
 pub mod link;

@@ -12,6 +12,7 @@ pub mod findings;
 pub mod inventory;
 pub mod logs;
 pub mod matrix;
+pub mod nccl_tests;
 pub mod p2p;
 pub mod passline;
 pub mod report;

@@ -77,13 +77,19 @@ pub fn float_str(v: f64, width: usize) -> String {
 /// The run parameters nccl-tests prints in its first lines.
 #[derive(Debug, Clone)]
 pub struct RunParams<'a> {
+    /// nccl-tests' name of the operation.
     pub op: &'a str,
+    /// Smallest size in bytes.
     pub min_bytes: u64,
+    /// Largest size in bytes.
     pub max_bytes: u64,
     /// `2(factor)` or `1048576(bytes)`.
     pub step: String,
+    /// Untimed iterations per size.
     pub warmup: u32,
+    /// Timed iterations per size.
     pub iters: u32,
+    /// Whether results are checked.
     pub check: bool,
 }
 
