@@ -1,4 +1,4 @@
-//! Ranks, rendezvous, collectives, all-pairs scheduling and reports.
+//! Ranks, rendezvous, collectives and all-pairs scheduling.
 //!
 //! A cluster run is one `fabrik` process per rank, started by whatever launcher the user has
 //! (torchrun, mpirun, srun, Kubernetes, or `--local N`). [`ranks`] reads who we are from the
@@ -10,20 +10,15 @@ pub mod collective;
 pub mod doctor;
 pub mod dtype;
 mod error;
-pub mod format;
 pub mod hostlist;
 pub mod launch;
 pub mod link;
 pub mod matrix;
 pub mod nccl_sweep;
 pub mod pairs;
-#[allow(missing_docs)]
-pub mod png;
 pub mod ranks;
 pub mod rdma_link;
 pub mod rendezvous;
-#[allow(missing_docs)]
-pub mod report;
 mod ring;
 pub mod sweep;
 mod tcp_link;

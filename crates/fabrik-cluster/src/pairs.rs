@@ -437,77 +437,6 @@ pub fn isolation_verdicts(
     out
 }
 
-/// The second pass as text: what it measured, then one line per verdict and its evidence.
-pub fn render_isolation(iso: &fabrik_model::Isolation) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# second pass: {} suspect(s) {:?} against good nodes {:?}: {} links in {} rounds, slow below {:.3} Gb/s",
-        iso.suspects.len(),
-        iso.suspects,
-        iso.good,
-        iso.links.len(),
-        iso.rounds,
-        iso.threshold_gbps
-    );
-    for c in &iso.verdicts {
-        let who: Vec<String> = c
-            .ranks
-            .iter()
-            .zip(&c.hosts)
-            .map(|(r, h)| format!("rank {r} ({h})"))
-            .collect();
-        let (tag, joint) = match c.kind {
-            CulpritKind::Node => ("BAD NODE", ""),
-            CulpritKind::Link => ("BAD LINK", " <-> "),
-            CulpritKind::NotReproduced => ("NOT REPRODUCED", " <-> "),
-            CulpritKind::Undecided => ("UNDECIDED", ", "),
-        };
-        let _ = writeln!(s, "{tag} {}: {}", who.join(joint), c.why);
-        for e in &c.evidence {
-            let _ = writeln!(
-                s,
-                "  rank {} -> rank {}: {:.3} Gb/s ({}{})",
-                e.src,
-                e.dst,
-                e.gbps,
-                e.pass,
-                if e.slow { ", slow" } else { "" }
-            );
-        }
-    }
-    s
-}
-
-/// The matrix as text: one row per source rank, Gb/s to each destination, `*` after a slow link.
-pub fn render_matrix(links: &[LinkMeasurement], analysis: &MatrixAnalysis, ranks: u32) -> String {
-    let mut s = format!("{:>8}", "src\\dst");
-    for d in 0..ranks {
-        s.push_str(&format!(" {d:>8}"));
-    }
-    s.push('\n');
-    for src in 0..ranks {
-        s.push_str(&format!("{src:>8}"));
-        for dst in 0..ranks {
-            let cell = links
-                .iter()
-                .find(|l| l.src == src && l.dst == dst)
-                .map(|l| {
-                    let slow = analysis
-                        .slow_links
-                        .iter()
-                        .any(|x| x.src == src && x.dst == dst);
-                    format!("{:.2}{}", l.gbps, if slow { "*" } else { " " })
-                })
-                .unwrap_or_else(|| "-".into());
-            s.push_str(&format!(" {cell:>8}"));
-        }
-        s.push('\n');
-    }
-    s
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -709,15 +638,8 @@ mod tests {
             (v[0].kind, v[0].ranks.clone()),
             (CulpritKind::Node, vec![5])
         );
-        assert!(render_isolation(&fabrik_model::Isolation {
-            good: plan.good.clone(),
-            suspects: plan.suspects.clone(),
-            threshold_gbps: a.link_threshold_gbps,
-            rounds: rounds.len() as u32,
-            links: second,
-            verdicts: v,
-        })
-        .contains("BAD NODE rank 5 (node5): slow with 3 of 3"));
+        assert_eq!(v[0].hosts, vec!["node5".to_string()]);
+        assert!(v[0].why.starts_with("slow with 3 of 3"), "{}", v[0].why);
     }
 
     #[test]
@@ -806,8 +728,7 @@ mod tests {
             let links: Vec<LinkMeasurement> = v.iter().enumerate().map(|(i, &g)| LinkMeasurement {
                 src: i as u32 % n.max(1), dst: (i as u32 + 1) % n.max(1), gbps: g, latency_us: None, round: 0,
             }).collect();
-            let a = analyze(&links, &hosts(n), n);
-            let _ = render_matrix(&links, &a, n);
+            let _ = analyze(&links, &hosts(n), n);
         }
     }
 }

@@ -12,7 +12,6 @@ pub mod env;
 pub mod env_rules;
 pub mod expect;
 pub mod passline;
-pub mod render;
 pub mod rules;
 pub mod socket;
 mod util;
@@ -157,13 +156,10 @@ impl Report {
         self.add_findings(more);
     }
 
-    /// 0: no errors; 1: errors (with `strict`, warnings too).
-    pub fn exit_code(&self, strict: bool) -> u8 {
-        if self.summary.errors > 0 || (strict && self.summary.warnings > 0) {
-            1
-        } else {
-            0
-        }
+    /// Whether the report fails a command (exit 1): [`fabrik_model::has_problems`] of its
+    /// findings.
+    pub fn has_problems(&self, strict: bool) -> bool {
+        fabrik_model::has_problems(&self.findings, strict)
     }
 }
 
@@ -255,7 +251,7 @@ mod tests {
     fn the_bare_machine_gets_only_infos_and_exit_0() {
         let r = diagnose(&name_nodes(vec![bare_node()]), None);
         assert_eq!(r.summary.errors + r.summary.warnings, 0);
-        assert_eq!(r.exit_code(true), 0);
+        assert!(!r.has_problems(true));
         let ids: Vec<&str> = r.findings.iter().map(|f| f.rule.as_str()).collect();
         assert_eq!(ids, vec!["FAB-RDMA-001", "FAB-SOCK-001"]);
     }
@@ -287,10 +283,10 @@ mod tests {
             hard_bytes: Some(65536),
         });
         let r = diagnose(&name_nodes(vec![n.clone()]), None);
-        assert_eq!(r.exit_code(false), 0);
-        assert_eq!(r.exit_code(true), 1);
+        assert!(!r.has_problems(false));
+        assert!(r.has_problems(true));
         n.rdma_devices[0].ports[0].state = state("2: INIT");
-        assert_eq!(diagnose(&name_nodes(vec![n]), None).exit_code(false), 1);
+        assert!(diagnose(&name_nodes(vec![n]), None).has_problems(false));
     }
 
     proptest::proptest! {

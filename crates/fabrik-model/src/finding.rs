@@ -71,6 +71,16 @@ pub struct Finding {
     pub fix: String,
 }
 
+/// Whether findings make a command fail (exit 1): any error, and with `strict` any warning as
+/// well. The one statement of this policy; every command and the doctor's report ask it here.
+pub fn has_problems(findings: &[Finding], strict: bool) -> bool {
+    findings.iter().any(|f| match f.severity {
+        Severity::Error => true,
+        Severity::Warning => strict,
+        Severity::Info => false,
+    })
+}
+
 /// Sorts findings the way every renderer shows them: errors first, then by rule and subject, so
 /// that output never depends on the order files were read.
 pub fn sort_findings(findings: &mut [Finding]) {

@@ -1,8 +1,28 @@
-//! fabrik's output: the one `--format` every command accepts, and the renderers of findings
-//! (text, Markdown) that every command prints them with. JSON is a result serialized as is.
+//! fabrik's output: the one `--format` every command accepts, the renderers of findings
+//! (text, Markdown) that every command prints them with, one module per result's text, and
+//! the HTML report with its plots. JSON is a result serialized as is. Only the command line
+//! depends on this crate; it depends on the crates whose results it renders.
 #![warn(missing_docs)]
 
+pub mod cluster;
+pub mod collective;
+pub mod commands;
+pub mod doctor;
 pub mod findings;
+pub mod inventory;
+pub mod logs;
+pub mod matrix;
+pub mod nccl_tests;
+pub mod p2p;
+pub mod passline;
+pub mod report;
+#[cfg(test)]
+mod testkit;
+
+/// `1 round`, `2 rounds`: a count with its noun.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
 
 /// The form of a command's output, chosen with `--format`. A command with no Markdown form
 /// parses it with [`Format::text_or_json`], so its code treats `Markdown` as `Text`.

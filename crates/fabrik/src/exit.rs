@@ -5,8 +5,6 @@
 
 use std::process::ExitCode;
 
-use fabrik_model::{Finding, Severity};
-
 /// The status of a command that ran to its end: 1 when it found something wrong, else 0.
 pub fn status(found_problems: bool) -> ExitCode {
     if found_problems {
@@ -24,18 +22,13 @@ pub fn failure() -> ExitCode {
 /// The number behind [`failure`], for a rank that reports its status to rank 0 as a byte.
 pub const TOOL_FAILURE: u8 = 2;
 
-/// Whether findings make a command fail: any error, and with `strict` any warning as well.
-pub fn has_problems(findings: &[Finding], strict: bool) -> bool {
-    findings.iter().any(|f| match f.severity {
-        Severity::Error => true,
-        Severity::Warning => strict,
-        Severity::Info => false,
-    })
-}
+/// Whether findings make a command fail; the policy lives beside [`fabrik_model::Finding`].
+pub use fabrik_model::has_problems;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fabrik_model::{Finding, Severity};
 
     fn with(severity: Severity) -> Finding {
         Finding {

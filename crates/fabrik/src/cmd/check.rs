@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fabrik_doctor::{diagnose, name_nodes, render, Report};
+use fabrik_doctor::{diagnose, name_nodes, Report};
+use fabrik_render::doctor as render;
 use fabrik_render::Format;
 use serde::Serialize;
 

@@ -364,58 +364,11 @@ fn one_matrix(
 }
 
 fn print_matrix(m: &fabrik_model::PairMatrix, transport: &crate::cmd::coll_rdma::Transport) {
-    use fabrik_cluster::pairs::render_matrix;
-    let rail = m.rail.map(|r| format!(", rail {r}")).unwrap_or_default();
-    println!(
-        "# pair matrix: {}, {}, {} B x {} per direction, transport {}{rail}",
-        crate::output::plural(m.ranks.into(), "rank", "ranks"),
-        crate::output::plural(m.rounds.into(), "round", "rounds"),
-        m.size,
-        m.iterations,
-        m.transport
-    );
-    if let crate::cmd::coll_rdma::Transport::Rdma(dev) = transport {
-        println!("# rdma: {}", dev.describe());
-    }
-    for (r, h) in m.hosts.iter().enumerate() {
-        println!("#  rank {r:>3} on {h}");
-    }
-    println!("# bandwidth in Gb/s (* = slow link)");
-    print!("{}", render_matrix(&m.links, &m.analysis, m.ranks));
-    let a = &m.analysis;
-    println!(
-        "# median link {:.3} Gb/s, MAD {:.3} Gb/s; slow below {:.3} Gb/s",
-        a.median_gbps, a.mad_gbps, a.link_threshold_gbps
-    );
-    if let Some(note) = &a.note {
-        println!("# {note}");
-    }
-    for l in &a.slow_links {
-        println!(
-            "SLOW LINK rank {} ({}) -> rank {} ({}): {:.3} Gb/s, {:.0}% of the median",
-            l.src,
-            l.src_host,
-            l.dst,
-            l.dst_host,
-            l.gbps,
-            l.ratio_to_median * 100.0
-        );
-    }
-    for n in &a.slow_nodes {
-        println!(
-            "SLOW NODE rank {} ({}): median of its links {:.3} Gb/s, {:.0}% of the nodes' median",
-            n.rank,
-            n.host,
-            n.median_gbps,
-            n.ratio_to_median * 100.0
-        );
-    }
-    if a.slow_links.is_empty() && a.slow_nodes.is_empty() && a.note.is_none() {
-        println!("# no slow links or nodes");
-    }
-    if let Some(iso) = &m.isolation {
-        print!("{}", fabrik_cluster::pairs::render_isolation(iso));
-    }
+    let rdma = match transport {
+        crate::cmd::coll_rdma::Transport::Rdma(dev) => Some(dev.describe()),
+        crate::cmd::coll_rdma::Transport::Tcp => None,
+    };
+    print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
 }
 
 fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {
@@ -472,27 +425,9 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if json {
             crate::output::print_json(&report)?;
         } else {
-            println!("# cluster doctor: {} ranks", report.ranks);
-            println!(
-                "{:>5}  {:<20} {:>5} {:>5} {:>5}  kernel",
-                "rank", "host", "rdma", "nics", "gpus"
-            );
-            for n in &report.nodes {
-                println!(
-                    "{:>5}  {:<20} {:>5} {:>5} {:>5}  {}",
-                    n.rank,
-                    n.host,
-                    n.node.rdma_devices.len(),
-                    n.node.net_interfaces.len(),
-                    n.node.gpus.len(),
-                    n.node.os.kernel.as_deref().unwrap_or("?")
-                );
-            }
+            print!("{}", fabrik_render::cluster::doctor_nodes(&report));
             let names = fabrik_cluster::doctor::node_names(&report.nodes);
-            print!(
-                "{}",
-                crate::cmd::doctor::render_shared(names, &report.findings)
-            );
+            print!("{}", fabrik_render::doctor::shared(names, &report.findings));
             for note in &report.notes {
                 println!("# {note}");
             }

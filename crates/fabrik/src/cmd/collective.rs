@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 use fabrik_cluster::collective::{AlgoChoice, CollOp, Comm, DEFAULT_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
-use fabrik_cluster::format::{footer, header, row, RunParams};
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
 use fabrik_cluster::rdma_link::connect_comm;
@@ -19,6 +18,7 @@ use fabrik_cluster::ClusterError;
 use fabrik_gpu::LIBNCCL;
 use fabrik_model::size::parse_bytes as parse_size;
 use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
+use fabrik_render::nccl_tests::{footer, header, row, RunParams};
 
 use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
 use crate::cmd::coll_rdma::{agree_transport, Transport, VerbsArgs};

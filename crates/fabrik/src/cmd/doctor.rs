@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use fabrik_doctor::{diagnose, name_nodes, render, PlannedEnv};
+use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
 use fabrik_model::Finding;
+use fabrik_render::doctor as render;
 use fabrik_render::Format;
 
 #[derive(clap::Args)]
@@ -119,58 +120,6 @@ fn watch_root(root: &Path, interval: Duration) -> Vec<Finding> {
     let (_, findings) =
         fabrik_monitor::watch(root, interval, &fabrik_monitor::Thresholds::default());
     findings
-}
-
-/// Many nodes' findings as `doctor` prints them (evidence, fix, verdict). A finding that
-/// several nodes share (same rule, subject, message and fix) is printed once with their names,
-/// not once per rank: eight ranks of one bad image are one problem, said once.
-pub(crate) fn render_shared(names: Vec<String>, findings: &[Finding]) -> String {
-    let mut merged: Vec<(Finding, Vec<String>)> = Vec::new();
-    for f in findings {
-        let split = f
-            .subject
-            .split_once('/')
-            .filter(|(n, _)| names.iter().any(|x| x == n));
-        let Some((node, rest)) = split else {
-            merged.push((f.clone(), Vec::new()));
-            continue;
-        };
-        let same = |g: &Finding| {
-            g.rule == f.rule
-                && g.severity == f.severity
-                && g.subject == rest
-                && g.message == f.message
-                && g.fix == f.fix
-        };
-        match merged.iter_mut().find(|(g, ns)| !ns.is_empty() && same(g)) {
-            Some((_, ns)) => ns.push(node.to_string()),
-            None => {
-                let mut g = f.clone();
-                g.subject = rest.to_string();
-                merged.push((g, vec![node.to_string()]));
-            }
-        }
-    }
-    let mut findings: Vec<Finding> = merged
-        .into_iter()
-        .map(|(mut f, ns)| {
-            f.subject = match ns.as_slice() {
-                [] => f.subject,
-                [one] => format!("{one}/{}", f.subject),
-                many => format!("{} on {}", f.subject, many.join(", ")),
-            };
-            f
-        })
-        .collect();
-    fabrik_model::sort_findings(&mut findings);
-    let report = fabrik_doctor::Report {
-        schema_version: fabrik_model::SCHEMA_VERSION,
-        nodes: names,
-        summary: fabrik_doctor::Summary::of(&findings),
-        findings,
-        waived: vec![],
-    };
-    render::table(&report)
 }
 
 /// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.

@@ -114,30 +114,8 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     )?))
 }
 
-/// The table lines of a judged result: the line and its basis, then a verdict per row.
-pub fn judgement_text(j: &fabrik_doctor::passline::Judgement) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "pass line {:.1} {} ({}): {}",
-        j.line.value,
-        j.line.unit,
-        j.line.basis,
-        j.verdict.as_str().to_uppercase()
-    );
-    for r in &j.rows {
-        let _ = writeln!(
-            out,
-            "  {:>12} bytes {:>10.2} {}  {}",
-            r.bytes,
-            r.value,
-            j.line.unit,
-            r.verdict.as_str()
-        );
-    }
-    out
-}
+/// The text of a judged result and of a judged matrix; they live with the other renderers.
+pub use fabrik_render::passline::{judgement as judgement_text, links as links_text};
 
 /// A result with its judgement beside it; the result's own keys stay at the top level.
 #[derive(serde::Serialize)]
@@ -270,33 +248,4 @@ pub fn gather_data_nic_rates(
                 .collect()
         })
         .collect())
-}
-
-/// The table lines of a judged matrix: the line, then each link below it.
-pub fn links_text(j: &fabrik_doctor::passline::LinksJudgement) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let below: Vec<_> = j
-        .links
-        .iter()
-        .filter(|l| l.verdict == fabrik_doctor::passline::Verdict::Fail)
-        .collect();
-    let _ = writeln!(
-        out,
-        "pass line {:.1} {} ({}): {} ({} of {} links below)",
-        j.line.value,
-        j.line.unit,
-        j.line.basis,
-        j.verdict.as_str().to_uppercase(),
-        below.len(),
-        j.links.len()
-    );
-    for l in below {
-        let _ = writeln!(
-            out,
-            "BELOW LINE rank {} -> rank {}: {:.3} {}",
-            l.src, l.dst, l.value, j.line.unit
-        );
-    }
-    out
 }

@@ -1,14 +1,12 @@
 //! `fabrik parse`: nccl-tests and perftest output into fabrik's result types.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_doctor::passline::{self, Judgement, Verdict};
-use fabrik_model::{Finding, P2pReport, P2pRows};
+use fabrik_model::{Finding, P2pReport};
 use fabrik_parse::check::{check_collective, check_p2p};
-use fabrik_parse::nccl_tests::NcclTestsRun;
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -142,18 +140,12 @@ fn emit_command<T: Serialize>(
     Ok(code)
 }
 
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
 fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
     use fabrik_parse::commands as c;
     let text = read_text(&a.file)?;
     let none = |what: &str| -> anyhow::Result<ExitCode> {
         anyhow::bail!("{}: no {what} output found", a.file.display())
     };
-    let mut t = String::new();
     match tool {
         "topo" => {
             let cells = c::topo::parse_nvidia_smi_topo(&text);
@@ -164,21 +156,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             let nics: std::collections::BTreeSet<String> =
                 cells.keys().map(|(_, n)| n.clone()).collect();
             let (f, advice) = c::findings::topo(&near, &nics);
-            let _ = writeln!(t, "{:<6} {:<6} nearest NIC", "GPU", "path");
-            for g in &near {
-                let _ = writeln!(
-                    t,
-                    "{:<6} {:<6} {}",
-                    format!("GPU{}", g.gpu),
-                    g.path,
-                    g.nics.join(",")
-                );
-            }
-            let _ = writeln!(
-                t,
-                "NCCL_IB_HCA (GPU-near NICs): {}",
-                advice.nccl_ib_hca.join(",")
-            );
+            let t = fabrik_render::commands::topo(&near, &advice.nccl_ib_hca);
             #[derive(Serialize)]
             struct Facts {
                 nearest: Vec<c::topo::GpuNearestNic>,
@@ -202,25 +180,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             if st.ports.is_empty() && st.errors.is_empty() {
                 return none("ibstat");
             }
-            let _ = writeln!(
-                t,
-                "{:<14} {:<12} {:<10} {:>6} link layer",
-                "port", "state", "physical", "rate"
-            );
-            for p in &st.ports {
-                let _ = writeln!(
-                    t,
-                    "{:<14} {:<12} {:<10} {:>6} {}",
-                    format!("{}:{}", p.device, p.port),
-                    opt(&p.state),
-                    opt(&p.phys_state),
-                    opt(&p.rate_gbps),
-                    opt(&p.link_layer)
-                );
-            }
-            for e in &st.errors {
-                let _ = writeln!(t, "ibstat error: {e}");
-            }
+            let t = fabrik_render::commands::ibstat(&st);
             let f = c::findings::ibstat(&st);
             emit_command(&a, tool, st, t, f)
         }
@@ -229,23 +189,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             if ports.is_empty() {
                 return none("ibv_devinfo");
             }
-            let _ = writeln!(
-                t,
-                "{:<14} {:<12} {:<10} {:>6} {:>6} link layer",
-                "port", "state", "physical", "mtu", "max"
-            );
-            for p in &ports {
-                let _ = writeln!(
-                    t,
-                    "{:<14} {:<12} {:<10} {:>6} {:>6} {}",
-                    format!("{}:{}", p.device, p.port),
-                    opt(&p.state),
-                    opt(&p.phys_state),
-                    opt(&p.active_mtu),
-                    opt(&p.max_mtu),
-                    opt(&p.link_layer)
-                );
-            }
+            let t = fabrik_render::commands::ibv_devinfo(&ports);
             let f = c::findings::ibv_devinfo(&ports);
             emit_command(&a, tool, ports, t, f)
         }
@@ -255,17 +199,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
                 return none("show_gids");
             }
             let idx = c::show_gids::roce_v2_indices(&rows);
-            let _ = writeln!(t, "{:<14} {:<10} {:>6} IPv4", "port", "netdev", "v2 idx");
-            for e in &idx {
-                let _ = writeln!(
-                    t,
-                    "{:<14} {:<10} {:>6} {}",
-                    format!("{}:{}", e.device, e.port),
-                    opt(&e.netdev),
-                    opt(&e.index),
-                    opt(&e.ipv4)
-                );
-            }
+            let t = fabrik_render::commands::show_gids(&idx);
             let f = c::findings::show_gids(&rows, &idx);
             #[derive(Serialize)]
             struct Facts {
@@ -288,24 +222,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             if maps.is_empty() {
                 return none("ibdev2netdev");
             }
-            for m in &maps {
-                let _ = writeln!(
-                    t,
-                    "{}:{} ==> {} ({}){}",
-                    m.device,
-                    m.port,
-                    m.netdev,
-                    match m.netdev_up {
-                        Some(true) => "Up",
-                        Some(false) => "Down",
-                        None => "-",
-                    },
-                    m.port_state
-                        .as_ref()
-                        .map(|s| format!(" port {s}"))
-                        .unwrap_or_default()
-                );
-            }
+            let t = fabrik_render::commands::ibdev2netdev(&maps);
             let f = c::findings::ibdev2netdev(&maps);
             emit_command(&a, tool, maps, t, f)
         }
@@ -313,15 +230,7 @@ fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
             let Some(q) = c::mlnx_qos::parse_mlnx_qos_full(&text) else {
                 return none("mlnx_qos");
             };
-            let _ = writeln!(
-                t,
-                "trust: {}\nPFC enabled priorities: {}\nruns in the text: {} (the last one is read)",
-                opt(&q.trust),
-                q.pfc_enabled
-                    .as_ref()
-                    .map_or_else(|| "not shown".to_string(), |p| format!("{p:?}")),
-                q.runs
-            );
+            let t = fabrik_render::commands::mlnx_qos(&q);
             let f = c::findings::mlnx_qos(&q);
             #[derive(Serialize)]
             struct Facts {
@@ -417,7 +326,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
         Format::Text | Format::Markdown => {
             let mut out = String::new();
             for (r, j) in runs.iter().zip(&judged) {
-                out.push_str(&collective_table(r));
+                out.push_str(&fabrik_render::collective::table(&r.report));
                 if let Some(j) = j {
                     out.push_str(&crate::cmd::expect::judgement_text(j));
                 }
@@ -427,72 +336,6 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(exit_judged(&all, &judged))
-}
-
-fn timing_cells(t: &Option<fabrik_model::CollTiming>) -> String {
-    match t {
-        Some(t) => format!(
-            "{:>10.2} {:>8.2} {:>8.2} {:>6}",
-            t.time_us,
-            t.algbw,
-            t.busbw,
-            t.wrong.map_or_else(|| "N/A".to_string(), |w| w.to_string())
-        ),
-        None => format!("{:>10} {:>8} {:>8} {:>6}", "-", "-", "-", "-"),
-    }
-}
-
-fn collective_table(run: &NcclTestsRun) -> String {
-    let r = &run.report;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}  ranks {}  hosts {}  avg busbw {}",
-        r.op,
-        r.ranks.map_or_else(|| "-".into(), |n| n.to_string()),
-        if r.hosts.is_empty() {
-            "-".into()
-        } else {
-            r.hosts.join(",")
-        },
-        r.avg_busbw
-            .map_or_else(|| "-".into(), |v| format!("{v} GB/s"))
-    );
-    let _ = writeln!(
-        out,
-        "{:>12} {:>12} {:>8} {:>6} {:>5} | {:>10} {:>8} {:>8} {:>6} | {:>10} {:>8} {:>8} {:>6}",
-        "size",
-        "count",
-        "type",
-        "redop",
-        "root",
-        "time(us)",
-        "algbw",
-        "busbw",
-        "wrong",
-        "time(us)",
-        "algbw",
-        "busbw",
-        "wrong"
-    );
-    for row in &r.rows {
-        let _ = writeln!(
-            out,
-            "{:>12} {:>12} {:>8} {:>6} {:>5} | {} | {}",
-            row.size,
-            row.count,
-            row.dtype,
-            row.redop.as_deref().unwrap_or("-"),
-            row.root.map_or_else(|| "-".into(), |v| v.to_string()),
-            timing_cells(&row.out_of_place),
-            timing_cells(&row.in_place)
-        );
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out.push('\n');
-    out
 }
 
 /// A perftest run that printed failure messages: what it printed and the findings about it.
@@ -568,101 +411,15 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
         Format::Text | Format::Markdown => {
             let mut text = String::new();
             for (r, j) in reports.iter().zip(&judged) {
-                text.push_str(&p2p_table(r));
+                text.push_str(&fabrik_render::p2p::table(r));
                 if let Some(j) = j {
                     text.push_str(&crate::cmd::expect::judgement_text(j));
                 }
             }
-            for f in &out.failures {
-                let _ = writeln!(
-                    text,
-                    "perftest failure [{}]{}: {}",
-                    f.class.rule(),
-                    if f.count > 1 {
-                        format!(" x{}", f.count)
-                    } else {
-                        String::new()
-                    },
-                    f.line
-                );
-            }
-            if out.rows_dropped + out.reports_dropped + out.failures_dropped > 0 {
-                let _ = writeln!(
-                    text,
-                    "note: not kept (caps): {} rows, {} reports, {} failure lines",
-                    out.rows_dropped, out.reports_dropped, out.failures_dropped
-                );
-            }
+            text.push_str(&fabrik_render::p2p::perftest_failures(&out));
             text.push_str(&fabrik_render::findings::text(&all));
             print!("{text}");
         }
     }
     Ok(exit_judged(&all, &judged))
-}
-
-fn p2p_table(r: &P2pReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} {:?}  device {}  link {}  mtu {}  gid {}  qps {}",
-        r.op.as_deref().unwrap_or("?"),
-        r.test,
-        r.device.as_deref().unwrap_or("-"),
-        r.link_type.as_deref().unwrap_or("-"),
-        r.mtu.map_or_else(|| "-".into(), |v| v.to_string()),
-        r.gid_index.map_or_else(|| "-".into(), |v| v.to_string()),
-        r.streams
-    );
-    match &r.results {
-        P2pRows::Bw(rows) => {
-            let _ = writeln!(
-                out,
-                "{:>10} {:>12} {:>12} {:>12} {:>10}",
-                "bytes", "iterations", "peak Gb/s", "avg Gb/s", "Mpps"
-            );
-            for x in rows {
-                let _ = writeln!(
-                    out,
-                    "{:>10} {:>12} {:>12.2} {:>12.2} {:>10.6}",
-                    x.bytes, x.iterations, x.bw_peak_gbps, x.bw_avg_gbps, x.msg_rate_mpps
-                );
-            }
-        }
-        P2pRows::Lat(rows) => {
-            let _ = writeln!(
-                out,
-                "{:>10} {:>12} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-                "bytes",
-                "iterations",
-                "min us",
-                "max us",
-                "typ us",
-                "avg us",
-                "stdev",
-                "p99",
-                "p99.9"
-            );
-            let o = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}"));
-            for x in rows {
-                let _ = writeln!(
-                    out,
-                    "{:>10} {:>12} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8} {:>8} {:>8}",
-                    x.bytes,
-                    x.iterations,
-                    x.t_min_us,
-                    x.t_max_us,
-                    x.t_typical_us,
-                    x.t_avg_us,
-                    o(x.t_stdev_us),
-                    o(x.p99_us),
-                    o(x.p999_us)
-                );
-            }
-        }
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out.push('\n');
-    out
 }

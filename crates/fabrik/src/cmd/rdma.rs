@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use fabrik_model::{P2pReport, P2pRows, P2pTest};
+use fabrik_model::{P2pReport, P2pTest};
 use fabrik_verbs::wire::{Channel, Token};
 use fabrik_verbs::{LocalOptions, MemKind, Op, TestParams, Verbs};
 
@@ -193,7 +193,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             format!(
                 "RDMA {} {} test with {host}",
                 params.op.as_str(),
-                test_name(params.test)
+                fabrik_render::p2p::test_name(params.test)
             )
         })?
     };
@@ -207,7 +207,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             pass_line: judged.clone(),
         })?;
     } else {
-        print!("{}", render(&report));
+        print!("{}", fabrik_render::p2p::rdma(&report));
         if let Some(j) = &judged {
             print!("{}", crate::cmd::expect::judgement_text(j));
         }
@@ -275,13 +275,6 @@ fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions
     })
 }
 
-fn test_name(t: P2pTest) -> &'static str {
-    match t {
-        P2pTest::Bw => "bandwidth",
-        P2pTest::Lat => "latency",
-    }
-}
-
 fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
     let test = c.test;
     let d = fabrik_verbs::proto::PerftestDefaults::of(test);
@@ -304,88 +297,6 @@ fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
     };
     p.validate().map_err(anyhow::Error::msg)?;
     Ok(p)
-}
-
-/// perftest-shaped table, so that the two can be read side by side.
-fn render(r: &P2pReport) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        " RDMA {} {} | device {} | link {} | MTU {} | GID index {} | QPs {}\n",
-        r.op.as_deref().unwrap_or("?"),
-        test_name(r.test),
-        r.device.as_deref().unwrap_or("?"),
-        r.link_type.as_deref().unwrap_or("?"),
-        r.mtu.map(|m| m.to_string()).unwrap_or_else(|| "?".into()),
-        r.gid_index
-            .map(|g| g.to_string())
-            .unwrap_or_else(|| "?".into()),
-        r.streams,
-    ));
-    for n in &r.notes {
-        out.push_str(&format!(" {n}\n"));
-    }
-    if let Some(m) = &r.memory {
-        out.push_str(&format!(
-            " memory: {} | registration: {} | access: {} | relaxed ordering: {}\n",
-            m.kind,
-            m.registration,
-            m.access_flags.join("|"),
-            if m.relaxed_ordering { "on" } else { "off" }
-        ));
-    }
-    match &r.results {
-        P2pRows::Bw(rows) => {
-            out.push_str(&bw_table(rows));
-            if let Some(m) = r.memory.as_ref().filter(|m| !m.host_reference.is_empty()) {
-                out.push_str(
-                    " host-memory reference (same QPs and sizes, host buffer on this end):\n",
-                );
-                out.push_str(&bw_table(&m.host_reference));
-                if let Some(ratio) = m.ratio_to_host {
-                    out.push_str(&format!(
-                        " {}/host BW average: {ratio:.2}x (warning below {:.2}x)\n",
-                        m.kind,
-                        m.warn_below.unwrap_or(f64::NAN)
-                    ));
-                }
-                if let Some(w) = &m.warning {
-                    out.push_str(&format!(" WARNING: {w}\n"));
-                }
-            }
-        }
-        P2pRows::Lat(rows) => {
-            out.push_str(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n");
-            let o = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
-            for l in rows {
-                out.push_str(&format!(
-                    " {:<7} {:<10}     {:<10.2}     {:<10.2}   {:<10.2}       {:<10.2}     {:<10}      {:<10}             {}\n",
-                    l.bytes,
-                    l.iterations,
-                    l.t_min_us,
-                    l.t_max_us,
-                    l.t_typical_us,
-                    l.t_avg_us,
-                    o(l.t_stdev_us),
-                    o(l.p99_us),
-                    o(l.p999_us)
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn bw_table(rows: &[fabrik_model::BwRow]) -> String {
-    let mut out = String::from(
-        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n",
-    );
-    for w in rows {
-        out.push_str(&format!(
-            " {:<10} {:<10}       {:<10.2}         {:<10.2}           {:.6}\n",
-            w.bytes, w.iterations, w.bw_peak_gbps, w.bw_avg_gbps, w.msg_rate_mpps
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_cluster::png::PngRenderer;
-use fabrik_cluster::report::{classify, render_with, PageMeta};
+use fabrik_render::report::{classify, render_with, PageMeta, PngRenderer};
 
 use crate::output::write_atomically;
 

@@ -8,7 +8,7 @@
 
 use resvg::{tiny_skia, usvg};
 
-use crate::error::ClusterError;
+use super::ReportError;
 
 /// Families tried, in order, for the plots' `sans-serif` text (Debian: fonts-dejavu-core,
 /// fonts-liberation, fonts-noto-core).
@@ -66,9 +66,8 @@ impl PngRenderer {
     }
 
     /// The PNG of one plot, at the SVG's own size in pixels.
-    pub fn png(&self, svg: &str) -> Result<Vec<u8>, ClusterError> {
-        let err =
-            |e: &dyn std::fmt::Display| ClusterError::Invalid(format!("rasterising a plot: {e}"));
+    pub fn png(&self, svg: &str) -> Result<Vec<u8>, ReportError> {
+        let err = |e: &dyn std::fmt::Display| ReportError::Raster(e.to_string());
         let tree = usvg::Tree::from_str(svg, &self.opts).map_err(|e| err(&e))?;
         let size = tree.size().to_int_size();
         let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
