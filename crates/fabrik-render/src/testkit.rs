@@ -1,6 +1,8 @@
 //! Results the renderers' tests share.
 
-use fabrik_model::{LinkMeasurement, PairMatrix};
+use fabrik_model::{
+    CollTiming, CollectiveReport, CollectiveRow, LinkMeasurement, PairMatrix, ResultSource,
+};
 
 /// A pair matrix over `hosts` (one rank each) with every link at 10 Gb/s except those in
 /// `slow` (`(src, dst)` and its Gb/s), analysed as `cluster matrix` analyses it.
@@ -39,5 +41,41 @@ pub(crate) fn pair_matrix(
         analysis,
         rail: None,
         isolation: None,
+    }
+}
+
+/// An nccl-tests-shaped run of `op` from 8 B to 512 KiB (bus bandwidth rising with the size).
+pub(crate) fn collective(op: &str, source: ResultSource) -> CollectiveReport {
+    CollectiveReport {
+        schema_version: 1,
+        source,
+        op: op.into(),
+        backend: Some("tcp".into()),
+        ranks: Some(4),
+        hosts: vec!["a".into(), "b".into()],
+        devices: vec![],
+        rows: (3..20)
+            .map(|k| CollectiveRow {
+                size: 1 << k,
+                count: 1 << (k - 2),
+                dtype: "float".into(),
+                redop: Some("sum".into()),
+                root: Some(-1),
+                out_of_place: Some(CollTiming {
+                    time_us: 10.0,
+                    algbw: k as f64,
+                    busbw: k as f64 * 1.5,
+                    wrong: Some(0),
+                }),
+                in_place: Some(CollTiming {
+                    time_us: 10.0,
+                    algbw: k as f64,
+                    busbw: k as f64 * 1.4,
+                    wrong: Some(0),
+                }),
+            })
+            .collect(),
+        avg_busbw: Some(12.5),
+        notes: vec![],
     }
 }

@@ -116,6 +116,8 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
     let node = slurm.show_node().unwrap();
     let why = reason(&node).unwrap();
     assert!(why.starts_with("fabrik: FAB-"), "{why}");
+    // The drained node as an operator sees it (`--nocapture` shows it).
+    eprintln!("scontrol show node, after the failing check:\n{node}");
 
     write_conf(&conf, work.path(), &slurm.conf(), &good);
     slurm

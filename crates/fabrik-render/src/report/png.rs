@@ -81,7 +81,7 @@ impl PngRenderer {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use fabrik_model::{CollTiming, CollectiveReport, CollectiveRow, ResultSource};
+    use fabrik_model::{CollectiveReport, ResultSource};
 
     /// Width, height and RGBA pixels, decoded by the `png` crate (not by what encoded them).
     fn decode(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
@@ -96,34 +96,7 @@ mod tests {
     }
 
     fn run() -> CollectiveReport {
-        let timing = |b: f64| CollTiming {
-            time_us: 10.0,
-            algbw: b,
-            busbw: b,
-            wrong: Some(0),
-        };
-        CollectiveReport {
-            schema_version: 1,
-            source: ResultSource::Fabrik,
-            op: "all_reduce".into(),
-            backend: Some("tcp".into()),
-            ranks: Some(4),
-            hosts: vec!["a".into()],
-            devices: Vec::new(),
-            rows: (10..20)
-                .map(|k| CollectiveRow {
-                    size: 1 << k,
-                    count: 1 << (k - 2),
-                    dtype: "float".into(),
-                    redop: Some("sum".into()),
-                    root: Some(-1),
-                    out_of_place: Some(timing(f64::from(k))),
-                    in_place: Some(timing(f64::from(k) / 2.0)),
-                })
-                .collect(),
-            avg_busbw: Some(1.0),
-            notes: Vec::new(),
-        }
+        crate::testkit::collective("all_reduce", ResultSource::Fabrik)
     }
 
     #[test]

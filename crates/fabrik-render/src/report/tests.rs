@@ -1,40 +1,7 @@
 use super::*;
-use fabrik_model::{CollTiming, CollectiveReport, CollectiveRow, PairMatrix, ResultSource};
+use fabrik_model::{PairMatrix, ResultSource};
 
-fn coll(op: &str, source: ResultSource) -> CollectiveReport {
-    CollectiveReport {
-        schema_version: 1,
-        source,
-        op: op.into(),
-        backend: Some("tcp".into()),
-        ranks: Some(4),
-        hosts: vec!["a".into(), "b".into()],
-        devices: vec![],
-        rows: (3..20)
-            .map(|k| CollectiveRow {
-                size: 1 << k,
-                count: 1 << (k - 2),
-                dtype: "float".into(),
-                redop: Some("sum".into()),
-                root: Some(-1),
-                out_of_place: Some(CollTiming {
-                    time_us: 10.0,
-                    algbw: k as f64,
-                    busbw: k as f64 * 1.5,
-                    wrong: Some(0),
-                }),
-                in_place: Some(CollTiming {
-                    time_us: 10.0,
-                    algbw: k as f64,
-                    busbw: k as f64 * 1.4,
-                    wrong: Some(0),
-                }),
-            })
-            .collect(),
-        avg_busbw: Some(12.5),
-        notes: vec![],
-    }
-}
+use crate::testkit::collective as coll;
 
 fn matrix() -> PairMatrix {
     let hosts = (0..4).map(|r| format!("node<{r}>")).collect();
