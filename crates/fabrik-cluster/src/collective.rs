@@ -180,11 +180,11 @@ pub const BRUCK_MAX_BYTES: usize = 64 << 10;
 /// pipelined chain (measured as [`RD_MAX_BYTES`]).
 pub const TREE_MAX_BYTES: usize = 64 << 10;
 /// Up to this many bytes per block (per destination rank), `auto` runs Bruck's alltoall
-/// instead of the pairwise exchange: MPICH's short-message bound for the same choice
-/// (`MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE`, 256 bytes, in src/mpi/coll/mpir_coll.c's alltoall
-/// selection, for 8 ranks and more), kept here for 4 ranks and more, where Bruck's
-/// ⌈log2 n⌉ steps are fewer than the pairwise n-1.
-pub const BRUCK_ALLTOALL_MAX_BLOCK: usize = 256;
+/// instead of the pairwise exchange, from 4 ranks up (with 2 or 3 ranks both take the same
+/// number of steps). Measured with `bench collective alltoall` over loopback TCP
+/// (docs/benchmarks/collectives.md): at 4 ranks the two meet at 1 KiB blocks, at 8 ranks Bruck
+/// is still ahead at 8 KiB; MPICH's bound for the same choice is 256 bytes.
+pub const BRUCK_ALLTOALL_MAX_BLOCK: usize = 1 << 10;
 /// Below this many bytes a ring runs on one channel, on the calling thread: another lane's
 /// thread and its extra step latency cost more than the bandwidth it adds (measured as
 /// [`RD_MAX_BYTES`]).
