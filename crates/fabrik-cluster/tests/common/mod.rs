@@ -31,7 +31,9 @@ where
                     host: format!("h{rank}"),
                     data_ips: vec![],
                 })
-                .unwrap();
+                .unwrap_or_else(|e| {
+                    panic!("rank {rank} of {n} could not join on port {port}: {e:#}")
+                });
                 body(rank, g)
             })
         })
