@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use fabrik_parse::nccl_log::LogAnalyzer;
+use fabrik_parse::nccl_log::{LogAnalyzer, Splitter};
 use proptest::prelude::*;
 
 fn run_all(bytes: &[u8]) {
@@ -89,6 +89,19 @@ proptest! {
     fn line_like_inputs_never_panic(parts in proptest::collection::vec(fragment(), 0..64)) {
         let text = parts.concat();
         run_all(text.as_bytes());
+    }
+
+    /// The analyzer splits a line with one marker at the marker the forward search found; that
+    /// must be the line `Splitter::split` (last marker wins) returns.
+    #[test]
+    fn one_marker_shortcut_is_the_full_split(parts in proptest::collection::vec(fragment(), 0..12)) {
+        let s = Splitter::default();
+        for line in parts.concat().as_bytes().split(|b| *b == b'\n') {
+            let Some(first) = s.first_marker(line) else { continue };
+            if s.record_after(line, first).is_none() {
+                prop_assert_eq!(s.at_marker(line, first), s.split(line));
+            }
+        }
     }
 }
 

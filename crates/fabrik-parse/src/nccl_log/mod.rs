@@ -35,7 +35,7 @@ const MAX_PROCESSES: usize = 1 << 16;
 pub struct LogAnalyzer {
     splitter: Splitter,
     processes: Vec<ProcState>,
-    index: HashMap<Vec<u8>, usize>,
+    index: HashMap<Vec<u8>, usize, foldhash::fast::RandomState>,
     /// Process of the previous NCCL line of the current input (for unprefixed lines).
     current: Option<usize>,
     inputs: Vec<String>,
@@ -148,7 +148,7 @@ impl LogAnalyzer {
         LogAnalyzer {
             splitter: Splitter::default(),
             processes: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             current: None,
             inputs: Vec::new(),
             input_name: String::new(),
@@ -194,21 +194,29 @@ impl LogAnalyzer {
     pub fn line(&mut self, line: &[u8]) {
         self.line_no += 1;
         self.lines_read += 1;
-        if let Some(next) = self.splitter.next_record(line, 0) {
-            if !self.is_collector_copy(line, next) {
-                // A paste whose newlines were lost: each record is a line of its own.
-                let mut start = 0;
-                let mut end = Some(next);
-                loop {
-                    self.record(&line[start..end.unwrap_or(line.len())]);
-                    let Some(e) = end else { break };
-                    start = e;
-                    end = self.splitter.next_record(line, start);
-                }
-                return;
-            }
+        let Some(first) = self.splitter.first_marker(line) else {
+            self.record(line);
+            return;
+        };
+        let Some(next) = self.splitter.record_after(line, first) else {
+            // One marker, the common case: split there rather than search the line again.
+            let nl = self.splitter.at_marker(line, first);
+            self.record_split(line, nl);
+            return;
+        };
+        if self.is_collector_copy(line, next) {
+            self.record(line);
+            return;
         }
-        self.record(line);
+        // A paste whose newlines were lost: each record is a line of its own.
+        let mut start = 0;
+        let mut end = Some(next);
+        loop {
+            self.record(&line[start..end.unwrap_or(line.len())]);
+            let Some(e) = end else { break };
+            start = e;
+            end = self.splitter.next_record(line, start);
+        }
     }
 
     /// Collectors that print a line twice (`ts | prefix msg | prefix msg`) hold two records
@@ -229,7 +237,12 @@ impl LogAnalyzer {
     }
 
     fn record(&mut self, line: &[u8]) {
-        match self.splitter.split(line) {
+        let nl = self.splitter.split(line);
+        self.record_split(line, nl);
+    }
+
+    fn record_split(&mut self, line: &[u8], nl: Option<NcclLine<'_>>) {
+        match nl {
             Some(nl) => {
                 self.nccl_lines += 1;
                 self.last_error_pending = false;

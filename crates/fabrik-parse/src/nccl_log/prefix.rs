@@ -80,24 +80,38 @@ impl Splitter {
             let Some(pos) = self.marker.rfind(&line[..end]) else {
                 return split_ofi_test(line).or_else(|| self.split_old(line));
             };
-            let after = &line[pos + 5..];
-            let level = if after.starts_with(b"INFO") {
-                Some(Level::Info)
-            } else if after.starts_with(b"WARN") {
-                Some(Level::Warn)
-            } else {
-                None
-            };
-            let boundary_ok = pos == 0 || line[pos - 1].is_ascii_whitespace();
-            if let (Some(level), true) = (level, boundary_ok) {
-                let message = cut_decorations(&self.repeated, &after[4..]);
-                return Some(parse_head(&line[..pos], level, message));
+            if let Some(nl) = self.at_marker(line, pos) {
+                return Some(nl);
             }
             if pos == 0 {
                 return self.split_old(line);
             }
             end = pos;
         }
+    }
+
+    /// The NCCL line whose `NCCL INFO`/`NCCL WARN` marker starts at `pos`, if one does. When
+    /// [`Splitter::first_marker`] found `pos` and [`Splitter::record_after`] found no second
+    /// record, this is what [`Splitter::split`] returns, without searching the line again.
+    pub fn at_marker<'a>(&self, line: &'a [u8], pos: usize) -> Option<NcclLine<'a>> {
+        let after = line.get(pos + 5..)?;
+        let level = if after.starts_with(b"INFO") {
+            Level::Info
+        } else if after.starts_with(b"WARN") {
+            Level::Warn
+        } else {
+            return None;
+        };
+        if pos != 0 && !line[pos - 1].is_ascii_whitespace() {
+            return None;
+        }
+        let message = cut_decorations(&self.repeated, &after[4..]);
+        Some(parse_head(&line[..pos], level, message))
+    }
+
+    /// Position of the first `NCCL INFO`/`NCCL WARN` marker of `line`.
+    pub fn first_marker(&self, line: &[u8]) -> Option<usize> {
+        self.next_marker(line, 0)
     }
 
     /// Position of the first `NCCL INFO`/`NCCL WARN` marker at or after `from`.
@@ -119,7 +133,11 @@ impl Splitter {
     /// a paste whose newlines were lost runs `host:pid:tid [d] NCCL INFO ...` records together.
     /// The record's head (`host:pid:tid [d]` and a WARN's source location) belongs to it.
     pub fn next_record(&self, line: &[u8], from: usize) -> Option<usize> {
-        let first = self.next_marker(line, from)?;
+        self.record_after(line, self.next_marker(line, from)?)
+    }
+
+    /// [`Splitter::next_record`] for a record whose marker is known to start at `first`.
+    pub fn record_after(&self, line: &[u8], first: usize) -> Option<usize> {
         let second = self.next_marker(line, first + 9)?;
         let window_start = first + 9;
         let window = &line[window_start..second];
