@@ -181,6 +181,122 @@ fn unclassified_real_warnings_fall_back_to_the_generic_finding() {
         .lookup(b"Could not find real path of /sys/class/net/eth0 (/sys/devices/virtual/net/eth0)")
         .map(|m| (m.source, m.class));
     assert_eq!(m, Some(("nccl", None)));
+    // Formats of the target areas left unclaimed on purpose (docs/logs.md says why): a user
+    // buffer registration that NCCL 2.24-2.25 gives up on and copies instead, a DOCA status
+    // without the call that returned it.
+    for msg in [
+        "rank 3 failed to NET register userbuff 0x7f2a40000000 buffSize 1048576 GDR flag 0",
+        "DOCA failure 5",
+    ] {
+        let d = diagnose_warn(msg.as_bytes(), Some(b"net.cc:1561"));
+        assert_eq!(d.rule, "FAB-NCCL-WARN", "{msg}");
+        assert_eq!(
+            catalog().lookup(msg.as_bytes()).map(|m| m.class),
+            Some(None)
+        );
+    }
+}
+
+/// Messages of NCCL's net, transport, proxy, bootstrap, init and graph code and of
+/// nccl-rdma-sharp-plugins, as `diagnose_warn` answers them (the catalog comes after the checks
+/// that read a message's details, so this also shows that none of those takes them first).
+#[test]
+fn net_graph_and_plugin_messages_reach_their_class() {
+    let cases: &[(&str, &[u8], &str, Severity)] = &[
+        // NVIDIA/nccl#1905 (2.21.5): printed after `async fatal event on QP ... local access
+        // violation work queue error`.
+        (
+            "communicator encountered a fatal error (detected in ncclIbTest)",
+            b"transport/net_ib.cc:139",
+            "FAB-NCCL-IB-ASYNC",
+            Severity::Error,
+        ),
+        // NVIDIA/nccl#487, aws/aws-ofi-nccl#64, NVIDIA/nccl-tests#352
+        (
+            "Could not find a path for pattern 4, falling back to simple order",
+            b"graph/search.cc:765",
+            "FAB-NCCL-TOPO-DETECT",
+            Severity::Error,
+        ),
+        // The lines below are rendered from the format strings of NCCL 2.30 and of
+        // nccl-rdma-sharp-plugins master with the arguments the code passes.
+        // NCCL_ALGO=trees (parseList, src/graph/tuning.cc)
+        (
+            "Unrecognized element token \"trees\" when parsing \"trees\"",
+            b"graph/tuning.cc:109",
+            "FAB-NCCL-SETTING-INVALID",
+            Severity::Error,
+        ),
+        (
+            "NET/IB: OOO RQ is force enabled but AR is not enabled, which is required for OOO RQ (device=mlx5_0)",
+            b"transport/net_ib/connect.cc:512",
+            "FAB-NCCL-SETTING-INVALID",
+            Severity::Error,
+        ),
+        (
+            "Invalid NCCL_NTHREADS 300 (must be a multiple of 32)",
+            b"graph/tuning.cc:141",
+            "FAB-NCCL-SETTING-IGNORED",
+            Severity::Warning,
+        ),
+        (
+            "ucx_isend: unable to send message (Endpoint timeout)",
+            b"ucx_plugin.c:1010",
+            "FAB-NCCL-UCX",
+            Severity::Error,
+        ),
+        (
+            "Failed to open iface for tl_name=rc_mlx5 dev_name=mlx5_0:1",
+            b"ucx_uct_lib.c:190",
+            "FAB-NCCL-UCX",
+            Severity::Error,
+        ),
+        (
+            "UCT accept for dev=0 using unsupported state 7",
+            b"ucx_uct_lib.c:700",
+            "FAB-NCCL-INTERNAL-CHECK",
+            Severity::Error,
+        ),
+        (
+            "Failed to malloc 137438953472 bytes",
+            b"include/alloc.h:178",
+            "FAB-NCCL-HOST-MEMORY",
+            Severity::Error,
+        ),
+        (
+            "Warning: remote FLID configured as zero even when endpoints are on different subnets, using dlid as fallback",
+            b"transport/net_ib/connect.cc:260",
+            "FAB-NCCL-IB-SETUP",
+            Severity::Error,
+        ),
+        (
+            "KV Convert to int : could not find value of '' in dictionary",
+            b"graph/xml.h:151",
+            "FAB-NCCL-TOPO-DETECT",
+            Severity::Error,
+        ),
+        (
+            "SHARP reduce_scatter failed",
+            b"sharp_plugin.c:900",
+            "FAB-NCCL-SHARP-INIT",
+            Severity::Warning,
+        ),
+        (
+            "[Proxy Service UDS] Get listenSock fd fails",
+            b"proxy.cc:1900",
+            "FAB-NCCL-PROXY",
+            Severity::Error,
+        ),
+    ];
+    for (msg, at, rule, severity) in cases {
+        assert_eq!(
+            classify(msg.as_bytes()).map(|c| c.rule),
+            Some(*rule),
+            "{msg}"
+        );
+        let d = diagnose_warn(msg.as_bytes(), Some(at));
+        assert_eq!((d.rule, d.severity), (*rule, *severity), "{msg}");
+    }
 }
 
 /// NCCL < 2.23 printed every async event of the NIC alike (src/transport/net_ib.cc): `port
