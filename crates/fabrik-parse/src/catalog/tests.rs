@@ -178,6 +178,18 @@ fn plugin_messages_take_the_class_their_source_gives() {
             Severity::Info,
         ),
         ("NET/OFI cuMemAlloc failed: out of memory", "FAB-NCCL-CUDA", Severity::Error),
+        // nccl_ofi_net.c (v1.8.0-aws): the flush is turned off and the plugin goes on.
+        (
+            "NET/OFI CUDA flush requested, but cuFlushGPUDirectRDMAWrites not found.",
+            "FAB-NCCL-PLUGIN-NOTICE",
+            Severity::Info,
+        ),
+        // A libfabric call at connect time, not a completion.
+        (
+            "NET/OFI Unable to insert remote address into address vector for device 3. RC: -22",
+            "FAB-NCCL-OFI-LIBFABRIC",
+            Severity::Error,
+        ),
         (
             "NET/OFI Unable to attach NIC to GPU.",
             "FAB-NCCL-OFI-TOPO",
