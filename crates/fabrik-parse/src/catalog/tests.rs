@@ -184,6 +184,17 @@ fn plugin_messages_take_the_class_their_source_gives() {
             "FAB-NCCL-PLUGIN-NOTICE",
             Severity::Info,
         ),
+        // Teardown (src/nccl_ofi_net.cpp), and an argument check: neither is a libfabric call.
+        (
+            "NET/OFI Freeing endpoint failed: -22",
+            "FAB-NCCL-OFI-CLEANUP",
+            Severity::Warning,
+        ),
+        (
+            "NET/OFI Invalid endpoint provided",
+            "FAB-NCCL-INTERNAL-CHECK",
+            Severity::Error,
+        ),
         // A libfabric call at connect time, not a completion.
         (
             "NET/OFI Unable to insert remote address into address vector for device 3. RC: -22",
