@@ -195,6 +195,18 @@ fn plugin_messages_take_the_class_their_source_gives() {
             "FAB-NCCL-INTERNAL-CHECK",
             Severity::Error,
         ),
+        // fi_cq_open with its RC (src/nccl_ofi_ofiutils.cpp), and a deregistration: they name
+        // their own cause, not a step of the protocol engine.
+        (
+            "NET/OFI Couldn't create completion queue. RC: -12, ERROR: Cannot allocate memory",
+            "FAB-NCCL-OFI-LIBFABRIC",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Unable to de-register memory. RC: -22, Error: Invalid argument",
+            "FAB-NCCL-OFI-CLEANUP",
+            Severity::Warning,
+        ),
         // A libfabric call at connect time, not a completion.
         (
             "NET/OFI Unable to insert remote address into address vector for device 3. RC: -22",
