@@ -207,6 +207,19 @@ fn plugin_messages_take_the_class_their_source_gives() {
             "FAB-NCCL-OFI-CLEANUP",
             Severity::Warning,
         ),
+        // include/nccl_ofi_param_impl.h returns -EINVAL for an unparsable setting: the plugin
+        // does not start. A sender larger than the receiver's buffer is a size mismatch between
+        // the ranks, not a broken invariant of the plugin.
+        (
+            "NET/OFI WARNING: OFI_NCCL_PROTOCOL set to invalid value RDMAX",
+            "FAB-NCCL-OFI-INIT",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Remote recv buffer (1024) smaller than send buffer (4096)!",
+            "FAB-NCCL-COLL-MISMATCH",
+            Severity::Error,
+        ),
         // A libfabric call at connect time, not a completion.
         (
             "NET/OFI Unable to insert remote address into address vector for device 3. RC: -22",
