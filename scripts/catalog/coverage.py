@@ -5,6 +5,8 @@ NCCL code area, as a Markdown table (docs/logs.md keeps the latest).
   python3 scripts/catalog/coverage.py \
       crates/fabrik-parse/data/nccl-messages.tsv crates/fabrik-parse/data/nccl-classes.txt
 
+With --classes, prints instead the classes and the WARN formats each one claims.
+
 A format is classified when a `match:` prefix of the classes file claims it, as
 crates/fabrik-parse/src/catalog does (longest prefix; `src:` limits a claim to one source).
 """
@@ -41,7 +43,58 @@ def claims(path):
     return out
 
 
+def class_blocks(path):
+    """(rule, severity, title, [(src, prefix)]) per class, in file order."""
+    out = []
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith("rule: "):
+            out.append([line[len("rule: ") :], "", "", []])
+        elif out and line.startswith("severity: "):
+            out[-1][1] = line[len("severity: ") :]
+        elif out and line.startswith("title: "):
+            out[-1][2] = line[len("title: ") :]
+        elif out and line.startswith("match: "):
+            c, src = line[len("match: ") :], None
+            for s in SOURCES:
+                if c.startswith(s + ":"):
+                    src, c = s, c[len(s) + 1 :]
+            out[-1][3].append((src, c))
+    return out
+
+
+def warn_formats(tsv):
+    for line in open(tsv, encoding="utf-8"):
+        if line.startswith("#") or not line.strip():
+            continue
+        kind, src, area, _file, _first, _last, _n, fmt = line.rstrip("\n").split("\t", 7)
+        if kind == "WARN":
+            yield src, area, unescape(fmt)
+
+
+def class_table(tsv, classes):
+    blocks = class_blocks(classes)
+    count = Counter()
+    for src, _area, fmt in warn_formats(tsv):
+        best = None
+        for rule, _sev, _title, ms in blocks:
+            for s, p in ms:
+                if fmt.startswith(p) and (s is None or s == src):
+                    if best is None or len(p) > best[0]:
+                        best = (len(p), rule)
+        if best:
+            count[best[1]] += 1
+    print("| rule | severity | class | WARN formats |")
+    print("| --- | --- | --- | --- |")
+    for rule, sev, title, _ms in sorted(blocks, key=lambda b: (-count[b[0]], b[0])):
+        if count[rule]:
+            print("| %s | %s | %s | %d |" % (rule, sev, title, count[rule]))
+
+
 def main():
+    if sys.argv[1] == "--classes":
+        class_table(sys.argv[2], sys.argv[3])
+        return
     tsv, classes = sys.argv[1], sys.argv[2]
     cl = claims(classes)
     total, done = Counter(), Counter()

@@ -634,11 +634,13 @@ fn nvls_failures_are_nvls_not_cuda() {
 
 /// aws-ofi-nccl's init failure (`NET/OFI Failed to initialize sendrecv protocol`,
 /// `aws-ofi-nccl initialization failed`, `Initializing plugin failed`; src/nccl_ofi_api.cpp)
-/// followed by init.cc's `Using network Socket`: NCCL dropped the plugin and ran on. The plugin
-/// is reported (a warning), the job did not fail.
+/// followed by init.cc's `Using network Socket` on a host where sockets were chosen
+/// (`NCCL_IB_DISABLE=1`, as in fixture 116): NCCL dropped the plugin and ran on. The plugin is
+/// reported (a warning), the job did not fail.
 #[test]
 fn a_plugin_that_failed_before_an_internal_network_was_chosen_is_a_warning() {
-    let log = "h1:10:11 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v10)\n\
+    let log = "h1:10:11 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n\
+               h1:10:11 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v10)\n\
                h1:10:11 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.17.1\n\
                h1:10:11 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):208 NCCL WARN NET/OFI Failed to initialize sendrecv protocol\n\
                h1:10:11 [0] int nccl_net_ofi_create_plugin(nccl_net_ofi_plugin_t**):353 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n\
@@ -772,4 +774,71 @@ fn nccl_2_29_probing_ib_and_gin_without_verbs_is_no_failure() {
         "[5] NCCL INFO init.cc:1493 -> 3\n",
     );
     assert!(!errors(&analyze_str("t", &failed)).is_empty());
+}
+
+/// The same plugin failure on a host where RDMA was there (aws-ofi-nccl's
+/// nccl_net_ofi_create_plugin `NET/OFI aws-ofi-nccl initialization failed`, plugin/net.cc's
+/// `net.cc:56 -> 2`, then `Using network Socket` for a 16-rank job, as in
+/// awslabs/awsome-distributed-ai#386 on p5): the job ran on, over sockets. The fallback is an
+/// error and the plugin failure is its cause, so it stays an error too; with NCCL_IB_DISABLE=1
+/// the sockets were chosen and the plugin is again only reported.
+#[test]
+fn a_plugin_failure_that_left_rdma_unused_is_the_cause_of_the_fallback() {
+    let log = "p5:954:3133 [6] nccl_net_ofi_create_plugin:1067 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n\
+               p5:954:3133 [6] NCCL INFO net.cc:56 -> 2\n\
+               p5:954:3133 [6] NCCL INFO NET/IB : No device found.\n\
+               p5:954:3133 [6] NCCL INFO NET/Socket : Using [0]eth0:10.67.132.202<0>\n\
+               p5:954:3133 [6] NCCL INFO Using network Socket\n\
+               p5:954:3133 [6] NCCL INFO comm 0x7f3aed3f8c00 rank 6 nranks 16 cudaDev 6 nvmlDev 6 busId b9000 commId 0xb28cabf3135b26f2 - Init START\n";
+    let r = analyze_str("t", log);
+    assert!(r.summary.socket_fallback, "{:?}", r.findings);
+    let errs = errors(&r);
+    assert!(errs.contains(&"FAB-NCCL-SOCKET-FALLBACK"), "{errs:?}");
+    assert!(
+        errs.iter().any(|e| e.starts_with("FAB-NCCL-OFI")),
+        "{errs:?}"
+    );
+    let chosen = log.replace(
+        "p5:954:3133 [6] NCCL INFO NET/IB",
+        "p5:954:3133 [6] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\np5:954:3133 [6] NCCL INFO NET/IB",
+    );
+    let r = analyze_str("t", &chosen);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.errors, 0, "{:?}", r.findings);
+}
+
+/// nccl-rdma-sharp-plugins registers as `NCCL RDMA Plugin vN` (src/p2p_plugin.c) and picks IB or
+/// UCX in its init, which may find no device; plugin/net.cc then goes on with IB or sockets. A
+/// process that only shows that load line does not outweigh one of the same job that printed
+/// `Using network Socket` (vllm-project/vllm#5405: one pod, Ray workers): the job is on
+/// sockets, not `Mixed`, and nothing fell back. Alone, the plugin still says IB.
+#[test]
+fn a_loaded_plugin_name_does_not_outweigh_the_network_a_process_printed() {
+    let used = "pod-0:291:5595 [0] NCCL INFO Using network Socket\n\
+                pod-0:291:5595 [0] NCCL INFO comm 0x560e24f599a0 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 27000 commId 0xebcd10afa0bbcee4 - Init START\n";
+    let loaded = "pod-0:4095:4095 [1] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v6 symbol.\n\
+                  pod-0:4095:4095 [1] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v5)\n\
+                  pod-0:4095:4095 [1] NCCL INFO NET/Plugin: Loaded coll plugin SHARP (v5)\n";
+    let r = analyze_str("t", &format!("{used}{loaded}"));
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    assert!(errors(&r).is_empty(), "{:?}", r.findings);
+    let r = analyze_str("t", loaded);
+    assert_eq!(r.summary.transport, Transport::Ib);
+}
+
+/// NCCL 2.30's GIN GDAKI back end (src/transport/net_ib/gdaki/gin_host_gdaki.cc, DOCACHECK's
+/// `DOCA failure %d`), with the function name that 2.30 prints after the source location: an
+/// RDMA set-up failure of the GDAKI QPs (NVIDIA/nccl#2237), not a generic warning.
+#[test]
+fn a_doca_failure_of_gin_gdaki_is_an_rdma_setup_error() {
+    let log = "worker-0:862519:862553 [0] transport/net_ib/gdaki/gin_host_gdaki.cc:431 (gdakiConnectQp) NCCL WARN DOCA failure 21\n\
+               worker-0:862519:862553 [0] NCCL INFO transport/net_ib/gdaki/gin_host_gdaki.cc:683 (ncclGinGdakiCreateContext) -> 2\n";
+    let r = analyze_str("t", log);
+    assert!(
+        errors(&r).contains(&"FAB-NCCL-IB-GDAKI"),
+        "{:?}",
+        r.findings
+    );
+    assert!(!has_rule(&r, "FAB-NCCL-WARN"));
 }

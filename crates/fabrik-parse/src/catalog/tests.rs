@@ -163,6 +163,126 @@ fn real_messages_get_their_class() {
     assert_eq!(d.severity, Severity::Error);
 }
 
+/// Plugin messages whose class was read from the code around them (aws-ofi-nccl master at
+/// 2daf7d303aa1, GPUDirect-TCPX HEAD 4b8ea7f2716f, TCPXO v1.0.17), rendered as the plugins
+/// print them; the severity says whether the job stopped there.
+#[test]
+fn plugin_messages_take_the_class_their_source_gives() {
+    let cases: &[(&str, &str, Severity)] = &[
+        // nccl_ofi_cuda.cpp: printed when OFI_NCCL_CUDA_FLUSH_ENABLE turned flushes on.
+        ("NET/OFI CUDA flush enabled", "FAB-NCCL-PLUGIN-NOTICE", Severity::Info),
+        // nccl_ofi_system.cpp: no DMI product name (not EC2, or /sys masked); the plugin goes on.
+        (
+            "NET/OFI Error opening file: /sys/devices/virtual/dmi/id/product_name",
+            "FAB-NCCL-PLUGIN-NOTICE",
+            Severity::Info,
+        ),
+        ("NET/OFI cuMemAlloc failed: out of memory", "FAB-NCCL-CUDA", Severity::Error),
+        // nccl_ofi_net.c (v1.8.0-aws): the flush is turned off and the plugin goes on.
+        (
+            "NET/OFI CUDA flush requested, but cuFlushGPUDirectRDMAWrites not found.",
+            "FAB-NCCL-PLUGIN-NOTICE",
+            Severity::Info,
+        ),
+        // Teardown (src/nccl_ofi_net.cpp), and an argument check: neither is a libfabric call.
+        (
+            "NET/OFI Freeing endpoint failed: -22",
+            "FAB-NCCL-OFI-CLEANUP",
+            Severity::Warning,
+        ),
+        (
+            "NET/OFI Invalid endpoint provided",
+            "FAB-NCCL-INTERNAL-CHECK",
+            Severity::Error,
+        ),
+        // fi_cq_open with its RC (src/nccl_ofi_ofiutils.cpp), and a deregistration: they name
+        // their own cause, not a step of the protocol engine.
+        (
+            "NET/OFI Couldn't create completion queue. RC: -12, ERROR: Cannot allocate memory",
+            "FAB-NCCL-OFI-LIBFABRIC",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Unable to de-register memory. RC: -22, Error: Invalid argument",
+            "FAB-NCCL-OFI-CLEANUP",
+            Severity::Warning,
+        ),
+        // include/nccl_ofi_param_impl.h returns -EINVAL for an unparsable setting: the plugin
+        // does not start. A sender larger than the receiver's buffer is a size mismatch between
+        // the ranks, not a broken invariant of the plugin.
+        (
+            "NET/OFI WARNING: OFI_NCCL_PROTOCOL set to invalid value RDMAX",
+            "FAB-NCCL-OFI-INIT",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Remote recv buffer (1024) smaller than send buffer (4096)!",
+            "FAB-NCCL-COLL-MISMATCH",
+            Severity::Error,
+        ),
+        // A libfabric call at connect time, not a completion.
+        (
+            "NET/OFI Unable to insert remote address into address vector for device 3. RC: -22",
+            "FAB-NCCL-OFI-LIBFABRIC",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Unable to attach NIC to GPU.",
+            "FAB-NCCL-OFI-TOPO",
+            Severity::Error,
+        ),
+        // Closing a communicator that still has requests in flight: teardown after an abort.
+        (
+            "NET/OFI Closing recv_comm 0x55d0c8a0 with inflight requests. Invalidating domain",
+            "FAB-NCCL-OFI-CLEANUP",
+            Severity::Warning,
+        ),
+        // platform-aws.cpp returns -EINVAL: the plugin refuses to start without GDR there.
+        (
+            "NET/OFI GDR disabled on GDR-supported instance type p4d.24xlarge",
+            "FAB-NCCL-GDR-UNAVAILABLE",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI fi_sendmsg (eager) failed; RC: -5, Error: Input/output error",
+            "FAB-NCCL-OFI-LIBFABRIC",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI Number of forced rails (3) not a multiple of numer of rails (4)",
+            "FAB-NCCL-OFI-INIT",
+            Severity::Error,
+        ),
+        (
+            "NET/OFI No free eager header buffers",
+            "FAB-NCCL-OFI-ALLOC",
+            Severity::Error,
+        ),
+        // GPUDirect-TCPX's slowness report (src/net_tcpx.cc).
+        (
+            "0x7f2a1c0:0x7f2a000, nic 2, eth3, 10.0.1.5:3345<->10.0.2.7:4122 rx ctrl timeout cnt 12, nanos 5000000000",
+            "FAB-NCCL-TCPX",
+            Severity::Warning,
+        ),
+        ("Cannot set socket to TCP_QUICKACK", "FAB-NCCL-PLUGIN-NOTICE", Severity::Info),
+        // TCPXO: the DXS control channel aborted, and a handle from another plugin release.
+        (
+            "NET/FasTrak 2025-01-10T10:00:00Z: SCTP Aborted: kPeerReported, peer abort",
+            "FAB-NCCL-FASTRAK",
+            Severity::Error,
+        ),
+        (
+            "NET/FasTrak 2025-01-10T10:00:00Z: VERSION MISMATCH: Received Connect request with ncclSocketHandle version 3, but this plugin is version 4",
+            "FAB-NCCL-VERSION-MISMATCH",
+            Severity::Error,
+        ),
+    ];
+    for (msg, rule, severity) in cases {
+        let d = diagnose_warn(msg.as_bytes(), Some(b"net.cc:1"));
+        assert_eq!((d.rule, d.severity), (*rule, *severity), "{msg}");
+    }
+}
+
 #[test]
 fn unclassified_real_warnings_fall_back_to_the_generic_finding() {
     // Real NCCL WARN formats whose meaning the catalog does not establish, and a line NCCL never
@@ -181,13 +301,10 @@ fn unclassified_real_warnings_fall_back_to_the_generic_finding() {
         .lookup(b"Could not find real path of /sys/class/net/eth0 (/sys/devices/virtual/net/eth0)")
         .map(|m| (m.source, m.class));
     assert_eq!(m, Some(("nccl", None)));
-    // Formats of the target areas left unclaimed on purpose (docs/logs.md says why): a user
-    // buffer registration that NCCL 2.24-2.25 gives up on and copies instead, a DOCA status
-    // without the call that returned it.
-    for msg in [
-        "rank 3 failed to NET register userbuff 0x7f2a40000000 buffSize 1048576 GDR flag 0",
-        "DOCA failure 5",
-    ] {
+    // A format of the target areas left unclaimed on purpose (docs/logs.md says why): a user
+    // buffer registration that NCCL 2.24-2.25 gives up on and copies instead.
+    for msg in ["rank 3 failed to NET register userbuff 0x7f2a40000000 buffSize 1048576 GDR flag 0"]
+    {
         let d = diagnose_warn(msg.as_bytes(), Some(b"net.cc:1561"));
         assert_eq!(d.rule, "FAB-NCCL-WARN", "{msg}");
         assert_eq!(

@@ -685,12 +685,10 @@ fn channel(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
 pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
     // `Using network IB|Socket` after a plugin failed: NCCL dropped the plugin and went on with
     // an internal network (plugin/net.cc tries the next one when a plugin's init fails).
-    if r.network
+    let on_internal_net = r
+        .network
         .as_deref()
-        .is_some_and(|n| is_internal_net(n.as_bytes()))
-    {
-        plugin_failures_are_warnings(r);
-    }
+        .is_some_and(|n| is_internal_net(n.as_bytes()));
     // The busiest inter-node net of the channels names the network when NCCL did not.
     let mut best_net: Option<(&str, u64)> = None;
     let mut net_channels = 0u64;
@@ -871,6 +869,11 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
             }
             .to_string(),
         );
+    }
+    // A plugin failure that left the process on sockets although RDMA was usable caused that
+    // fallback (an error); otherwise NCCL went on without the plugin and it is a warning.
+    if on_internal_net && !r.socket_fallback {
+        plugin_failures_are_warnings(r);
     }
 }
 

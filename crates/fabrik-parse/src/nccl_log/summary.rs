@@ -18,8 +18,20 @@ pub(super) fn build(
     host_names.sort();
     host_names.dedup();
 
+    // A loaded plugin's name is weak evidence: plugin/net.cc drops a plugin whose init fails or
+    // finds no device and goes on with IB or sockets. Where other processes show the network
+    // itself (`Using network`, channels, NIC lists), those decide.
+    let strong: Vec<Transport> = processes
+        .iter()
+        .filter(|p| !transport_only_from_plugin_name(p))
+        .filter_map(|p| p.transport)
+        .collect();
     let transports: Vec<Transport> = {
-        let mut t: Vec<Transport> = processes.iter().filter_map(|p| p.transport).collect();
+        let mut t: Vec<Transport> = if strong.is_empty() {
+            processes.iter().filter_map(|p| p.transport).collect()
+        } else {
+            strong
+        };
         t.sort();
         t.dedup();
         t
@@ -554,4 +566,16 @@ fn root_finding(processes: &[ProcessReport], (pi, ii): (usize, usize)) -> Option
         evidence,
         fix: i.fix.clone(),
     })
+}
+
+/// The process's transport rests only on the name of a plugin it loaded: it printed no network,
+/// no network channel and no NIC list.
+fn transport_only_from_plugin_name(p: &ProcessReport) -> bool {
+    p.network.is_none()
+        && p.ib_nics.is_empty()
+        && p.socket_interfaces.is_empty()
+        && !p.channels.keys().any(|k| k.starts_with("NET/"))
+        && p.plugin.status == PluginStatus::Loaded
+        && p.plugin.name.is_some()
+        && p.transport.is_some()
 }
