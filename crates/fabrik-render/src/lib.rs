@@ -12,10 +12,12 @@ pub mod findings;
 pub mod inventory;
 pub mod logs;
 pub mod matrix;
+pub mod monitor;
 pub mod nccl_tests;
 pub mod p2p;
 pub mod passline;
 pub mod report;
+pub mod snapshot;
 #[cfg(test)]
 mod testkit;
 

@@ -1,11 +1,13 @@
-//! The text table, laid out as perftest prints its results. The pieces are separate so that a
-//! caller can print each row as soon as it is measured.
+//! `bench p2p` over TCP as a text table, laid out as perftest prints its results. The pieces
+//! are separate so that a caller can print each row as soon as it is measured.
 
 use std::fmt::Write;
 
 use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest};
 
-use crate::client::per_interface;
+use fabrik_bench::client::per_interface;
+
+use super::test_name;
 
 const RULE: &str =
     "---------------------------------------------------------------------------------------";
@@ -30,10 +32,7 @@ pub fn title(r: &P2pReport) -> String {
         out,
         " fabrik bench p2p: {} {} test, {} stream(s) over {}",
         r.transport,
-        match r.test {
-            P2pTest::Bw => "bandwidth",
-            P2pTest::Lat => "latency",
-        },
+        test_name(r.test),
         r.streams,
         r.interfaces.join(", ")
     );
