@@ -118,6 +118,14 @@ pub fn footer(r: &P2pReport) -> String {
     out
 }
 
+/// What follows rows printed as they were measured: the [`footer`], then what ran (the
+/// [`title`]'s line without its rule), since the columns came first.
+pub fn closing(r: &P2pReport) -> String {
+    let mut out = footer(r);
+    out.push_str(title(r).trim_start_matches('-').trim_start());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +171,18 @@ mod tests {
         assert_eq!(
             cols,
             ["65536", "1000", "16.00", "8.00", "0.015259", "2.000", "1.000"]
+        );
+    }
+
+    #[test]
+    fn the_closing_names_the_run_after_the_rule() {
+        let t = closing(&report(vec![]));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2, "{t}");
+        assert_eq!(lines[0], RULE);
+        assert_eq!(
+            lines[1],
+            "fabrik bench p2p: tcp bandwidth test, 1 stream(s) over eth0, eth1"
         );
     }
 

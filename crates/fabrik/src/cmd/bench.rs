@@ -288,13 +288,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             pass_line: judged.clone(),
         })?,
         Format::Text | Format::Markdown => {
-            print!(
-                "{}{}",
-                fabrik_render::p2p::tcp::footer(&report),
-                fabrik_render::p2p::tcp::title(&report)
-                    .trim_start_matches('-')
-                    .trim_start()
-            );
+            print!("{}", fabrik_render::p2p::tcp::closing(&report));
             if let Some(j) = &judged {
                 print!("{}", crate::cmd::expect::judgement_text(j));
             }
