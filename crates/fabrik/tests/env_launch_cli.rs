@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `fabrik env` and `fabrik launch` end to end.
 
+mod support;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -171,12 +173,7 @@ fn launch_renders_runnable_files() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = support::json_ok(&out);
     assert_eq!(v["kind"], "k8s");
     assert_eq!(v["k8s_kind"], "jobset");
     assert!(v["text"]
