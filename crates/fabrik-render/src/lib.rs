@@ -26,6 +26,12 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A value that may be unknown, as a table cell: `-` when it is.
+pub(crate) fn dash<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "-".to_string(), ToString::to_string)
+}
+
 /// The form of a command's output, chosen with `--format`. A command with no Markdown form
 /// parses it with [`Format::text_or_json`], so its code treats `Markdown` as `Text`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
