@@ -110,11 +110,7 @@ fn the_table_prints_perftest_columns() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("t_typical[usec]") && text.contains("99.9% percentile[usec]"));
     let row = text.lines().find(|l| l.starts_with(" 64 ")).unwrap();
@@ -236,11 +232,7 @@ fn a_client_killed_mid_test_leaves_the_server_serving() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     server.kill().unwrap();
     server.wait().unwrap();
     let log = stderr_of(&mut server);

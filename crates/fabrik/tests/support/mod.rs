@@ -32,13 +32,18 @@ pub fn json_of(args: &[&str]) -> (i32, serde_json::Value) {
     (out.status.code().unwrap(), v)
 }
 
-/// The JSON a command printed, once it exited 0 (a failure shows its stderr).
-pub fn json_ok(out: &Output) -> serde_json::Value {
+/// Asserts a command exited 0; a failure shows its stderr.
+pub fn assert_ok(out: &Output) {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The JSON a command printed, once it exited 0 (a failure shows its stderr).
+pub fn json_ok(out: &Output) -> serde_json::Value {
+    assert_ok(out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
