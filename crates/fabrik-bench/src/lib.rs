@@ -13,7 +13,6 @@ mod error;
 pub mod paths;
 pub mod pattern;
 pub mod proto;
-pub mod render;
 pub mod server;
 pub mod stats;
 

@@ -1,5 +1,5 @@
-//! Port and netdev counters over time: a lean sampler, rates between samples, counter findings,
-//! `top` rendering and a Prometheus exporter.
+//! Port and netdev counters over time: a lean sampler, rates between samples, counter findings
+//! and a Prometheus exporter (`fabrik-render` prints a comparison as text).
 //!
 //! Pure core, I/O at the edges: [`read`] and [`server`] touch the system; everything else is a
 //! function of [`Sample`]s.
@@ -9,7 +9,6 @@ pub mod delta;
 pub mod ethtool;
 pub mod metrics;
 pub mod read;
-pub mod render;
 pub mod rules;
 pub mod sample;
 pub mod server;

@@ -37,9 +37,7 @@ fn counter_reader_on_hostile_trees() {
                 !shown.contains(fuzz_trees::SECRET),
                 "read outside the root: {shown}"
             );
-            // The table and the exporter's text render whatever was read.
-            let report = fabrik_monitor::compare(&s, &s, None);
-            let _ = fabrik_monitor::render::table(&report, false);
+            // The exporter's text renders whatever was read.
             fabrik_monitor::metrics::encode(s, &[], 0.001).unwrap();
         },
     );

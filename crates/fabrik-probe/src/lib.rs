@@ -51,6 +51,23 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
     Ok(probe_fs(&mut fs, root))
 }
 
+/// The node at `root` with its RDMA devices and network interfaces only, everything else left
+/// empty: for a caller that needs a NIC's rate, not the GPUs, topology and system files that
+/// [`probe`] also reads.
+pub fn probe_nics(root: &Path) -> Result<Node, ProbeError> {
+    let mut fs = open(root)?;
+    let caps = Captures::read(&mut fs);
+    let (rdma_devices, net_interfaces) = read_nics(&mut fs, &caps);
+    Ok(Node {
+        schema_version: SCHEMA_VERSION,
+        root: root.display().to_string(),
+        rdma_devices,
+        net_interfaces,
+        warnings: std::mem::take(&mut fs.warnings),
+        ..Node::default()
+    })
+}
+
 fn open(root: &Path) -> Result<RootFs, ProbeError> {
     refuse_non_node(root)?;
     match std::fs::metadata(root) {
@@ -84,14 +101,8 @@ pub(crate) fn probe_recording(
 
 fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let caps = Captures::read(fs);
-    let mtus = caps
-        .get("ibv_devinfo-v")
-        .map(parse_ibv_devinfo_mtu)
-        .unwrap_or_default();
     let os = system::os_info(fs);
-    let mut rdma_devices = rdma::read_devices(fs, &mtus);
-    let mut net_interfaces = net::read_interfaces(fs, &caps);
-    link_netdevs(&mut rdma_devices, &mut net_interfaces);
+    let (rdma_devices, net_interfaces) = read_nics(fs, &caps);
     let gpus = gpu::read_gpus(fs);
 
     // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
@@ -151,6 +162,24 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
     }
+}
+
+/// The RDMA devices and the network interfaces, each netdev knowing the RDMA device on it.
+fn read_nics(
+    fs: &mut RootFs,
+    caps: &Captures,
+) -> (
+    Vec<fabrik_model::RdmaDevice>,
+    Vec<fabrik_model::NetInterface>,
+) {
+    let mtus = caps
+        .get("ibv_devinfo-v")
+        .map(parse_ibv_devinfo_mtu)
+        .unwrap_or_default();
+    let mut rdma_devices = rdma::read_devices(fs, &mtus);
+    let mut net_interfaces = net::read_interfaces(fs, caps);
+    link_netdevs(&mut rdma_devices, &mut net_interfaces);
+    (rdma_devices, net_interfaces)
 }
 
 /// Cross-references ports and netdevs: each netdev learns the RDMA device that uses it.

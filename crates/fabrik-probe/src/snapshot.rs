@@ -114,9 +114,14 @@ pub fn default_output_name(hostname: Option<&str>, now: SystemTime) -> String {
         .chars()
         .filter(|c| *c != '-' && *c != ':')
         .collect();
-    let host: String = hostname
-        .unwrap_or("unknown")
-        .chars()
+    let host = file_name_part(hostname.unwrap_or("unknown"));
+    format!("fabrik-snapshot-{host}-{stamp}")
+}
+
+/// A host name as part of a file name: anything but ASCII letters, digits, `-` and `.`
+/// becomes `_`, so that a name read from a node cannot add a directory or hide a character.
+pub fn file_name_part(host: &str) -> String {
+    host.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
                 c
@@ -124,8 +129,7 @@ pub fn default_output_name(hostname: Option<&str>, now: SystemTime) -> String {
                 '_'
             }
         })
-        .collect();
-    format!("fabrik-snapshot-{host}-{stamp}")
+        .collect()
 }
 
 pub(crate) fn is_tarball(p: &Path) -> bool {

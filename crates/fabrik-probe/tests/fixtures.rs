@@ -443,3 +443,27 @@ fn neighbour_table_limits_are_read_and_travel_in_a_snapshot() {
     std::fs::remove_dir_all(root.join("proc")).unwrap();
     assert_eq!(fabrik_probe::probe(&root).unwrap().neighbour_limits, None);
 }
+
+/// `probe_nics` reads the NICs as `probe` does, and nothing else.
+#[test]
+fn probe_nics_reads_the_nics_alone() {
+    for name in [
+        "ib-ndr-8gpu",
+        "roce-dualport",
+        "softroce-rxe",
+        "real-procfs",
+    ] {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/nodes")
+            .join(name);
+        let full = fabrik_probe::probe(&root).unwrap();
+        let nics = fabrik_probe::probe_nics(&root).unwrap();
+        assert!(!nics.net_interfaces.is_empty(), "{name}");
+        assert_eq!(nics.net_interfaces, full.net_interfaces, "{name}");
+        assert_eq!(nics.rdma_devices, full.rdma_devices, "{name}");
+        assert!(
+            nics.gpus.is_empty() && nics.gpu_nic_paths.is_empty(),
+            "{name}"
+        );
+    }
+}

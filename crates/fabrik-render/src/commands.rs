@@ -9,10 +9,7 @@ use fabrik_parse::commands::{
     show_gids::RoceV2Index, topo::GpuNearestNic,
 };
 
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |v| v.to_string())
-}
+use crate::dash as opt;
 
 /// `nvidia-smi topo -m`: each GPU's path to its nearest NICs, and the NICs to give
 /// `NCCL_IB_HCA`.

@@ -10,6 +10,15 @@ use fabrik_model::{Finding, Severity};
 
 use crate::findings;
 
+/// `fabrik rules`: one line per rule of the catalog, its id, severity and title.
+pub fn rules(rules: &[&fabrik_doctor::catalog::Rule]) -> String {
+    let mut out = String::new();
+    for r in rules {
+        let _ = writeln!(out, "{:<14} {:<8} {}", r.id, r.severity.as_str(), r.title);
+    }
+    out
+}
+
 /// The one-line verdict that ends the text report (`verdict: NODE: healthy, no findings`).
 pub fn verdict(report: &Report) -> String {
     let s = &report.summary;

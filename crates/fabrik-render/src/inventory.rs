@@ -7,9 +7,9 @@ use fabrik_model::text::{visible, visible_lines};
 use fabrik_model::{GidType, LinkLayer, Node, PathType};
 
 /// A value read from the node, on one line (a newline in it could forge the next line).
+/// A value read from the node, shown (never sent) to the terminal; `-` when unknown.
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |x| visible(&x.to_string()).into_owned())
+    visible(&crate::dash(v)).into_owned()
 }
 
 /// The node as text for people: devices and ports with their GIDs, interfaces, GPUs, the

@@ -12,16 +12,24 @@ pub mod findings;
 pub mod inventory;
 pub mod logs;
 pub mod matrix;
+pub mod monitor;
 pub mod nccl_tests;
 pub mod p2p;
 pub mod passline;
 pub mod report;
+pub mod snapshot;
 #[cfg(test)]
 mod testkit;
 
 /// `1 round`, `2 rounds`: a count with its noun.
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A value that may be unknown, as a table cell: `-` when it is.
+pub(crate) fn dash<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map_or_else(|| "-".to_string(), ToString::to_string)
 }
 
 /// The form of a command's output, chosen with `--format`. A command with no Markdown form

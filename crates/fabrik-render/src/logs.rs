@@ -6,10 +6,7 @@ use std::fmt::Write as _;
 use fabrik_model::text::visible_lines;
 use fabrik_parse::nccl_log::{LogReport, ProcessReport, Transport};
 
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), ToString::to_string)
-}
+use crate::dash as opt;
 
 fn flag(v: Option<bool>) -> &'static str {
     match v {

@@ -1,10 +1,13 @@
 //! A point-to-point run as a table: a parsed perftest run (`parse perftest`) with the failure
-//! messages perftest printed, and fabrik's own RDMA run (`bench p2p`) in perftest's layout.
+//! messages perftest printed, and fabrik's own RDMA run (`bench p2p`) in perftest's layout;
+//! [`tcp`] prints the TCP run.
 
 use std::fmt::Write as _;
 
 use fabrik_model::{BwRow, P2pReport, P2pRows, P2pTest};
 use fabrik_parse::perftest::PerftestOutput;
+
+pub mod tcp;
 
 /// A point-to-point run: a line naming the test, device, link, MTU, GID index and queue
 /// pairs, then one row per message size (bandwidth or latency columns), then its notes and a

@@ -34,9 +34,6 @@ fn ignore_broken_pipe(result: std::io::Result<()>) -> anyhow::Result<()> {
     }
 }
 
-/// `1 round`, `2 rounds`: a count with its noun.
-pub use fabrik_render::plural;
-
 /// Whether to colour what goes to `stream`: only a terminal gets escape codes (a pipe or file
 /// would keep them as junk), and never when NO_COLOR is set to anything but empty
 /// (https://no-color.org).

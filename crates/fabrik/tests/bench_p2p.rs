@@ -2,6 +2,8 @@
 //! killed mid-test, a wrong token.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -85,12 +87,7 @@ fn the_printed_token_lets_a_client_in_and_json_is_the_p2p_report() {
         .env("FABRIK_TOKEN", &token)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = support::json_ok(&out);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["test"], "bw");
     assert_eq!(v["transport"], "tcp");
@@ -113,11 +110,7 @@ fn the_table_prints_perftest_columns() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("t_typical[usec]") && text.contains("99.9% percentile[usec]"));
     let row = text.lines().find(|l| l.starts_with(" 64 ")).unwrap();
@@ -239,11 +232,7 @@ fn a_client_killed_mid_test_leaves_the_server_serving() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     server.kill().unwrap();
     server.wait().unwrap();
     let log = stderr_of(&mut server);

@@ -1,12 +1,10 @@
 //! `fabrik bench collective`, `cluster matrix` and `report` end to end, with `--local` ranks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod support;
 
-fn fabrik() -> Command {
-    Command::cargo_bin("fabrik").unwrap()
-}
+use serde_json::Value;
+use support::fabrik;
 
 #[test]
 fn local_all_reduce_prints_an_nccl_tests_table_with_verified_rows() {
@@ -76,11 +74,7 @@ fn local_json_is_a_collective_report_with_backend_and_hosts() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["op"], "reduce_scatter");

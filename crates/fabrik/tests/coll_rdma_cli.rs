@@ -4,6 +4,8 @@
 //! (testbed/softroce/vm-tests-collective.sh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -93,12 +95,7 @@ fn auto_without_rdma_runs_over_tcp() {
         .args(["-c", "1", "--format", "json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = support::json_ok(&out);
     assert_eq!(v["backend"], "tcp");
     assert_eq!(v["rows"].as_array().unwrap().len(), 3);
 }

@@ -5,29 +5,19 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/doctor")
 }
 
-fn fabrik() -> Command {
-    Command::cargo_bin("fabrik").unwrap()
-}
+mod support;
+
+use support::fabrik;
 
 /// Runs `fabrik doctor --format json` with extra args; returns (exit code, report).
 fn doctor_json(args: &[&str]) -> (i32, Value) {
-    let out = fabrik()
-        .arg("doctor")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let code = out.status.code().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-    (code, v)
+    support::json_of(&[&["doctor"], args].concat())
 }
 
 fn root(p: &Path) -> String {

@@ -48,16 +48,7 @@ fn keep_flapping(root: &Path) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) 
 }
 
 fn doctor(args: &[&str]) -> (i32, Value) {
-    let out = Command::cargo_bin("fabrik")
-        .unwrap()
-        .arg("doctor")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::json_of(&[&["doctor"], args].concat())
 }
 
 fn finding<'a>(report: &'a Value, rule: &str, subject: &str) -> Option<&'a Value> {

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `fabrik env` and `fabrik launch` end to end.
 
+mod support;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -39,11 +41,7 @@ fn live_machine_without_rdma_says_sockets_only_and_names_the_interface() {
         .map(|mut d| d.next().is_some())
         .unwrap_or(false);
     let out = fabrik().arg("env").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(bash_n(&text), "{text}");
     if has_rdma {
@@ -171,12 +169,7 @@ fn launch_renders_runnable_files() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = support::json_ok(&out);
     assert_eq!(v["kind"], "k8s");
     assert_eq!(v["k8s_kind"], "jobset");
     assert!(v["text"]
@@ -245,11 +238,7 @@ fn launch_takes_gpus_per_node_from_the_probed_node() {
         .arg(&root)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     // The fixture has one A100.
     assert!(text.contains("a slots=1\nb slots=1\n"), "{text}");

@@ -4,14 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
+
+use support::{fabrik, repo};
 
 fn node(name: &str) -> String {
     repo()
@@ -29,20 +27,8 @@ fn expect_file(name: &str) -> String {
         .into_owned()
 }
 
-fn fabrik() -> Command {
-    Command::cargo_bin("fabrik").unwrap()
-}
-
 fn doctor_json(args: &[&str]) -> (i32, Value) {
-    let out = fabrik()
-        .arg("doctor")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::json_of(&[&["doctor"], args].concat())
 }
 
 /// (rule, severity, subject) of every FAB-EXP finding.

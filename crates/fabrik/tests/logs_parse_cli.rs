@@ -1,21 +1,11 @@
 //! `fabrik logs` and `fabrik parse` end to end: JSON reads back into the model types.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
-use assert_cmd::Command;
 use fabrik_model::{CollectiveReport, P2pReport};
 
-fn fixture(dir: &str, name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(dir)
-        .join(name)
-}
+mod support;
 
-fn fabrik() -> Command {
-    Command::cargo_bin("fabrik").unwrap()
-}
+use support::{fabrik, fixture};
 
 #[test]
 fn parse_nccl_tests_json_round_trips() {
@@ -141,12 +131,7 @@ fn parse_nccl_tests_takes_the_link_rate_from_an_inventory_root() {
         .arg(fixture("nccl-tests", "09-mooncake-all-reduce-rows.txt"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = support::json_ok(&out);
     assert!(v["findings"].as_array().unwrap().is_empty());
     // The A3-Mega TCPXO run peaks at 89.25 GB/s = 714 Gb/s: above half of 400 too. The
     // old nccl-tests run of fixture 02 peaks far lower and must be flagged against NDR.

@@ -4,19 +4,11 @@
 
 use std::path::PathBuf;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn fixture(dir: &str, name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(dir)
-        .join(name)
-}
+mod support;
 
-fn fabrik() -> Command {
-    Command::cargo_bin("fabrik").unwrap()
-}
+use support::{fabrik, fixture};
 
 fn json(args: &[&str], file: PathBuf) -> (Option<i32>, Value) {
     let out = fabrik()

@@ -3,14 +3,12 @@
 //! ngc_multinode_perf's line); a verdict per row, `pass`/`fail` in the JSON, exit 1 below it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
+
+use support::repo;
 
 fn fixture(p: &str) -> String {
     repo()
@@ -21,16 +19,7 @@ fn fixture(p: &str) -> String {
 }
 
 fn parse_json(args: &[&str]) -> (i32, Value) {
-    let out = Command::cargo_bin("fabrik")
-        .unwrap()
-        .arg("parse")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), v)
+    support::json_of(&[&["parse"], args].concat())
 }
 
 fn write_expect(dir: &tempfile::TempDir, body: &str) -> String {

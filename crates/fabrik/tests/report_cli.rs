@@ -206,11 +206,7 @@ fn the_page_renders_in_headless_chromium_without_console_errors() {
     let out = support::chromium_screenshot(&chromium, &html, &shot, &d.join("chrome"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     // Chromium logs every console message, error or not, as `:CONSOLE`: the page has no
     // script, so any such line is something the browser refused or failed to load.
     let log = String::from_utf8_lossy(&out.stderr);

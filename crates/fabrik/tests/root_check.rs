@@ -118,11 +118,7 @@ fn a_snapshot_cut_short_is_refused_and_a_finished_one_read() {
         .arg(fixture("nodes/roce-dualport"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_ok(&out);
     assert!(snap.join("fabrik/complete").is_file());
     let out = fabrik(&["doctor", "--root"], &snap);
     assert_ne!(out.status.code(), Some(2));

@@ -25,11 +25,7 @@ fn snapshot(root: &Path, out: &Path) {
         .arg(out)
         .output()
         .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    support::assert_ok(&st);
 }
 
 fn rfc3339_seconds(text: &str) -> f64 {

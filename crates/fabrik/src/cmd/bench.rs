@@ -249,13 +249,13 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         if let Some(note) = &auto_note {
             println!("# {note}");
         }
-        print!("{}", fabrik_bench::render::columns(test));
+        print!("{}", fabrik_render::p2p::tcp::columns(test));
     }
     let mut on_row = |row: fabrik_bench::client::Row<'_>| {
         if table {
             let line = match row {
-                fabrik_bench::client::Row::Bw(r) => fabrik_bench::render::bw_line(r),
-                fabrik_bench::client::Row::Lat(r) => fabrik_bench::render::lat_line(r),
+                fabrik_bench::client::Row::Bw(r) => fabrik_render::p2p::tcp::bw_line(r),
+                fabrik_bench::client::Row::Lat(r) => fabrik_render::p2p::tcp::lat_line(r),
             };
             print!("{line}");
             let _ = std::io::stdout().flush();
@@ -288,13 +288,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             pass_line: judged.clone(),
         })?,
         Format::Text | Format::Markdown => {
-            print!(
-                "{}{}",
-                fabrik_bench::render::footer(&report),
-                fabrik_bench::render::title(&report)
-                    .trim_start_matches('-')
-                    .trim_start()
-            );
+            print!("{}", fabrik_render::p2p::tcp::closing(&report));
             if let Some(j) = &judged {
                 print!("{}", crate::cmd::expect::judgement_text(j));
             }

@@ -404,17 +404,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.save {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             for n in &report.nodes {
-                let safe: String = n
-                    .host
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                            c
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
+                let safe = fabrik_probe::snapshot::file_name_part(&n.host);
                 let path = dir.join(format!("rank-{}-{safe}.json", n.rank));
                 crate::output::write_atomically(&path, &serde_json::to_vec_pretty(&n.node)?)?;
             }

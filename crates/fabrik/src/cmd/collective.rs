@@ -238,7 +238,7 @@ fn nccl_rank(group: &mut Group, out: &Output<'_>) -> anyhow::Result<ExitCode> {
     let mut gpu = match GpuRank::open(local) {
         Ok(g) => g,
         Err(e) => {
-            let e = group.fail(&ClusterError::Invalid(e.to_string()));
+            let e = group.fail(&ClusterError::Gpu(e));
             return Err(e).context("the nccl backend could not start");
         }
     };

@@ -5,9 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
-use fabrik_monitor::{
-    compare, interval_between, render, report_findings, sample, Report, Thresholds,
-};
+use fabrik_monitor::{compare, interval_between, report_findings, sample, Report, Thresholds};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -88,31 +86,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             findings: &findings,
         })?,
         Format::Text | Format::Markdown => {
-            match report.interval_s {
-                Some(s) => println!("interval {s:.3} s (from fabrik/captured_at)"),
-                None => println!(
-                    "interval unknown (a snapshot lacks fabrik/captured_at, or the times do not \
-                     increase): deltas only, no rates"
-                ),
-            }
-            for line in render::table(&report, false) {
-                println!("{line}");
-            }
-            for p in &report.problems {
-                println!("problem: {}", fabrik_model::text::visible(p));
-            }
-            print_findings(&findings);
+            print!("{}", fabrik_render::monitor::diff(&report, &findings))
         }
     }
     Ok(crate::exit::status(crate::exit::has_problems(
         &findings, false,
     )))
-}
-
-pub fn print_findings(findings: &[Finding]) {
-    if findings.is_empty() {
-        println!("\nno counter findings");
-        return;
-    }
-    print!("\nfindings:\n{}", fabrik_render::findings::text(findings));
 }

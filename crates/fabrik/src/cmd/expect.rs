@@ -126,6 +126,18 @@ pub struct WithPassLine<'a, T: serde::Serialize> {
     pub pass_line: Option<fabrik_doctor::passline::Judgement>,
 }
 
+/// This machine's NICs (`/`), read once per process: the line rates the benchmarks judge by
+/// come from them, and under `--local N` every rank is a thread of this process.
+fn live_nics() -> anyhow::Result<&'static fabrik_model::Node> {
+    static NICS: std::sync::OnceLock<Result<fabrik_model::Node, String>> =
+        std::sync::OnceLock::new();
+    NICS.get_or_init(|| {
+        fabrik_probe::probe_nics(std::path::Path::new("/")).map_err(|e| format!("probing /: {e}"))
+    })
+    .as_ref()
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// Judges a `bench p2p` run: against `--expect`'s per-NIC line, else 90 % of `--link-gbps`
 /// (per NIC), else of the speeds this machine's inventory reports for the `--ifaces` in use;
 /// times the number of NICs the run was striped over.
@@ -146,7 +158,7 @@ pub fn judge_bench_p2p(
             // The slowest NIC in use sets the per-NIC line. Only a PCI function's speed is a
             // line rate: software devices print a nominal one (veth says 10000 whatever tc
             // shapes it to), and an unknown speed (-1) gives no line either.
-            let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
+            let node = live_nics()?;
             nics.iter()
                 .map(|n| {
                     node.net_interface(n)
@@ -179,10 +191,7 @@ pub fn judge_rdma_p2p(
     let expect = load_file(expect)?;
     let link = match (link_gbps, &report.device) {
         (Some(g), _) => Some(g),
-        (None, Some(dev)) if expect.is_none() => {
-            let node = crate::cmd::inventory::load_node(std::path::Path::new("/"))?;
-            fabrik_parse::check::port_gbps(&node, dev)
-        }
+        (None, Some(dev)) if expect.is_none() => fabrik_parse::check::port_gbps(live_nics()?, dev),
         _ => None,
     };
     Ok(
@@ -224,9 +233,7 @@ pub fn gather_data_nic_rates(
     rails: u32,
     probe: bool,
 ) -> anyhow::Result<Vec<Vec<Option<f64>>>> {
-    let node = probe
-        .then(|| crate::cmd::inventory::load_node(std::path::Path::new("/")).ok())
-        .flatten();
+    let node = if probe { live_nics().ok() } else { None };
     let me = group.rank() as usize;
     let addrs = group
         .peers()
@@ -236,7 +243,7 @@ pub fn gather_data_nic_rates(
     let mine: Vec<Option<f64>> = (0..rails as usize)
         .map(|r| {
             let ip = addrs.get(r)?.parse::<std::net::SocketAddr>().ok()?.ip();
-            fabrik_parse::check::address_gbps(node.as_ref()?, ip)
+            fabrik_parse::check::address_gbps(node?, ip)
         })
         .collect();
     let per_rank = group.gather(mine)?.unwrap_or_default();

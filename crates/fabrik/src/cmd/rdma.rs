@@ -245,17 +245,7 @@ fn run_local(
 }
 
 fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions> {
-    let (device, port) = match r.device.as_deref() {
-        Some(d) => match d.split_once(':') {
-            Some((name, p)) => (
-                Some(name.to_string()),
-                p.parse::<u8>()
-                    .with_context(|| format!("bad port in --device {d}"))?,
-            ),
-            None => (Some(d.to_string()), 1),
-        },
-        None => (None, 1),
-    };
+    let (device, port) = crate::cmd::coll_rdma::device_port(r.device.as_deref())?;
     Ok(LocalOptions {
         device,
         port,

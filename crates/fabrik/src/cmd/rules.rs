@@ -25,16 +25,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             rules: catalog::rules(),
         })?,
         Format::Text | Format::Markdown => {
-            let mut text = String::new();
-            for r in catalog::rules() {
-                text.push_str(&format!(
-                    "{:<14} {:<8} {}\n",
-                    r.id,
-                    r.severity.as_str(),
-                    r.title
-                ));
-            }
-            crate::cmd::doctor::emit(&text)?;
+            crate::cmd::doctor::emit(&fabrik_render::doctor::rules(&catalog::rules()))?
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -50,22 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.format {
         Format::Json => crate::output::print_json(&summary)?,
         Format::Text | Format::Markdown => {
-            let n = |k: usize, one: &str, many: &str| crate::output::plural(k as u64, one, many);
-            let mut text = format!(
-                "snapshot {}: {}, {}, {}\n",
-                summary.output,
-                n(summary.files, "file", "files"),
-                n(summary.directories, "directory", "directories"),
-                n(summary.symlinks, "symlink", "symlinks")
-            );
-            for c in &summary.commands {
-                text.push_str(&format!("  {:<40} {}\n", c.command, c.outcome));
-            }
-            text.push_str(&format!(
-                "read it back with: fabrik inventory --root {}\n",
-                summary.output
-            ));
-            crate::output::print_text(&text)?;
+            crate::output::print_text(&fabrik_render::snapshot::summary(&summary))?
         }
     }
     Ok(ExitCode::SUCCESS)

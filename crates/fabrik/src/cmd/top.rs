@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
-use fabrik_monitor::{compare, render, report_findings, Report, SampleOptions, Thresholds};
+use fabrik_monitor::{compare, report_findings, Report, SampleOptions, Thresholds};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -122,7 +122,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     humantime::format_duration(args.interval),
                     humantime::format_rfc3339_seconds(SystemTime::now())
                 );
-                let lines = render::table(&report, crate::output::colour(&std::io::stdout()));
+                let lines = fabrik_render::monitor::table(
+                    &report,
+                    crate::output::colour(&std::io::stdout()),
+                );
                 if tty && !(args.once) {
                     // Home the cursor and overwrite in place; clear each line's tail and the
                     // rest of the screen so no stale characters remain.

@@ -1,7 +1,51 @@
 //! Helpers shared by the CLI's integration tests.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A file under `fixtures/`: `fixture("nccl-tests", "name.txt")`.
+pub fn fixture(dir: &str, name: &str) -> PathBuf {
+    repo().join("fixtures").join(dir).join(name)
+}
+
+/// The `fabrik` binary under test.
+pub fn fabrik() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("fabrik").unwrap()
+}
+
+/// Runs `fabrik ARGS --format json`: its exit code and the JSON it printed (a failure to
+/// print JSON shows its stderr).
+pub fn json_of(args: &[&str]) -> (i32, serde_json::Value) {
+    let out = fabrik()
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), v)
+}
+
+/// Asserts a command exited 0; a failure shows its stderr.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The JSON a command printed, once it exited 0 (a failure shows its stderr).
+pub fn json_ok(out: &Output) -> serde_json::Value {
+    assert_ok(out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
 
 /// Copies a fixture tree (files and directories) over `to`, creating what is missing: a test
 /// node whose counters a test changes by copying the `after` side of a pair.

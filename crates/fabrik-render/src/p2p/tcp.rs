@@ -1,11 +1,13 @@
-//! The text table, laid out as perftest prints its results. The pieces are separate so that a
-//! caller can print each row as soon as it is measured.
+//! `bench p2p` over TCP as a text table, laid out as perftest prints its results. The pieces
+//! are separate so that a caller can print each row as soon as it is measured.
 
 use std::fmt::Write;
 
 use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest};
 
-use crate::client::per_interface;
+use fabrik_bench::client::per_interface;
+
+use super::test_name;
 
 const RULE: &str =
     "---------------------------------------------------------------------------------------";
@@ -30,10 +32,7 @@ pub fn title(r: &P2pReport) -> String {
         out,
         " fabrik bench p2p: {} {} test, {} stream(s) over {}",
         r.transport,
-        match r.test {
-            P2pTest::Bw => "bandwidth",
-            P2pTest::Lat => "latency",
-        },
+        test_name(r.test),
         r.streams,
         r.interfaces.join(", ")
     );
@@ -119,6 +118,14 @@ pub fn footer(r: &P2pReport) -> String {
     out
 }
 
+/// What follows rows printed as they were measured: the [`footer`], then what ran (the
+/// [`title`]'s line without its rule), since the columns came first.
+pub fn closing(r: &P2pReport) -> String {
+    let mut out = footer(r);
+    out.push_str(title(r).trim_start_matches('-').trim_start());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +171,18 @@ mod tests {
         assert_eq!(
             cols,
             ["65536", "1000", "16.00", "8.00", "0.015259", "2.000", "1.000"]
+        );
+    }
+
+    #[test]
+    fn the_closing_names_the_run_after_the_rule() {
+        let t = closing(&report(vec![]));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2, "{t}");
+        assert_eq!(lines[0], RULE);
+        assert_eq!(
+            lines[1],
+            "fabrik bench p2p: tcp bandwidth test, 1 stream(s) over eth0, eth1"
         );
     }
 

@@ -1,7 +1,11 @@
-//! Text rendering of a [`Report`] (pure): one line per RDMA port and per netdev, with the
-//! counters that moved. `top` and `diff` print these lines.
+//! The counters between two samples (`top`, `diff`) as text: one line per RDMA port and per
+//! netdev, with the counters that moved; `diff` adds the interval, problems and findings.
 
-use crate::delta::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
+use std::fmt::Write as _;
+
+use fabrik_model::text::visible;
+use fabrik_model::Finding;
+use fabrik_monitor::delta::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
 
 /// `16.00 Gb/s`, `3.20 kb/s`; `-` when unknown.
 pub fn bits(v: Option<f64>) -> String {
@@ -147,7 +151,7 @@ pub fn table(report: &Report, color: bool) -> Vec<String> {
             .into_iter()
             .chain(r.notes.iter_mut())
         {
-            if let std::borrow::Cow::Owned(v) = fabrik_model::text::visible(field) {
+            if let std::borrow::Cow::Owned(v) = visible(field) {
                 *field = v;
             }
         }
@@ -205,6 +209,29 @@ pub fn table(report: &Report, color: bool) -> Vec<String> {
     out
 }
 
+/// `diff`'s text: where the interval came from, the table, the comparison's problems, then
+/// the counter findings (or a line saying there are none).
+pub fn diff(report: &Report, findings: &[Finding]) -> String {
+    let mut out = match report.interval_s {
+        Some(s) => format!("interval {s:.3} s (from fabrik/captured_at)\n"),
+        None => "interval unknown (a snapshot lacks fabrik/captured_at, or the times do not \
+                 increase): deltas only, no rates\n"
+            .to_string(),
+    };
+    for line in table(report, false) {
+        let _ = writeln!(out, "{line}");
+    }
+    for p in &report.problems {
+        let _ = writeln!(out, "problem: {}", visible(p));
+    }
+    if findings.is_empty() {
+        out.push_str("\nno counter findings\n");
+    } else {
+        let _ = write!(out, "\nfindings:\n{}", crate::findings::text(findings));
+    }
+    out
+}
+
 fn state_word(state: Option<&str>, presence: Presence) -> String {
     match presence {
         Presence::Vanished => return "GONE".into(),
@@ -234,7 +261,7 @@ mod tests {
 
     #[test]
     fn text_from_the_root_is_shown_not_sent() {
-        use crate::sample::{NetdevSample, Sample};
+        use fabrik_monitor::sample::{NetdevSample, Sample};
         let nd = |state: &str| NetdevSample {
             name: "eth0\x1b]0;x\x07".into(),
             physical: true,
@@ -252,7 +279,7 @@ mod tests {
             netdevs: vec![nd("up\x1b[2J")],
             ..Sample::default()
         };
-        let lines = table(&crate::compare(&a, &b, None), false);
+        let lines = table(&fabrik_monitor::compare(&a, &b, None), false);
         let text = lines.join("\n");
         assert!(
             !text.chars().any(|c| c.is_control() && c != '\n'),
@@ -260,5 +287,39 @@ mod tests {
         );
         assert!(text.contains("eth0\\x1b]0;x\\x07"), "{text}");
         assert!(text.contains("up\\x1b[2J"), "{text}");
+    }
+
+    proptest::proptest! {
+        /// Whatever a root names its netdevs, states and problems, the table has the header
+        /// and one line per netdev, and sends no control character to the terminal.
+        #[test]
+        fn any_names_give_one_visible_line_each(
+            names in proptest::collection::vec(proptest::prelude::any::<String>(), 0..6),
+            state in proptest::prelude::any::<String>(),
+            problem in proptest::prelude::any::<String>(),
+        ) {
+            use fabrik_monitor::sample::{NetdevSample, Sample};
+            let s = Sample {
+                netdevs: names
+                    .iter()
+                    .map(|n| NetdevSample {
+                        name: n.clone(),
+                        physical: true,
+                        operstate: Some(state.clone()),
+                        statistics: Default::default(),
+                        ethtool: Default::default(),
+                        problems: vec![problem.clone()],
+                        rdma_ports: vec![],
+                    })
+                    .collect(),
+                ..Sample::default()
+            };
+            let report = fabrik_monitor::compare(&s, &s, None);
+            let lines = table(&report, false);
+            proptest::prop_assert_eq!(lines.len(), report.netdevs.len() + 1);
+            for l in &lines {
+                proptest::prop_assert!(!l.chars().any(char::is_control), "{:?}", l);
+            }
+        }
     }
 }
