@@ -150,28 +150,54 @@ impl Comm {
         op: RedOp,
         root: u32,
     ) -> Result<(), ClusterError> {
-        let n = self.n;
-        if n < 2 || buf.is_empty() {
+        if self.n < 2 || buf.is_empty() {
             return Ok(());
         }
-        let root = root % n;
-        let vr = (self.rank + n - root) % n;
+        let Binomial {
+            root,
+            pos,
+            bit,
+            parent,
+        } = self.binomial(root);
         self.small_scratch(buf.len(), |tmp: &mut [T]| {
             let mut mask = 1;
-            while mask < n {
-                if vr & mask != 0 {
-                    let parent = ((vr - mask) + root) % n;
-                    return self.send_to(parent, bytemuck::cast_slice(buf));
-                }
-                let child = vr | mask;
-                if child < n {
-                    self.recv_from((child + root) % n, bytemuck::cast_slice_mut(tmp))?;
+            while mask < bit {
+                let child = pos | mask;
+                if child < self.n {
+                    self.recv_from((child + root) % self.n, bytemuck::cast_slice_mut(tmp))?;
                     reduce_into(buf, tmp, op);
                 }
                 mask <<= 1;
             }
-            Ok(())
+            match parent {
+                Some(p) => self.send_to(p, bytemuck::cast_slice(buf)),
+                None => Ok(()),
+            }
         })
+    }
+
+    /// This rank's place in the binomial tree rooted at `root`.
+    fn binomial(&self, root: u32) -> Binomial {
+        let n = self.n;
+        let root = root % n;
+        let pos = (self.rank + n - root) % n;
+        if pos == 0 {
+            let bit = n.next_power_of_two();
+            return Binomial {
+                root,
+                pos,
+                bit,
+                parent: None,
+            };
+        }
+        let bit = pos & pos.wrapping_neg();
+        let parent = Some((pos - bit + root) % n);
+        Binomial {
+            root,
+            pos,
+            bit,
+            parent,
+        }
     }
 
     /// Binomial-tree broadcast from `root`: a rank receives once from the rank that clears the
@@ -185,21 +211,19 @@ impl Comm {
         if n < 2 || buf.is_empty() {
             return Ok(());
         }
-        let root = root % n;
-        let vr = (self.rank + n - root) % n;
-        let mut mask = 1;
-        while mask < n {
-            if vr & mask != 0 {
-                let parent = ((vr - mask) + root) % n;
-                self.recv_from(parent, bytemuck::cast_slice_mut(buf))?;
-                break;
-            }
-            mask <<= 1;
+        let Binomial {
+            root,
+            pos,
+            bit,
+            parent,
+        } = self.binomial(root);
+        if let Some(p) = parent {
+            self.recv_from(p, bytemuck::cast_slice_mut(buf))?;
         }
-        mask >>= 1;
+        let mut mask = bit >> 1;
         while mask > 0 {
-            if vr + mask < n {
-                let child = (vr + mask + root) % n;
+            if pos + mask < n {
+                let child = (pos + mask + root) % n;
                 self.send_to(child, bytemuck::cast_slice(buf))?;
             }
             mask >>= 1;
@@ -305,4 +329,17 @@ impl Comm {
 
 fn no_link(p: u32) -> ClusterError {
     ClusterError::NoMeshLink { rank: p }
+}
+
+/// A rank's place in a binomial tree: its children sit at `pos` plus each bit below `bit`.
+struct Binomial {
+    /// The root, below `n`.
+    root: u32,
+    /// The rank's position relative to the root.
+    pos: u32,
+    /// The bit through which the rank meets its parent: the lowest set bit of `pos`, or at the
+    /// root `n` rounded up to a power of two.
+    bit: u32,
+    /// The rank that clears `bit` (none at the root).
+    parent: Option<u32>,
 }
