@@ -2,7 +2,7 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{master_exports, script_head, torchrun_words};
+use crate::torchrun::{job_line, master_exports, script_head, torchrun_words};
 use crate::words::{quote, shell_lines, Word};
 use crate::{JobShape, LaunchError};
 
@@ -128,9 +128,8 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
 
     let mut out = String::from("#!/usr/bin/env bash\n");
     let comment = format!(
-        "fabrik launch docker: {} node(s) x {} GPU(s); run on every node with NODE_RANK=0..{}",
-        shape.nodes,
-        shape.gpus_per_node,
+        "{}; run on every node with NODE_RANK=0..{}",
+        job_line("docker", shape),
         shape.nodes - 1
     );
     script_head(&mut out, &comment, env)?;

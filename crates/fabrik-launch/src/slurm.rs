@@ -2,7 +2,7 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{script_head, torchrun_words};
+use crate::torchrun::{job_line, script_head, torchrun_words};
 use crate::words::{quote, shell_line, Word};
 use crate::{JobShape, LaunchError};
 
@@ -20,8 +20,8 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
         out.push_str(&format!("#SBATCH --nodelist={}\n", shape.hosts.join(",")));
     }
     let comment = format!(
-        "fabrik launch slurm: {} node(s) x {} GPU(s); one srun task per node runs torchrun",
-        shape.nodes, shape.gpus_per_node
+        "{}; one srun task per node runs torchrun",
+        job_line("slurm", shape)
     );
     script_head(&mut out, &comment, env)?;
     match &shape.master_addr {

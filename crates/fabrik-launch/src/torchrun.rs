@@ -53,6 +53,14 @@ pub(crate) fn script_head(out: &mut String, comment: &str, env: &Env) -> Result<
     Ok(())
 }
 
+/// `fabrik launch LAUNCHER: N node(s) x G GPU(s)`, how a script's head comment begins.
+pub(crate) fn job_line(launcher: &str, shape: &JobShape) -> String {
+    format!(
+        "fabrik launch {launcher}: {} node(s) x {} GPU(s)",
+        shape.nodes, shape.gpus_per_node
+    )
+}
+
 /// The `export` lines of torchrun's rendezvous address and port.
 pub(crate) fn master_exports(
     out: &mut String,
@@ -68,9 +76,8 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     let master = shape.rendezvous_host().unwrap_or("127.0.0.1");
     let mut out = String::from("#!/usr/bin/env bash\n");
     let comment = format!(
-        "fabrik launch torchrun: {} node(s) x {} GPU(s); run this script on every node with NODE_RANK=0..{}",
-        shape.nodes,
-        shape.gpus_per_node,
+        "{}; run this script on every node with NODE_RANK=0..{}",
+        job_line("torchrun", shape),
         shape.nodes - 1
     );
     script_head(&mut out, &comment, env)?;
