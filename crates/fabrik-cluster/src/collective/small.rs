@@ -150,54 +150,53 @@ impl Comm {
         op: RedOp,
         root: u32,
     ) -> Result<(), ClusterError> {
-        if self.n < 2 || buf.is_empty() {
+        let Some(tree) = self.binomial(root, buf.len()) else {
             return Ok(());
-        }
-        let Binomial {
-            root,
-            pos,
-            bit,
-            parent,
-        } = self.binomial(root);
+        };
+        let n = self.n;
         self.small_scratch(buf.len(), |tmp: &mut [T]| {
             let mut mask = 1;
-            while mask < bit {
-                let child = pos | mask;
-                if child < self.n {
-                    self.recv_from((child + root) % self.n, bytemuck::cast_slice_mut(tmp))?;
+            while mask < tree.bit {
+                let child = tree.pos | mask;
+                if child < n {
+                    self.recv_from((child + tree.root) % n, bytemuck::cast_slice_mut(tmp))?;
                     reduce_into(buf, tmp, op);
                 }
                 mask <<= 1;
             }
-            match parent {
+            match tree.parent {
                 Some(p) => self.send_to(p, bytemuck::cast_slice(buf)),
                 None => Ok(()),
             }
         })
     }
 
-    /// This rank's place in the binomial tree rooted at `root`.
-    fn binomial(&self, root: u32) -> Binomial {
+    /// This rank's place in the binomial tree rooted at `root`; none where there is nothing
+    /// to move (a single rank or an empty buffer of `len` elements).
+    fn binomial(&self, root: u32, len: usize) -> Option<Binomial> {
         let n = self.n;
+        if n < 2 || len == 0 {
+            return None;
+        }
         let root = root % n;
         let pos = (self.rank + n - root) % n;
         if pos == 0 {
             let bit = n.next_power_of_two();
-            return Binomial {
+            return Some(Binomial {
                 root,
                 pos,
                 bit,
                 parent: None,
-            };
+            });
         }
         let bit = pos & pos.wrapping_neg();
         let parent = Some((pos - bit + root) % n);
-        Binomial {
+        Some(Binomial {
             root,
             pos,
             bit,
             parent,
-        }
+        })
     }
 
     /// Binomial-tree broadcast from `root`: a rank receives once from the rank that clears the
@@ -207,23 +206,17 @@ impl Comm {
         buf: &mut [T],
         root: u32,
     ) -> Result<(), ClusterError> {
-        let n = self.n;
-        if n < 2 || buf.is_empty() {
+        let Some(tree) = self.binomial(root, buf.len()) else {
             return Ok(());
-        }
-        let Binomial {
-            root,
-            pos,
-            bit,
-            parent,
-        } = self.binomial(root);
-        if let Some(p) = parent {
+        };
+        let n = self.n;
+        if let Some(p) = tree.parent {
             self.recv_from(p, bytemuck::cast_slice_mut(buf))?;
         }
-        let mut mask = bit >> 1;
+        let mut mask = tree.bit >> 1;
         while mask > 0 {
-            if pos + mask < n {
-                let child = (pos + mask + root) % n;
+            if tree.pos + mask < n {
+                let child = (tree.pos + mask + tree.root) % n;
                 self.send_to(child, bytemuck::cast_slice(buf))?;
             }
             mask >>= 1;
