@@ -414,24 +414,13 @@ fn bw_round(
                 let mut rx = sock.try_clone().map_err(|e| stream_err(p, peer, e))?;
                 let total = &total;
                 receivers.push(scope.spawn(move || {
-                    let plan = RecvPlan {
-                        stream: p.stream,
-                        size: spec.size as usize,
-                        expect_bytes: spec.iters.map(|i| i * spec.size),
-                        verify: spec.verify,
-                        start,
-                        total,
-                    };
+                    let plan = RecvPlan::for_round(p.stream, spec, start, total);
                     (p, data::recv(&mut rx, &plan))
                 }));
             }
             let send_plan = SendPlan {
-                stream: p.stream,
-                size: spec.size as usize,
-                iters: spec.iters,
-                deadline,
-                verify: spec.verify,
                 fault: cfg.fault,
+                ..SendPlan::for_round(p.stream, spec, deadline)
             };
             senders.push(scope.spawn(move || {
                 let mut sock = sock;

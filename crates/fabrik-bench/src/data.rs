@@ -9,7 +9,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::paths::StreamPath;
 use crate::pattern;
-use crate::proto::{Mismatch, StreamRecv};
+use crate::proto::{Mismatch, RoundSpec, StreamRecv};
 
 /// Bytes handed to one `write` call: small messages are batched into one write (TCP is a byte
 /// stream, so the receiver sees the same bytes) to keep the syscall count from capping the
@@ -88,6 +88,20 @@ pub struct SendPlan {
     pub fault: Option<Fault>,
 }
 
+impl SendPlan {
+    /// What `stream` sends in the round `spec`, until `deadline` in duration mode.
+    pub fn for_round(stream: u32, spec: &RoundSpec, deadline: Option<Instant>) -> Self {
+        SendPlan {
+            stream,
+            size: spec.size as usize,
+            iters: spec.iters,
+            deadline,
+            verify: spec.verify,
+            fault: None,
+        }
+    }
+}
+
 /// Sends the messages, then half-closes so the receiver sees the end. Returns messages sent.
 pub fn send(sock: &mut TcpStream, plan: &SendPlan) -> io::Result<u64> {
     let size = plan.size.max(1);
@@ -136,6 +150,20 @@ pub struct RecvPlan<'a> {
     pub start: Instant,
     /// Shared by the streams of a round, for the interval samples.
     pub total: &'a AtomicU64,
+}
+
+impl<'a> RecvPlan<'a> {
+    /// What `stream` expects in the round `spec` that started at `start`, counting into `total`.
+    pub fn for_round(stream: u32, spec: &RoundSpec, start: Instant, total: &'a AtomicU64) -> Self {
+        RecvPlan {
+            stream,
+            size: spec.size as usize,
+            expect_bytes: spec.iters.map(|i| i * spec.size),
+            verify: spec.verify,
+            start,
+            total,
+        }
+    }
 }
 
 /// Reads until the sender half-closes.

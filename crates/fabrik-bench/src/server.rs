@@ -341,28 +341,14 @@ fn bw_round(socks: Vec<(u32, TcpStream)>, spec: &RoundSpec) -> RoundResult {
         for (stream, sock) in socks {
             if spec.bidir {
                 if let Ok(mut tx) = sock.try_clone() {
-                    let plan = SendPlan {
-                        stream,
-                        size: spec.size as usize,
-                        iters: spec.iters,
-                        deadline,
-                        verify: spec.verify,
-                        fault: None,
-                    };
+                    let plan = SendPlan::for_round(stream, spec, deadline);
                     senders.push(scope.spawn(move || (stream, data::send(&mut tx, &plan))));
                 }
             }
             let total = &total;
             receivers.push(scope.spawn(move || {
                 let mut sock = sock;
-                let plan = RecvPlan {
-                    stream,
-                    size: spec.size as usize,
-                    expect_bytes: spec.iters.map(|i| i * spec.size),
-                    verify: spec.verify,
-                    start,
-                    total,
-                };
+                let plan = RecvPlan::for_round(stream, spec, start, total);
                 (stream, data::recv(&mut sock, &plan))
             }));
         }

@@ -318,50 +318,11 @@ impl Comm {
         let mut lanes: Vec<(Box<dyn Link>, Box<dyn Link>)> = Vec::new();
         let mut mesh_conns: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
         if n > 1 {
-            let next = (rank + 1) % n;
-            let prev = (rank + n - 1) % n;
-            let channels = channels.max(1);
-            let connector = group.connector();
-            // Connect from a thread while accepting here: every rank does both at once, and a
-            // connection's handshake needs the other side to be accepting.
-            let (outgoing, incoming, mesh_out) = thread::scope(|s| {
-                let h = s.spawn(move || -> Result<_, ClusterError> {
-                    let mut out = Vec::with_capacity(channels);
-                    for c in 0..channels {
-                        out.push(connector.connect_data(next, TAG_RING + c as u32, c)?);
-                    }
-                    let mut m = Vec::new();
-                    if mesh {
-                        for peer in rank + 1..n {
-                            m.push((peer, connector.connect_data(peer, TAG_MESH, 0)?));
-                        }
-                    }
-                    Ok((out, m))
-                });
-                let accepted = (|| -> Result<_, ClusterError> {
-                    let mut inc = Vec::with_capacity(channels);
-                    for c in 0..channels {
-                        inc.push(group.accept_data(prev, TAG_RING + c as u32)?);
-                    }
-                    let mut m = Vec::new();
-                    if mesh {
-                        for peer in 0..rank {
-                            m.push((peer, group.accept_data(peer, TAG_MESH)?));
-                        }
-                    }
-                    Ok((inc, m))
-                })();
-                let connected = h
-                    .join()
-                    .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("connect")));
-                let (out, m_out) = connected?;
-                let (inc, m_in) = accepted?;
-                Ok::<_, ClusterError>((out, inc, m_out.into_iter().chain(m_in)))
-            })?;
-            for (peer, s) in mesh_out {
+            let ring = group.ring_streams(channels, mesh, (TAG_RING, TAG_MESH), "connect")?;
+            for (peer, s) in ring.mesh {
                 mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)?));
             }
-            for (next, prev) in outgoing.into_iter().zip(incoming) {
+            for (next, prev) in ring.to_next.into_iter().zip(ring.from_prev) {
                 lanes.push((
                     Box::new(TcpLink::new(next)?) as Box<dyn Link>,
                     Box::new(TcpLink::new(prev)?) as Box<dyn Link>,
@@ -581,16 +542,24 @@ impl Comm {
             return self.tree_broadcast(buf, root);
         }
         let pos = (self.rank + n - root % n) % n;
-        let parts = split_even(buf, self.lanes_for(bytes));
+        self.ring_pass(buf, pos, |dst, got| dst.copy_from_slice(got))
+    }
+
+    /// One pass along the ring, pipelined in chunks on every lane: the rank at position 0
+    /// sends its buffer; each later one applies what arrives to its own with `apply` and,
+    /// unless it is the last (position `n - 1`), forwards the result.
+    fn ring_pass<T: Elem, A>(&self, buf: &mut [T], pos: u32, apply: A) -> Result<(), ClusterError>
+    where
+        A: Fn(&mut [T], &[T]) + Sync,
+    {
+        let parts = split_even(buf, self.lanes_for(std::mem::size_of_val(buf)));
         let chunk = self.chunk_elems::<T>();
+        let forward = pos != self.n - 1;
         self.per_lane(parts, |lane, part| {
             if pos == 0 {
                 return self.send(lane, bytemuck::cast_slice(part));
             }
-            let forward = pos != n - 1;
-            self.pipeline(lane, part, chunk, forward, |dst, got| {
-                dst.copy_from_slice(got);
-            })
+            self.pipeline(lane, part, chunk, forward, &apply)
         })
     }
 
@@ -603,17 +572,7 @@ impl Comm {
             self.tree_reduce(buf, op, root)?;
         } else if n > 1 {
             let pos = (self.rank + 2 * n - root % n - 1) % n;
-            let parts = split_even(buf, self.lanes_for(bytes));
-            let chunk = self.chunk_elems::<T>();
-            self.per_lane(parts, |lane, part| {
-                if pos == 0 {
-                    return self.send(lane, bytemuck::cast_slice(part));
-                }
-                let forward = pos != n - 1;
-                self.pipeline(lane, part, chunk, forward, |dst, got| {
-                    reduce_into(dst, got, op)
-                })
-            })?;
+            self.ring_pass(buf, pos, |dst, got| reduce_into(dst, got, op))?;
         }
         if self.rank == root % n.max(1) {
             finish_avg(buf, op, n);

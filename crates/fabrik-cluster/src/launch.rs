@@ -173,12 +173,7 @@ pub fn strip_local(args: &[OsString]) -> Vec<OsString> {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::ranks::tests::env;
 
     #[test]
     fn a_lone_process_is_rank_0_of_1() {

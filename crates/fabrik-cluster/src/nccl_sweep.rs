@@ -266,8 +266,7 @@ impl GpuRank {
             times[k] = t0.elapsed().as_secs_f64() * 1e6 / f64::from(cfg.iters.max(1));
         }
 
-        let mut wrong = [0u64; 2];
-        let mut first = None;
+        let mut checked = [(0, None), (0, None)];
         if cfg.check {
             let zeros = vec![0u8; bufs.recv.len()];
             for (k, in_place) in [false, true].into_iter().enumerate() {
@@ -283,20 +282,10 @@ impl GpuRank {
                 let mut got = vec![T::zeroed(); recv_len as usize];
                 buf.read(off, bytemuck::cast_slice_mut(&mut got))
                     .map_err(gpu)?;
-                let (w, f) = verify(cfg, rank, n, &got, in_place, size);
-                wrong[k] = w;
-                if first.is_none() {
-                    first = f;
-                }
+                checked[k] = verify(cfg, rank, n, &got, in_place, size);
             }
         }
-        Ok(RankResult {
-            oop_us: times[0],
-            ip_us: times[1],
-            wrong_oop: wrong[0],
-            wrong_ip: wrong[1],
-            first_wrong: first,
-        })
+        Ok(RankResult::new(times, checked))
     }
 
     fn parts(&mut self) -> Result<(&mut NcclComm, &Stream), ClusterError> {

@@ -135,11 +135,12 @@ fn parse_u32(var: &str, value: &str) -> Result<u32, ClusterError> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    /// A process environment of `pairs`, for this module's and the launcher's tests.
+    pub(crate) fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

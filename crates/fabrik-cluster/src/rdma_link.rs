@@ -147,54 +147,22 @@ pub fn connect_comm(
         return Comm::from_links(rank, n, labels, Vec::new(), Vec::new(), chunk_bytes);
     }
     let channels = channels.max(1);
-    let next = (rank + 1) % n;
-    let prev = (rank + n - 1) % n;
-    let connector = group.connector();
-    // Connect from a thread while accepting here: every rank does both at once.
-    let (out, inc, mesh_out, mesh_in) = thread::scope(|s| {
-        let h = s.spawn(move || -> Result<_, ClusterError> {
-            let mut out = Vec::with_capacity(channels);
-            for c in 0..channels {
-                out.push(connector.connect_data(next, TAG_RDMA_RING + c as u32, c)?);
-            }
-            let mut m = Vec::new();
-            if mesh {
-                for peer in rank + 1..n {
-                    m.push((peer, connector.connect_data(peer, TAG_RDMA_MESH, 0)?));
-                }
-            }
-            Ok((out, m))
-        });
-        let accepted = (|| -> Result<_, ClusterError> {
-            let mut inc = Vec::with_capacity(channels);
-            for c in 0..channels {
-                inc.push(group.accept_data(prev, TAG_RDMA_RING + c as u32)?);
-            }
-            let mut m = Vec::new();
-            if mesh {
-                for peer in 0..rank {
-                    m.push((peer, group.accept_data(peer, TAG_RDMA_MESH)?));
-                }
-            }
-            Ok((inc, m))
-        })();
-        let connected = h
-            .join()
-            .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("the data-connection")));
-        let (inc, m_in) = accepted?;
-        let (out, m_out) = connected?;
-        Ok::<_, ClusterError>((out, inc, m_out, m_in))
-    })?;
+    let ring = group.ring_streams(
+        channels,
+        mesh,
+        (TAG_RDMA_RING, TAG_RDMA_MESH),
+        "the data-connection",
+    )?;
     // Ring set-ups are tagged with the channel so that the results come back in order.
     let mut streams = Vec::new();
-    for (c, s) in out.into_iter().enumerate() {
-        streams.push((c as u32, labels[next as usize].clone(), s));
+    for (c, s) in ring.to_next.into_iter().enumerate() {
+        streams.push((c as u32, labels[ring.next as usize].clone(), s));
     }
-    for (c, s) in inc.into_iter().enumerate() {
-        streams.push(((channels + c) as u32, labels[prev as usize].clone(), s));
+    for (c, s) in ring.from_prev.into_iter().enumerate() {
+        streams.push(((channels + c) as u32, labels[ring.prev as usize].clone(), s));
     }
     let ring_count = streams.len();
-    for (peer, s) in mesh_out.into_iter().chain(mesh_in) {
+    for (peer, s) in ring.mesh {
         streams.push((peer, labels[peer as usize].clone(), s));
     }
     let mut links = connect_all(dev, streams, cfg)?;

@@ -740,8 +740,7 @@ impl Group {
         }
     }
 
-    /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
-    /// the peer's data addresses (NICs) to use.
+    /// [`Connector::connect_data`] from this thread.
     pub fn connect_data(
         &self,
         peer: u32,
@@ -749,6 +748,67 @@ impl Group {
         index: usize,
     ) -> Result<TcpStream, ClusterError> {
         self.connector().connect_data(peer, tag, index)
+    }
+
+    /// Opens `channels` (at least one) data connections to the next rank of the ring and
+    /// accepts as many from the previous one, tagged `ring_tag + channel`; with `mesh`, one
+    /// connection tagged `mesh_tag` to every other rank (the lower rank connects). Needs two
+    /// ranks or more. `what` names the connecting thread if it panics.
+    pub(crate) fn ring_streams(
+        &mut self,
+        channels: usize,
+        mesh: bool,
+        (ring_tag, mesh_tag): (u32, u32),
+        what: &'static str,
+    ) -> Result<RingStreams, ClusterError> {
+        let (rank, n) = (self.rank, self.size());
+        let next = (rank + 1) % n;
+        let prev = (rank + n - 1) % n;
+        let channels = channels.max(1);
+        let connector = self.connector();
+        // Connect from a thread while accepting here: every rank does both at once, and a
+        // connection's handshake needs the other side to be accepting.
+        std::thread::scope(|s| {
+            let h = s.spawn(move || -> Result<_, ClusterError> {
+                let mut out = Vec::with_capacity(channels);
+                for c in 0..channels {
+                    out.push(connector.connect_data(next, ring_tag + c as u32, c)?);
+                }
+                let mut m = Vec::new();
+                if mesh {
+                    for peer in rank + 1..n {
+                        m.push((peer, connector.connect_data(peer, mesh_tag, 0)?));
+                    }
+                }
+                Ok((out, m))
+            });
+            let accepted = (|| -> Result<_, ClusterError> {
+                let mut inc = Vec::with_capacity(channels);
+                for c in 0..channels {
+                    inc.push(self.accept_data(prev, ring_tag + c as u32)?);
+                }
+                let mut m = Vec::new();
+                if mesh {
+                    for peer in 0..rank {
+                        m.push((peer, self.accept_data(peer, mesh_tag)?));
+                    }
+                }
+                Ok((inc, m))
+            })();
+            let connected = h
+                .join()
+                .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked(what)));
+            let (to_next, mut mesh) = connected?;
+            let (from_prev, mesh_in) = accepted?;
+            mesh.extend(mesh_in);
+            Ok(RingStreams {
+                next,
+                prev,
+                to_next,
+                from_prev,
+                mesh,
+            })
+        })
     }
 
     /// Waits for `peer`'s data connection labelled `tag`; connections for other (peer, tag)
@@ -817,6 +877,20 @@ impl Group {
             self.accept_data(peer, tag)
         }
     }
+}
+
+/// The data connections [`Group::ring_streams`] opened.
+pub(crate) struct RingStreams {
+    /// The next rank of the ring.
+    pub next: u32,
+    /// The previous rank of the ring.
+    pub prev: u32,
+    /// One connection to `next` per channel, in channel order.
+    pub to_next: Vec<TcpStream>,
+    /// One connection from `prev` per channel, in channel order.
+    pub from_prev: Vec<TcpStream>,
+    /// With a mesh, (peer, connection) for every other rank: the higher ranks, then the lower.
+    pub mesh: Vec<(u32, TcpStream)>,
 }
 
 /// Opens data connections on behalf of a [`Group`], from another thread.

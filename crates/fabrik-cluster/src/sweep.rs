@@ -79,6 +79,22 @@ pub(crate) struct RankResult {
     pub(crate) first_wrong: Option<WrongElement>,
 }
 
+impl RankResult {
+    /// The result of the timed runs (`times`, out of place then in place, in µs) and of their
+    /// checked runs (wrong elements and the first of them); the first wrong element out of
+    /// place is the one named.
+    pub(crate) fn new(times: [f64; 2], checked: [(u64, Option<WrongElement>); 2]) -> Self {
+        let [(wrong_oop, first_oop), (wrong_ip, first_ip)] = checked;
+        RankResult {
+            oop_us: times[0],
+            ip_us: times[1],
+            wrong_oop,
+            wrong_ip,
+            first_wrong: first_oop.or(first_ip),
+        }
+    }
+}
+
 /// Sizes from `min` to `max`, as every sweep of fabrik makes them.
 pub use fabrik_model::size::sweep as sizes;
 
@@ -249,8 +265,7 @@ fn run_size<T: Elem>(
         times[k] = t0.elapsed().as_secs_f64() * 1e6 / f64::from(cfg.iters.max(1));
     }
 
-    let mut wrong = [0u64; 2];
-    let mut first = None;
+    let mut checked = [(0, None), (0, None)];
     if cfg.check {
         for (k, in_place) in [false, true].into_iter().enumerate() {
             init_send(cfg, rank, n, &mut b.send);
@@ -260,20 +275,10 @@ fn run_size<T: Elem>(
             }
             group.barrier()?;
             run_once(comm, cfg, &mut b, in_place)?;
-            let (w, f) = verify(cfg, rank, n, &b.recv, in_place, size);
-            wrong[k] = w;
-            if first.is_none() {
-                first = f;
-            }
+            checked[k] = verify(cfg, rank, n, &b.recv, in_place, size);
         }
     }
-    Ok(RankResult {
-        oop_us: times[0],
-        ip_us: times[1],
-        wrong_oop: wrong[0],
-        wrong_ip: wrong[1],
-        first_wrong: first,
-    })
+    Ok(RankResult::new(times, checked))
 }
 
 pub(crate) fn init_send<T: Elem>(cfg: &SweepConfig, rank: u32, n: u32, send: &mut [T]) {

@@ -252,30 +252,39 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
 /// matrix, alltoall, a bootstrap all-gather) finds some of them unreachable. Peers reached
 /// through a gateway (another subnet, /31 and /32 fabrics) take no entry and are not counted.
 fn neighbour_tables(nodes: &[NamedNode]) -> Vec<Finding> {
-    let addrs: Vec<Vec<String>> = nodes
+    // Each address is parsed once: per node, how many of its addresses sit on each network,
+    // and over the job, how many addresses each network holds. A node's on-link peers are then
+    // the job's addresses on its networks less its own, without comparing every pair of nodes.
+    let per_node: Vec<BTreeMap<(u32, u32), u64>> = nodes
         .iter()
         .map(|n| {
-            n.node
+            let mut nets: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+            for net in n
+                .node
                 .net_interfaces
                 .iter()
                 .filter(|i| i.kind != fabrik_model::NetKind::Loopback)
-                .flat_map(|i| i.ipv4.iter().cloned())
-                .collect()
+                .flat_map(|i| i.ipv4.iter())
+                .filter_map(|c| ipv4_net(c))
+            {
+                *nets.entry(net).or_default() += 1;
+            }
+            nets
         })
         .collect();
+    let mut job: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for (net, count) in per_node.iter().flatten() {
+        *job.entry(*net).or_default() += count;
+    }
     let mut out = vec![];
-    for (i, n) in nodes.iter().enumerate() {
+    for (n, mine) in nodes.iter().zip(&per_node) {
         let Some(limit) = n.node.neighbour_limits.as_ref().and_then(|l| l.gc_thresh3) else {
             continue;
         };
-        let mine: BTreeSet<String> = addrs[i].iter().filter_map(|c| ipv4_network(c)).collect();
-        let need = addrs
+        let need: u64 = mine
             .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .flat_map(|(_, a)| a.iter())
-            .filter(|c| ipv4_network(c).is_some_and(|net| mine.contains(&net)))
-            .count() as u64;
+            .map(|(net, own)| job.get(net).map_or(0, |all| all - own))
+            .sum();
         if need <= limit {
             continue;
         }
@@ -463,6 +472,12 @@ fn unroutable(mut f: Finding, nodes: &[NamedNode]) -> Finding {
 
 /// `192.168.10.7/24` → `192.168.10.0/24`.
 pub fn ipv4_network(cidr: &str) -> Option<String> {
+    let (net, len) = ipv4_net(cidr)?;
+    Some(format!("{}/{len}", std::net::Ipv4Addr::from(net)))
+}
+
+/// `192.168.10.7/24` → (the network's address as a number, 24).
+fn ipv4_net(cidr: &str) -> Option<(u32, u32)> {
     let (addr, len) = cidr.split_once('/')?;
     let len: u32 = len.parse().ok()?;
     if len > 32 {
@@ -470,8 +485,7 @@ pub fn ipv4_network(cidr: &str) -> Option<String> {
     }
     let ip: std::net::Ipv4Addr = addr.parse().ok()?;
     let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    let net = std::net::Ipv4Addr::from(u32::from(ip) & mask);
-    Some(format!("{net}/{len}"))
+    Some((u32::from(ip) & mask, len))
 }
 
 #[cfg(test)]
@@ -541,6 +555,68 @@ mod tests {
         );
         assert!(x[0].message.contains("gc_thresh3 = 32"), "{}", x[0].message);
         assert!(x[0].fix.contains("gc_thresh3=256"), "{}", x[0].fix);
+    }
+
+    #[test]
+    fn a_thousand_nodes_count_their_peers_per_rail() {
+        use fabrik_model::{NeighbourLimits, NetKind};
+        // 1000 nodes on two /16 rails (999 peers on each) and a third /16 that only the even
+        // nodes join (499 peers there): an odd node needs 1998 entries, an even one 2497.
+        let nodes: Vec<Node> = (0..1000u32)
+            .map(|i| {
+                let mut n = bare_node();
+                n.hostname = Some(format!("n{i}"));
+                let (hi, lo) = (i / 250, i % 250 + 1);
+                n.net_interfaces = vec![
+                    netif("lo", NetKind::Loopback, Some("127.0.0.1/8"), "unknown"),
+                    netif(
+                        "eth0",
+                        NetKind::Ethernet,
+                        Some(&format!("10.1.{hi}.{lo}/16")),
+                        "up",
+                    ),
+                    netif(
+                        "eth1",
+                        NetKind::Ethernet,
+                        Some(&format!("10.2.{hi}.{lo}/16")),
+                        "up",
+                    ),
+                ];
+                if i % 2 == 0 {
+                    let rail3 = format!("10.3.{hi}.{lo}/16");
+                    n.net_interfaces
+                        .push(netif("eth2", NetKind::Ethernet, Some(&rail3), "up"));
+                }
+                let limit = match i {
+                    7 => 1024,
+                    8 => 2048,
+                    _ => 4096,
+                };
+                n.neighbour_limits = Some(NeighbourLimits {
+                    gc_thresh1: Some(128),
+                    gc_thresh2: Some(512),
+                    gc_thresh3: Some(limit),
+                });
+                n
+            })
+            .collect();
+        let f = neighbour_tables(&named(nodes));
+        let got: Vec<(&str, bool)> = f
+            .iter()
+            .map(|x| (x.subject.as_str(), x.rule == NEIGHBOURS))
+            .collect();
+        assert_eq!(got, [("n7", true), ("n8", true)], "{f:#?}");
+        assert!(
+            f[0].message.contains("at least 1998 neighbour"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[1].message.contains("at least 2497 neighbour"),
+            "{}",
+            f[1].message
+        );
+        assert!(f[1].fix.contains("gc_thresh3=16384"), "{}", f[1].fix);
     }
 
     #[test]

@@ -173,15 +173,8 @@ type AllReduce = unsafe extern "C" fn(
 type AllGather =
     unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, Comm, CudaStream) -> c_int;
 type ReduceScatter = AllReduce;
-type Broadcast = unsafe extern "C" fn(
-    *const c_void,
-    *mut c_void,
-    usize,
-    c_int,
-    c_int,
-    Comm,
-    CudaStream,
-) -> c_int;
+/// The root takes the op's place.
+type Broadcast = AllReduce;
 type Reduce = unsafe extern "C" fn(
     *const c_void,
     *mut c_void,
@@ -402,20 +395,43 @@ impl NcclComm {
         op: NcclRedOp,
         stream: &Stream,
     ) -> Result<(), GpuError> {
+        let f = self.nccl.all_reduce;
+        self.enqueue(
+            f,
+            (send, recv, count),
+            dt,
+            op as c_int,
+            stream,
+            "ncclAllReduce",
+        )
+    }
+
+    /// Enqueues `f`, an entry point of ncclAllReduce's shape (send, recv, count, type, then
+    /// an op or a root), on `stream`; `what` names it in an error.
+    fn enqueue(
+        &mut self,
+        f: AllReduce,
+        (send, recv, count): (u64, u64, usize),
+        dt: NcclDataType,
+        op_or_root: c_int,
+        stream: &Stream,
+        what: &'static str,
+    ) -> Result<(), GpuError> {
         // SAFETY: the caller's buffers hold `count` elements on this communicator's device
-        // (the sweep sizes them from the same counts); the stream is live.
+        // (the sweep sizes them from the same counts; all_gather's and reduce_scatter's
+        // larger side holds nranks times as many); the stream is live.
         let rc = unsafe {
-            (self.nccl.all_reduce)(
+            f(
                 dev(send),
                 dev(recv),
                 count,
                 dt as c_int,
-                op as c_int,
+                op_or_root,
                 self.raw,
                 stream.raw(),
             )
         };
-        self.check(rc, "ncclAllReduce")
+        self.check(rc, what)
     }
 
     /// `ncclAllGather`: `send_count` elements from each rank into `recv` (`nranks` times as
@@ -453,19 +469,10 @@ impl NcclComm {
         op: NcclRedOp,
         stream: &Stream,
     ) -> Result<(), GpuError> {
-        // SAFETY: as in all_reduce, with send holding nranks * recv_count elements.
-        let rc = unsafe {
-            (self.nccl.reduce_scatter)(
-                dev(send),
-                dev(recv),
-                recv_count,
-                dt as c_int,
-                op as c_int,
-                self.raw,
-                stream.raw(),
-            )
-        };
-        self.check(rc, "ncclReduceScatter")
+        // send holds nranks * recv_count elements.
+        let f = self.nccl.reduce_scatter;
+        let bufs = (send, recv, recv_count);
+        self.enqueue(f, bufs, dt, op as c_int, stream, "ncclReduceScatter")
     }
 
     /// `ncclBroadcast` of `count` elements from rank `root`'s `send` into every rank's `recv` (device addresses), enqueued on `stream`.
@@ -478,19 +485,15 @@ impl NcclComm {
         root: u32,
         stream: &Stream,
     ) -> Result<(), GpuError> {
-        // SAFETY: as in all_reduce.
-        let rc = unsafe {
-            (self.nccl.broadcast)(
-                dev(send),
-                dev(recv),
-                count,
-                dt as c_int,
-                root as c_int,
-                self.raw,
-                stream.raw(),
-            )
-        };
-        self.check(rc, "ncclBroadcast")
+        let f = self.nccl.broadcast;
+        self.enqueue(
+            f,
+            (send, recv, count),
+            dt,
+            root as c_int,
+            stream,
+            "ncclBroadcast",
+        )
     }
 
     /// `ncclReduce` of `count` elements with `op` into rank `root`'s `recv` (device addresses), enqueued on `stream`.

@@ -2,7 +2,7 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{exports, torchrun_words};
+use crate::torchrun::{job_line, master_exports, script_head, torchrun_words};
 use crate::words::{quote, shell_lines, Word};
 use crate::{JobShape, LaunchError};
 
@@ -127,17 +127,13 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     )?);
 
     let mut out = String::from("#!/usr/bin/env bash\n");
-    out.push_str(&format!(
-        "# fabrik launch docker: {} node(s) x {} GPU(s); run on every node with NODE_RANK=0..{}\n",
-        shape.nodes,
-        shape.gpus_per_node,
+    let comment = format!(
+        "{}; run on every node with NODE_RANK=0..{}",
+        job_line("docker", shape),
         shape.nodes - 1
-    ));
-    out.push_str("set -euo pipefail\n\n");
-    out.push_str(&exports(env)?);
-    out.push('\n');
-    out.push_str(&format!("export MASTER_ADDR={}\n", quote(master)?));
-    out.push_str(&format!("export MASTER_PORT={}\n", shape.master_port));
+    );
+    script_head(&mut out, &comment, env)?;
+    master_exports(&mut out, master, shape)?;
     out.push_str("export NODE_RANK=\"${NODE_RANK:?set NODE_RANK to the rank of this node}\"\n\n");
     if let Some((name, words)) = sidecar_words(env, shape) {
         let src = env

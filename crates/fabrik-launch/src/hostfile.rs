@@ -3,19 +3,17 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::exports;
+use crate::torchrun::script_head;
 use crate::words::{shell_lines, Word};
 use crate::{JobShape, LaunchError};
 
 pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
     let mut out = String::from("#!/usr/bin/env bash\n");
-    out.push_str(&format!(
-        "# fabrik launch hostfile: {} host(s) x {} slot(s), one MPI rank per GPU\n",
+    let comment = format!(
+        "fabrik launch hostfile: {} host(s) x {} slot(s), one MPI rank per GPU",
         shape.nodes, shape.gpus_per_node
-    ));
-    out.push_str("set -euo pipefail\n\n");
-    out.push_str(&exports(env)?);
-    out.push('\n');
+    );
+    script_head(&mut out, &comment, env)?;
     out.push_str("cat > hostfile <<'HOSTFILE'\n");
     for h in &shape.hosts {
         out.push_str(&format!("{h} slots={}\n", shape.gpus_per_node));

@@ -2,7 +2,7 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{exports, torchrun_words};
+use crate::torchrun::{job_line, script_head, torchrun_words};
 use crate::words::{quote, shell_line, Word};
 use crate::{JobShape, LaunchError};
 
@@ -19,13 +19,11 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     if !shape.hosts.is_empty() {
         out.push_str(&format!("#SBATCH --nodelist={}\n", shape.hosts.join(",")));
     }
-    out.push_str(&format!(
-        "# fabrik launch slurm: {} node(s) x {} GPU(s); one srun task per node runs torchrun\n",
-        shape.nodes, shape.gpus_per_node
-    ));
-    out.push_str("set -euo pipefail\n\n");
-    out.push_str(&exports(env)?);
-    out.push('\n');
+    let comment = format!(
+        "{}; one srun task per node runs torchrun",
+        job_line("slurm", shape)
+    );
+    script_head(&mut out, &comment, env)?;
     match &shape.master_addr {
         Some(a) => out.push_str(&format!("export MASTER_ADDR={}\n", quote(a)?)),
         // Assigned before the export so that a failing scontrol stops the script under set -e.

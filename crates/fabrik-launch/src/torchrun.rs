@@ -34,27 +34,55 @@ pub(crate) fn torchrun_words(
 }
 
 /// The `export` lines of the environment, each with its reason as a comment.
-pub(crate) fn exports(env: &Env) -> Result<String, LaunchError> {
+fn exports(env: &Env) -> Result<String, LaunchError> {
     fabrik_nccl::env::render::shell(env).map_err(|e| LaunchError::Unquotable {
         what: "the environment".into(),
         reason: e.to_string(),
     })
 }
 
-pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
-    let master = shape.rendezvous_host().unwrap_or("127.0.0.1");
-    let mut out = String::from("#!/usr/bin/env bash\n");
-    out.push_str(&format!(
-        "# fabrik launch torchrun: {} node(s) x {} GPU(s); run this script on every node with NODE_RANK=0..{}\n",
-        shape.nodes,
-        shape.gpus_per_node,
-        shape.nodes - 1
-    ));
+/// What every launch script says after its interpreter line (and Slurm's `#SBATCH` lines):
+/// `comment` as a `#` line, strict mode, then the environment's exports.
+pub(crate) fn script_head(out: &mut String, comment: &str, env: &Env) -> Result<(), LaunchError> {
+    out.push_str("# ");
+    out.push_str(comment);
+    out.push('\n');
     out.push_str("set -euo pipefail\n\n");
     out.push_str(&exports(env)?);
     out.push('\n');
+    Ok(())
+}
+
+/// `fabrik launch LAUNCHER: N node(s) x G GPU(s)`, how a script's head comment begins.
+pub(crate) fn job_line(launcher: &str, shape: &JobShape) -> String {
+    format!(
+        "fabrik launch {launcher}: {} node(s) x {} GPU(s)",
+        shape.nodes, shape.gpus_per_node
+    )
+}
+
+/// The `export` lines of torchrun's rendezvous address and port.
+pub(crate) fn master_exports(
+    out: &mut String,
+    master: &str,
+    shape: &JobShape,
+) -> Result<(), LaunchError> {
     out.push_str(&format!("export MASTER_ADDR={}\n", quote(master)?));
-    out.push_str(&format!("export MASTER_PORT={}\n\n", shape.master_port));
+    out.push_str(&format!("export MASTER_PORT={}\n", shape.master_port));
+    Ok(())
+}
+
+pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    let master = shape.rendezvous_host().unwrap_or("127.0.0.1");
+    let mut out = String::from("#!/usr/bin/env bash\n");
+    let comment = format!(
+        "{}; run this script on every node with NODE_RANK=0..{}",
+        job_line("torchrun", shape),
+        shape.nodes - 1
+    );
+    script_head(&mut out, &comment, env)?;
+    master_exports(&mut out, master, shape)?;
+    out.push('\n');
     out.push_str("case \"${NODE_RANK:?set NODE_RANK to the rank of this node}\" in\n");
     for rank in 0..shape.nodes {
         let host = shape

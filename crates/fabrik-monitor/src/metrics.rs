@@ -124,15 +124,13 @@ fn counter(
     unit: Option<&Unit>,
     rows: &[(Vec<(&str, String)>, u64)],
 ) -> fmt::Result {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut m = enc.encode_descriptor(name, help, unit, MetricType::Counter)?;
-    for (labels, v) in rows {
-        let fam = m.encode_family(labels)?;
-        ConstCounter::new(*v).encode(fam)?;
-    }
-    Ok(())
+    family(
+        enc,
+        (name, help, unit),
+        MetricType::Counter,
+        rows,
+        ConstCounter::new,
+    )
 }
 
 fn gauge(
@@ -142,13 +140,30 @@ fn gauge(
     unit: Option<&Unit>,
     rows: &[(Vec<(&str, String)>, f64)],
 ) -> fmt::Result {
+    family(
+        enc,
+        (name, help, unit),
+        MetricType::Gauge,
+        rows,
+        ConstGauge::new,
+    )
+}
+
+/// One metric family of `kind`, a sample per row made by `make`; nothing where no row is.
+fn family<V: Copy, M: EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    (name, help, unit): (&str, &str, Option<&Unit>),
+    kind: MetricType,
+    rows: &[(Vec<(&str, String)>, V)],
+    make: fn(V) -> M,
+) -> fmt::Result {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut m = enc.encode_descriptor(name, help, unit, MetricType::Gauge)?;
+    let mut m = enc.encode_descriptor(name, help, unit, kind)?;
     for (labels, v) in rows {
         let fam = m.encode_family(labels)?;
-        ConstGauge::new(*v).encode(fam)?;
+        make(*v).encode(fam)?;
     }
     Ok(())
 }

@@ -181,28 +181,15 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
                 c.name
             )
         };
-        match p.presence {
-            Presence::Vanished => out.push(presence_finding(&subject, "RDMA port", true)),
-            Presence::Appeared => out.push(presence_finding(&subject, "RDMA port", false)),
-            Presence::Both => {}
-        }
+        out.extend(presence_of(&p.presence, &subject, "RDMA port"));
         for rule in PORT_RULES {
             grow_rule(rule, &subject, &p.changes, interval, &path_of, &mut out);
         }
         // CNPs are how DCQCN works; only a high rate says the fabric is congested.
-        let cnp: Vec<&CounterChange> = p
-            .changes
-            .iter()
-            .filter(|c| {
-                c.source == H && matches!(c.name.as_str(), "np_cnp_sent" | "rp_cnp_handled")
-            })
-            .filter(|c| c.per_second.is_some_and(|r| r > th.cnp_per_s))
-            .collect();
+        let (cnp, rates) = above_rate(&p.changes, th.cnp_per_s, |c| {
+            c.source == H && matches!(c.name.as_str(), "np_cnp_sent" | "rp_cnp_handled")
+        });
         if !cnp.is_empty() {
-            let rates: Vec<String> = cnp
-                .iter()
-                .map(|c| format!("{} {:.0}/s", c.name, c.per_second.unwrap_or(0.0)))
-                .collect();
             out.push(Finding {
                 rule: "FAB-CNT-109".into(),
                 severity: Severity::Warning,
@@ -210,8 +197,7 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
                 message: format!(
                     "congestion notification rate above {:.0}/s ({}): ECN marks the RoCE \
                      traffic of this port heavily and DCQCN keeps cutting its rate",
-                    th.cnp_per_s,
-                    rates.join(", ")
+                    th.cnp_per_s, rates
                 ),
                 evidence: cnp
                     .iter()
@@ -228,25 +214,14 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
             Source::Ethtool => format!("ethtool -S {}: {}", n.name, c.name),
             _ => format!("/sys/class/net/{}/statistics/{}", n.name, c.name),
         };
-        match n.presence {
-            Presence::Vanished => out.push(presence_finding(&subject, "interface", true)),
-            Presence::Appeared => out.push(presence_finding(&subject, "interface", false)),
-            Presence::Both => {}
-        }
+        out.extend(presence_of(&n.presence, &subject, "interface"));
         for rule in NETDEV_RULES {
             grow_rule(rule, &subject, &n.changes, interval, &path_of, &mut out);
         }
-        let pause: Vec<&CounterChange> = n
-            .changes
-            .iter()
-            .filter(|c| c.source == E && priority_pause(&c.name).is_some())
-            .filter(|c| c.per_second.is_some_and(|r| r > th.pause_frames_per_s))
-            .collect();
+        let (pause, rates) = above_rate(&n.changes, th.pause_frames_per_s, |c| {
+            c.source == E && priority_pause(&c.name).is_some()
+        });
         if !pause.is_empty() {
-            let rates: Vec<String> = pause
-                .iter()
-                .map(|c| format!("{} {:.0}/s", c.name, c.per_second.unwrap_or(0.0)))
-                .collect();
             let rdma = if n.rdma_ports.is_empty() {
                 String::new()
             } else {
@@ -260,8 +235,7 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
                     "PFC pause frames above {:.0}/s on {subject}{rdma}: {}; rx pauses mean the \
                      switch throttles this NIC, tx pauses that this host cannot drain its receive \
                      buffers (a pause storm stalls every flow on that priority)",
-                    th.pause_frames_per_s,
-                    rates.join(", ")
+                    th.pause_frames_per_s, rates
                 ),
                 evidence: pause
                     .iter()
@@ -274,6 +248,34 @@ pub fn report_findings(report: &Report, th: &Thresholds) -> Vec<Finding> {
     }
     fabrik_model::sort_findings(&mut out);
     out
+}
+
+/// The finding of a port or interface that only one of the two samples has.
+fn presence_of(presence: &Presence, subject: &str, what: &str) -> Option<Finding> {
+    match presence {
+        Presence::Vanished => Some(presence_finding(subject, what, true)),
+        Presence::Appeared => Some(presence_finding(subject, what, false)),
+        Presence::Both => None,
+    }
+}
+
+/// The changes `pick` selects that moved faster than `limit` per second, and their rates as
+/// a message lists them (`np_cnp_sent 5000/s, ...`).
+fn above_rate(
+    changes: &[CounterChange],
+    limit: f64,
+    pick: impl Fn(&CounterChange) -> bool,
+) -> (Vec<&CounterChange>, String) {
+    let fast: Vec<&CounterChange> = changes
+        .iter()
+        .filter(|c| pick(c))
+        .filter(|c| c.per_second.is_some_and(|r| r > limit))
+        .collect();
+    let rates: Vec<String> = fast
+        .iter()
+        .map(|c| format!("{} {:.0}/s", c.name, c.per_second.unwrap_or(0.0)))
+        .collect();
+    (fast, rates.join(", "))
 }
 
 fn grow_rule(

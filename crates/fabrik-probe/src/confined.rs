@@ -416,19 +416,10 @@ pub fn list_dir_typed(dir: &mut rustix::fs::Dir) -> io::Result<Vec<Listed>> {
 /// Sorted UTF-8 names of an open directory.
 pub fn list_fd(fd: OwnedFd) -> io::Result<Vec<String>> {
     let mut dir = rustix::fs::Dir::new(fd)?;
-    let mut names = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        if let Ok(s) = std::str::from_utf8(name) {
-            names.push(s.to_string());
-        }
-    }
-    names.sort();
-    Ok(names)
+    Ok(list_dir_typed(&mut dir)?
+        .into_iter()
+        .map(|l| l.name)
+        .collect())
 }
 
 /// Resolves every symlink in `logical` inside the root open at `root`, by hand: an absolute

@@ -150,27 +150,52 @@ impl Comm {
         op: RedOp,
         root: u32,
     ) -> Result<(), ClusterError> {
-        let n = self.n;
-        if n < 2 || buf.is_empty() {
+        let Some(tree) = self.binomial(root, buf.len()) else {
             return Ok(());
-        }
-        let root = root % n;
-        let vr = (self.rank + n - root) % n;
+        };
+        let n = self.n;
         self.small_scratch(buf.len(), |tmp: &mut [T]| {
             let mut mask = 1;
-            while mask < n {
-                if vr & mask != 0 {
-                    let parent = ((vr - mask) + root) % n;
-                    return self.send_to(parent, bytemuck::cast_slice(buf));
-                }
-                let child = vr | mask;
+            while mask < tree.bit {
+                let child = tree.pos | mask;
                 if child < n {
-                    self.recv_from((child + root) % n, bytemuck::cast_slice_mut(tmp))?;
+                    self.recv_from((child + tree.root) % n, bytemuck::cast_slice_mut(tmp))?;
                     reduce_into(buf, tmp, op);
                 }
                 mask <<= 1;
             }
-            Ok(())
+            match tree.parent {
+                Some(p) => self.send_to(p, bytemuck::cast_slice(buf)),
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// This rank's place in the binomial tree rooted at `root`; none where there is nothing
+    /// to move (a single rank or an empty buffer of `len` elements).
+    fn binomial(&self, root: u32, len: usize) -> Option<Binomial> {
+        let n = self.n;
+        if n < 2 || len == 0 {
+            return None;
+        }
+        let root = root % n;
+        let pos = (self.rank + n - root) % n;
+        if pos == 0 {
+            let bit = n.next_power_of_two();
+            return Some(Binomial {
+                root,
+                pos,
+                bit,
+                parent: None,
+            });
+        }
+        let bit = pos & pos.wrapping_neg();
+        let parent = Some((pos - bit + root) % n);
+        Some(Binomial {
+            root,
+            pos,
+            bit,
+            parent,
         })
     }
 
@@ -181,25 +206,17 @@ impl Comm {
         buf: &mut [T],
         root: u32,
     ) -> Result<(), ClusterError> {
-        let n = self.n;
-        if n < 2 || buf.is_empty() {
+        let Some(tree) = self.binomial(root, buf.len()) else {
             return Ok(());
+        };
+        let n = self.n;
+        if let Some(p) = tree.parent {
+            self.recv_from(p, bytemuck::cast_slice_mut(buf))?;
         }
-        let root = root % n;
-        let vr = (self.rank + n - root) % n;
-        let mut mask = 1;
-        while mask < n {
-            if vr & mask != 0 {
-                let parent = ((vr - mask) + root) % n;
-                self.recv_from(parent, bytemuck::cast_slice_mut(buf))?;
-                break;
-            }
-            mask <<= 1;
-        }
-        mask >>= 1;
+        let mut mask = tree.bit >> 1;
         while mask > 0 {
-            if vr + mask < n {
-                let child = (vr + mask + root) % n;
+            if tree.pos + mask < n {
+                let child = (tree.pos + mask + tree.root) % n;
                 self.send_to(child, bytemuck::cast_slice(buf))?;
             }
             mask >>= 1;
@@ -305,4 +322,17 @@ impl Comm {
 
 fn no_link(p: u32) -> ClusterError {
     ClusterError::NoMeshLink { rank: p }
+}
+
+/// A rank's place in a binomial tree: its children sit at `pos` plus each bit below `bit`.
+struct Binomial {
+    /// The root, below `n`.
+    root: u32,
+    /// The rank's position relative to the root.
+    pos: u32,
+    /// The bit through which the rank meets its parent: the lowest set bit of `pos`, or at the
+    /// root `n` rounded up to a power of two.
+    bit: u32,
+    /// The rank that clears `bit` (none at the root).
+    parent: Option<u32>,
 }

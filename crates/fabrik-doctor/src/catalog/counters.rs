@@ -4,6 +4,8 @@
 
 use fabrik_model::{Rule, Scope, Severity};
 
+use super::MLX5_CNP;
+
 type PageSource = fabrik_model::Source;
 
 const KERNEL_IB_ABI: PageSource = PageSource {
@@ -30,10 +32,6 @@ const MLX5_ETHTOOL: PageSource = PageSource {
 const NETDEV_STATS: PageSource = PageSource {
     title: "Linux documentation: interface statistics (/sys/class/net/IF/statistics)",
     url: "https://docs.kernel.org/networking/statistics.html",
-};
-const MLX5_CNP: PageSource = PageSource {
-    title: "IB/mlx5: congestion counters np_cnp_sent, rp_cnp_handled, np_ecn_marked_roce_packets",
-    url: "https://github.com/xanmod/linux/commit/e1f24a79f424ddb03828de7c0152668c9a30146e",
 };
 const NCCL_ENV: PageSource = PageSource {
     title: "NCCL documentation: Environment Variables (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT)",

@@ -4,7 +4,7 @@
 //! says the problem happened, not that it is happening; `fabrik monitor` or a second snapshot
 //! shows the rate.
 
-use fabrik_model::{Finding, Node, Severity};
+use fabrik_model::{Evidence, Finding, Node, Port, RdmaDevice, Severity};
 
 use crate::util::*;
 
@@ -61,6 +61,13 @@ fn nonzero<'a>(
         .collect()
 }
 
+/// Each hit as read from the port's `dir` (`counters` or `hw_counters`).
+fn evidence(dev: &RdmaDevice, port: &Port, dir: &str, hits: &[(&str, u64)]) -> Vec<Evidence> {
+    hits.iter()
+        .map(|(k, v)| ev(port_path(dev, port, &format!("{dir}/{k}")), v.to_string()))
+        .collect()
+}
+
 fn listing(hits: &[(&str, u64)]) -> String {
     hits.iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -81,7 +88,7 @@ pub fn link_errors(node: &Node) -> Vec<Finding> {
             Severity::Warning,
             port_subject(dev, port),
             format!("link error counters are above zero ({}): a marginal cable, transceiver or switch port, which costs retransmissions or link flaps", listing(&hits)),
-            hits.iter().map(|(k, v)| ev(port_path(dev, port, &format!("counters/{k}")), v.to_string())).collect(),
+            evidence(dev, port, "counters", &hits),
             format!("Watch whether they grow (`perfquery -x` or a second `fabrik snapshot`); if they do, check the link with `mlxlink -d {} -p {} -c` and replace the cable or transceiver. Reset the counters after a fix (`perfquery -R`).", dev.name, port.number),
         ));
     }
@@ -106,7 +113,7 @@ pub fn roce_loss(node: &Node) -> Vec<Finding> {
             Severity::Warning,
             port_subject(dev, port),
             format!("RoCE loss and retransmission counters are above zero ({}): packets were dropped in the fabric and recovered by go-back-N retransmission or timeouts, which stalls NCCL", listing(&hits)),
-            hits.iter().map(|(k, v)| ev(port_path(dev, port, &format!("hw_counters/{k}")), v.to_string())).collect(),
+            evidence(dev, port, "hw_counters", &hits),
             "Make the RoCE priority lossless end to end (PFC on host and switches, see FAB-QOS-001) with ECN/DCQCN on (FAB-QOS-002), check switch buffer drops, and check that NCCL_IB_TC/NCCL_IB_SL map traffic to that priority.",
         ));
     }
@@ -126,7 +133,7 @@ pub fn congestion(node: &Node) -> Vec<Finding> {
             Severity::Info,
             port_subject(dev, port),
             format!("congestion notifications were exchanged ({}): DCQCN is working and the fabric saw congestion; many CNPs during a job point at incast or an oversubscribed path", listing(&hits)),
-            hits.iter().map(|(k, v)| ev(port_path(dev, port, &format!("hw_counters/{k}")), v.to_string())).collect(),
+            evidence(dev, port, "hw_counters", &hits),
             "No action if bandwidth is as expected; otherwise compare the CNP rate across nodes to find the congested rail or switch, and check the job's traffic pattern (all-to-all incast).",
         ));
     }

@@ -295,35 +295,45 @@ pub fn unknown_values(node: &Node) -> Vec<Finding> {
     let cannot = "fabrik cannot judge this value; it is reported as read.";
     for (dev, port) in all_ports(node) {
         let subject = port_subject(dev, port);
-        if let Some(s) = &port.state {
-            if s.port_state() == PortState::Unknown {
-                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
-                    format!("port state `{}` is not a state fabrik knows; {cannot}", s.name),
-                    vec![ev(port_path(dev, port, "state"), s.name.clone())],
-                    "Check the port with `ibstat`/`ibv_devinfo`; report the value to fabrik if it is a new kernel state."));
-            }
+        // A warning on one of the port's files, quoting the value as read.
+        let unknown = |file: &str, value: &str, message: String, fix: &str| {
+            let evidence = vec![ev(port_path(dev, port, file), value)];
+            finding(
+                UNKNOWN_VALUE,
+                Severity::Warning,
+                &subject,
+                message,
+                evidence,
+                fix,
+            )
+        };
+        if let Some(s) = port
+            .state
+            .as_ref()
+            .filter(|s| s.port_state() == PortState::Unknown)
+        {
+            out.push(unknown("state", &s.name,
+                format!("port state `{}` is not a state fabrik knows; {cannot}", s.name),
+                "Check the port with `ibstat`/`ibv_devinfo`; report the value to fabrik if it is a new kernel state."));
         }
-        if let Some(s) = &port.phys_state {
-            if s.phys_state() == PhysState::Unknown {
-                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
-                    format!("physical state `{}` is not a state fabrik knows; {cannot}", s.name),
-                    vec![ev(port_path(dev, port, "phys_state"), s.name.clone())],
-                    "Check the port with `ibstat`; report the value to fabrik if it is a new kernel state."));
-            }
+        if let Some(s) = port
+            .phys_state
+            .as_ref()
+            .filter(|s| s.phys_state() == PhysState::Unknown)
+        {
+            out.push(unknown("phys_state", &s.name,
+                format!("physical state `{}` is not a state fabrik knows; {cannot}", s.name),
+                "Check the port with `ibstat`; report the value to fabrik if it is a new kernel state."));
         }
-        if let Some(r) = &port.rate {
-            if r.gbps.is_none() {
-                out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
-                    format!("link rate `{}` has no number fabrik can read; {cannot}", r.text),
-                    vec![ev(port_path(dev, port, "rate"), r.text.clone())],
-                    "Check the rate with `ibstat`; report the text to fabrik if the kernel writes a new format."));
-            }
+        if let Some(r) = port.rate.as_ref().filter(|r| r.gbps.is_none()) {
+            out.push(unknown("rate", &r.text,
+                format!("link rate `{}` has no number fabrik can read; {cannot}", r.text),
+                "Check the rate with `ibstat`; report the text to fabrik if the kernel writes a new format."));
         }
         // EFA ports have no IB or Ethernet link layer: the kernel writes `Unknown` for them.
         if let Some(LinkLayer::Other(v)) = port.link_layer.as_ref().filter(|_| !dev.is_efa()) {
-            out.push(finding(UNKNOWN_VALUE, Severity::Warning, &subject,
+            out.push(unknown("link_layer", v,
                 format!("link layer `{v}` is neither InfiniBand nor Ethernet; IB and RoCE rules were not applied to this port"),
-                vec![ev(port_path(dev, port, "link_layer"), v.clone())],
                 "Check the device with `ibv_devinfo`."));
         }
         for gid in &port.gids {

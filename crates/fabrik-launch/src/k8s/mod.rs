@@ -75,9 +75,12 @@ fn indexed_job_spec(
 }
 
 fn header(env: &Env, shape: &JobShape) -> String {
+    let launcher = format!("k8s ({})", shape.k8s_kind);
     let mut out = format!(
-        "# fabrik launch k8s ({}): {} node(s) x {} GPU(s), profile {}\n# {}\n",
-        shape.k8s_kind, shape.nodes, shape.gpus_per_node, env.profile, env.summary
+        "# {}, profile {}\n# {}\n",
+        crate::torchrun::job_line(&launcher, shape),
+        env.profile,
+        env.summary
     );
     if pod::uses_dev_infiniband_host_path(&env.runtime, shape) {
         out.push_str("# RDMA: /dev/infiniband from the host (privileged); pass --rdma-resource NAME to use a device plugin instead\n");
