@@ -12,7 +12,7 @@
 # run more iterations (ITERS x 1 MiB / size, at most 1000) so each timing spans milliseconds.
 #
 #   testbed/bench-collectives.sh [RANKS...]        default: 2 4 8
-#   env: ROUNDS (3), ITERS (10), WARMUP (3), CHANNELS (2), ALGO (auto),
+#   env: ROUNDS (3), ITERS (10), WARMUP (3), CHANNELS (2), ALGO (auto), CHUNK (fabrik's default),
 #        SIZES (8 B, then 16 B to 256 MiB by factors of 4)
 #
 # Needs root, a release build of fabrik (cargo build --release -p fabrik), and for the anchors
@@ -24,6 +24,7 @@ FABRIK=$(realpath "${FABRIK:-target/release/fabrik}")
 [ -x "$FABRIK" ] || { echo "build fabrik first: cargo build --release -p fabrik" >&2; exit 2; }
 SIZES=${SIZES:-"8 $(awk 'BEGIN{for (s = 16; s <= 268435456; s *= 4) printf "%d ", s}')"}
 ITERS=${ITERS:-10}
+CHUNK=${CHUNK:-}
 WARMUP=${WARMUP:-3}
 CHANNELS=${CHANNELS:-2}
 ROUNDS=${ROUNDS:-3}
@@ -113,7 +114,7 @@ for N in ${@:-2 4 8}; do
     for h in $(seq 0 $((N - 1))); do
       ip netns exec "$NAME-h$h" env RANK=$h WORLD_SIZE=$N MASTER_ADDR=10.77.0.1 MASTER_PORT=$((PORT + 1000 * round + 10 * k)) \
         FABRIK_TOKEN=bench "$FABRIK" bench collective all_reduce -b "$s" -e "$s" -n "$(iters_for "$s")" \
-        -w "$WARMUP" -c 0 --channels "$CHANNELS" --algo "$ALGO" --format json --name "h$h" > "$WORK/fab$h.json" &
+        -w "$WARMUP" -c 0 --channels "$CHANNELS" --algo "$ALGO" ${CHUNK:+--chunk-size "$CHUNK"} --format json --name "h$h" > "$WORK/fab$h.json" &
     done
     wait || true
     python3 -c "

@@ -93,17 +93,10 @@ pub enum NcclRedOp {
 
 /// The ncclResult_t enumerator's name, for messages a user can search for.
 pub fn result_name(code: i32) -> &'static str {
-    match code {
-        0 => "ncclSuccess",
-        1 => "ncclUnhandledCudaError",
-        2 => "ncclSystemError",
-        3 => "ncclInternalError",
-        4 => "ncclInvalidArgument",
-        5 => "ncclInvalidUsage",
-        6 => "ncclRemoteError",
-        7 => "ncclInProgress",
-        _ => "unknown ncclResult_t",
-    }
+    u32::try_from(code)
+        .ok()
+        .and_then(fabrik_model::nccl::result_name)
+        .unwrap_or("unknown ncclResult_t")
 }
 
 /// `ncclInProgress`: a non-blocking operation has not finished yet.

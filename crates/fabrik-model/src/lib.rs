@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cluster;
 pub mod finding;
 pub mod gid;
+pub mod nccl;
 pub mod node;
 pub mod rule;
 pub mod size;

@@ -303,15 +303,13 @@ fn unclassified_real_warnings_fall_back_to_the_generic_finding() {
     assert_eq!(m, Some(("nccl", None)));
     // A format of the target areas left unclaimed on purpose (docs/logs.md says why): a user
     // buffer registration that NCCL 2.24-2.25 gives up on and copies instead.
-    for msg in ["rank 3 failed to NET register userbuff 0x7f2a40000000 buffSize 1048576 GDR flag 0"]
-    {
-        let d = diagnose_warn(msg.as_bytes(), Some(b"net.cc:1561"));
-        assert_eq!(d.rule, "FAB-NCCL-WARN", "{msg}");
-        assert_eq!(
-            catalog().lookup(msg.as_bytes()).map(|m| m.class),
-            Some(None)
-        );
-    }
+    let msg = "rank 3 failed to NET register userbuff 0x7f2a40000000 buffSize 1048576 GDR flag 0";
+    let d = diagnose_warn(msg.as_bytes(), Some(b"net.cc:1561"));
+    assert_eq!(d.rule, "FAB-NCCL-WARN", "{msg}");
+    assert_eq!(
+        catalog().lookup(msg.as_bytes()).map(|m| m.class),
+        Some(None)
+    );
 }
 
 /// Messages of NCCL's net, transport, proxy, bootstrap, init and graph code and of

@@ -374,21 +374,7 @@ fn completion_status(message: &[u8]) -> Option<u32> {
     digits(&rest[open + 1..])
 }
 
-/// The name of an ncclResult_t code (nccl.h.in: 0-5 since 2.0, ncclRemoteError 6 and
-/// ncclInProgress 7 since 2.13/2.14).
-pub fn result_name(code: u32) -> Option<&'static str> {
-    Some(match code {
-        0 => "ncclSuccess",
-        1 => "ncclUnhandledCudaError",
-        2 => "ncclSystemError",
-        3 => "ncclInternalError",
-        4 => "ncclInvalidArgument",
-        5 => "ncclInvalidUsage",
-        6 => "ncclRemoteError",
-        7 => "ncclInProgress",
-        _ => return None,
-    })
-}
+pub use fabrik_model::nccl::result_name;
 
 /// The ncclResult code a line carries: `retcode 3` and `res=3` (proxy.cc), `file.cc:N -> 3`
 /// (NCCLCHECK's trace), `NCCL error ... 3` is read by name elsewhere.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_cluster::collective::{AlgoChoice, CollOp, Comm, DEFAULT_CHUNK_BYTES};
+use fabrik_cluster::collective::{AlgoChoice, CollOp, Comm, DEFAULT_CHUNK_BYTES, TCP_CHUNK_BYTES};
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::nccl_sweep::{check_support, local_index, GpuRank};
 use fabrik_cluster::ranks::process_env;
@@ -71,9 +71,9 @@ pub struct Args {
     /// auto (by size and rank count). Host-memory backends only.
     #[arg(long, default_value = "auto")]
     pub algo: String,
-    /// Pipelining chunk size.
-    #[arg(long = "chunk-size", default_value = "1M")]
-    pub chunk: String,
+    /// Pipelining chunk size [default: 64K over tcp, 1M over rdma].
+    #[arg(long = "chunk-size")]
+    pub chunk: Option<String>,
     /// text (nccl-tests' table) or json.
     #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
     pub format: fabrik_render::Format,
@@ -107,7 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let min = parse_size(&args.min_bytes)?;
     let max = parse_size(&args.max_bytes)?;
     let inc = args.step_bytes.as_deref().map(parse_size).transpose()?;
-    let chunk = parse_size(&args.chunk)? as usize;
+    let chunk = match &args.chunk {
+        Some(c) => parse_size(c)? as usize,
+        None => 0,
+    };
     let size_list = sizes(min, max, args.step_factor, inc);
     if size_list.is_empty() {
         anyhow::bail!("no sizes between {min} and {max}");
@@ -181,10 +184,10 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
         name: Some(format!("host memory ({via}, {} channels)", args.channels)),
     };
     let devices = group.gather(me)?;
-    let chunk_bytes = if chunk == 0 {
-        DEFAULT_CHUNK_BYTES
-    } else {
-        chunk
+    let chunk_bytes = match (chunk, &transport) {
+        (0, Transport::Tcp) => TCP_CHUNK_BYTES,
+        (0, Transport::Rdma(_)) => DEFAULT_CHUNK_BYTES,
+        (c, _) => c,
     };
     let algo: AlgoChoice = args.algo.parse()?;
     let mesh = cfg.op == CollOp::Alltoall || algo.needs_mesh();
@@ -206,7 +209,7 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
     let mut notes = vec![
         format!(
             "channels {}, chunk {} B, warm-up {}, iterations {}",
-            args.channels, chunk, cfg.warmup, cfg.iters
+            args.channels, chunk_bytes, cfg.warmup, cfg.iters
         ),
         format!("algorithm ({}): {algos}", args.algo),
     ];
