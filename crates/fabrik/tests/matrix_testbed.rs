@@ -81,6 +81,15 @@ fn verdicts(m: &Value) -> Vec<(String, Vec<u64>)> {
         .collect()
 }
 
+/// The verdicts that blame something: a link or node the busy machine's noise slowed in the
+/// matrix comes out of the second pass as `not_reproduced`, which blames nothing.
+fn blamed(m: &Value) -> Vec<(String, Vec<u64>)> {
+    verdicts(m)
+        .into_iter()
+        .filter(|(kind, _)| kind != "not_reproduced")
+        .collect()
+}
+
 // A shaped transfer takes 0.4 s; smaller ones let a busy machine's scheduling noise flag
 // unshaped links too.
 const SMALL: [&str; 6] = ["--size", "1M", "--iters", "1", "--format", "json"];
@@ -97,11 +106,18 @@ fn a_host_shaped_on_its_nic_is_a_bad_node() {
         .unwrap();
     let m = root_json(&run_ranks(&tb, &SMALL, |_| vec![]), 1);
     assert_eq!(m["analysis"]["slow_nodes"][0]["rank"], 3, "{m}");
-    assert_eq!(verdicts(&m), vec![("node".to_string(), vec![3])], "{m}");
+    assert_eq!(blamed(&m), vec![("node".to_string(), vec![3])], "{m}");
     let iso = &m["isolation"];
-    assert_eq!(iso["suspects"], serde_json::json!([3]));
+    assert!(
+        iso["suspects"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(3)),
+        "{m}"
+    );
     // The evidence: rank 3 both ways with three nodes that passed, each below the line.
-    let ev = iso["verdicts"][0]["evidence"].as_array().unwrap();
+    let at = verdicts(&m).iter().position(|v| v.0 == "node").unwrap();
+    let ev = iso["verdicts"][at]["evidence"].as_array().unwrap();
     assert_eq!(ev.len(), 6, "{ev:?}");
     for e in ev {
         assert!(e["src"] == 3 || e["dst"] == 3, "{e}");
@@ -195,7 +211,7 @@ fn per_rail_runs_a_matrix_on_each_rail_and_finds_the_shaped_one() {
         assert!(!verdicts(&rails[0]).contains(&("node".to_string(), vec![1])));
     }
     assert_eq!(
-        verdicts(&rails[1]),
+        blamed(&rails[1]),
         vec![("node".to_string(), vec![1])],
         "{}",
         rails[1]
