@@ -29,20 +29,6 @@ def unescape(s):
     return "".join(out)
 
 
-def claims(path):
-    out = []
-    for line in open(path, encoding="utf-8"):
-        line = line.rstrip("\n")
-        if line.startswith("match: "):
-            c = line[len("match: ") :]
-            src = None
-            for s in SOURCES:
-                if c.startswith(s + ":"):
-                    src, c = s, c[len(s) + 1 :]
-            out.append((src, c))
-    return out
-
-
 def class_blocks(path):
     """(rule, severity, title, [(src, prefix)]) per class, in file order."""
     out = []
@@ -96,21 +82,13 @@ def main():
         class_table(sys.argv[2], sys.argv[3])
         return
     tsv, classes = sys.argv[1], sys.argv[2]
-    cl = claims(classes)
+    cl = [m for block in class_blocks(classes) for m in block[3]]
     total, done = Counter(), Counter()
-    for line in open(tsv, encoding="utf-8"):
-        if line.startswith("#") or not line.strip():
-            continue
-        kind, src, area, _file, _first, _last, _n, fmt = line.rstrip("\n").split("\t", 7)
-        if kind != "WARN":
-            continue
-        fmt = unescape(fmt)
+    for src, area, fmt in warn_formats(tsv):
         hit = any(fmt.startswith(p) and (s is None or s == src) for s, p in cl)
-        for key in ((src, "all"), (src, area)):
+        for key in ((src, "all"), (src, area), ("all", "all")):
             total[key] += 1
             done[key] += hit
-        total[("all", "all")] += 1
-        done[("all", "all")] += hit
     print("| source | area | WARN formats | classified | share |")
     print("| --- | --- | --- | --- | --- |")
     for key in sorted(total, key=lambda k: (k[0] == "all", k[0], k[1] != "all", k[1])):
@@ -118,7 +96,6 @@ def main():
         if key[0] != "nccl" and key[1] not in ("all",) and key[1] == key[0]:
             continue
         print("| %s | %s | %d | %d | %.0f %% |" % (key[0], key[1], t, d, 100.0 * d / t))
-
 
 if __name__ == "__main__":
     main()
