@@ -15,6 +15,10 @@ cache=${SOFTROCE_CACHE:-$repo/testbed/cache}
 "$here/build.sh" "$@"
 ver=$(cat "$cache/kernel-version")
 log=$cache/softroce-console.txt
+# The guest's speed follows the host's (TCG emulates every instruction): the host's CPU, load and
+# busiest processes go on record beside the ratios.
+echo "softroce: host $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+top -bn1 2>/dev/null | sed -n '8,10s/^/softroce:   busiest now: /p' || true
 start=$(date +%s)
 set +e
 timeout "${SOFTROCE_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -m "${SOFTROCE_MEM:-1024}" -smp 2 \

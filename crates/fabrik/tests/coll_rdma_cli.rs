@@ -126,3 +126,17 @@ fn unknown_backend_and_transport_are_refused() {
     assert!(!out.status.success());
     assert!(stderr.contains("unknown --transport \"ucx\""), "{stderr}");
 }
+
+#[test]
+fn a_zero_chunk_is_refused_not_taken_for_the_default() {
+    let out = fabrik()
+        .args(["bench", "collective", "all_reduce", "--chunk-size", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--chunk-size must be at least 1 byte"),
+        "{stderr}"
+    );
+}

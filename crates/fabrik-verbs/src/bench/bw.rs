@@ -4,16 +4,13 @@
 use std::time::{Duration, Instant};
 
 use super::resources::Resources;
-use super::wait::{check_wc, poll_some};
+use super::wait::{check_wc, poll_some, POLLS_PER_CHECK};
+use crate::clock::Ticker;
 use crate::error::VerbsError;
 use crate::ffi::*;
 use crate::mem::pattern;
 use crate::proto::{Endpoint, TestParams};
 use crate::stats::bw_row;
-
-pub(super) fn secs(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64()
-}
 
 /// Bandwidth, sending side: `iterations` WRs round-robin over the QPs, at most `tx_depth` in
 /// flight per QP, one signaled every `cq_mod`.
@@ -35,8 +32,11 @@ pub(super) fn bw_sender(
     let (mut posted, mut completed) = (0usize, 0usize);
     let mut wcs = [ibv_wc::default(); 16];
     let verbs = res.ctx.verbs.clone();
-    let start = Instant::now();
-    let mut last_progress = Instant::now();
+    // Stamps come from the cycle counter, as perftest's `get_cycles()`: where the clocksource is
+    // `hpet` (a qemu guest), `Instant::now()` is a system call and an emulated device read, and
+    // it was two of them per message. The clock proper is read only at the idle checks.
+    let clock = Ticker::start();
+    let mut idle_since: Option<Instant> = None;
     let mut idle_spins = 0u32;
     while completed < n {
         while posted < n {
@@ -49,7 +49,7 @@ pub(super) fn bw_sender(
             let wr_id = ((q as u64) << 32) | since_signal[q] as u64;
             // Stamped before posting, as perftest does: on software providers (rxe) the post
             // itself can run the whole transfer.
-            posted_at.push(secs(start));
+            posted_at.push(clock.now());
             res.post(q, p.op, bytes, remote, signaled, wr_id)?;
             outstanding[q] += 1;
             posted += 1;
@@ -59,15 +59,11 @@ pub(super) fn bw_sender(
         }
         let got = res.send_cq.poll(&mut wcs)?;
         if got == 0 {
-            // Reading the clock on every empty poll costs more than the poll where the guest
-            // clocksource is emulated; look every 1024.
+            // The checks of `wait::Spin`, with the progress made so far in the error.
             idle_spins = idle_spins.wrapping_add(1);
-            if idle_spins % 1024 == 0 {
-                std::thread::yield_now();
-            }
-            if idle_spins % 1024 == 0 {
+            if idle_spins % POLLS_PER_CHECK == 0 {
                 let now = Instant::now();
-                if now.duration_since(last_progress) > timeout {
+                if now.duration_since(*idle_since.get_or_insert(now)) > timeout {
                     return Err(VerbsError::Timeout {
                         what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
                         secs: timeout.as_secs_f64(),
@@ -76,12 +72,13 @@ pub(super) fn bw_sender(
                 if let Some(w) = &res.watch {
                     w.check(now, "completions")?;
                 }
+                std::thread::yield_now();
             }
-            std::hint::spin_loop();
             continue;
         }
-        let t = secs(start);
-        last_progress = Instant::now();
+        let t = clock.now();
+        idle_since = None;
+        idle_spins = 0;
         for wc in &wcs[..got] {
             check_wc(&verbs, wc, p.op.as_str())?;
             let q = (wc.wr_id >> 32) as usize;
@@ -98,7 +95,17 @@ pub(super) fn bw_sender(
         }
     }
     completed_at.truncate(n);
-    bw_row(bytes, &posted_at, &completed_at)
+    let rate = clock
+        .rate()
+        .ok_or_else(|| VerbsError::Control("the cycle counter did not advance".into()))?;
+    let t0 = posted_at.first().copied().unwrap_or(0);
+    let secs = |ticks: &[u64]| -> Vec<f64> {
+        ticks
+            .iter()
+            .map(|&t| t.wrapping_sub(t0) as f64 / rate / 1e6)
+            .collect()
+    };
+    bw_row(bytes, &secs(&posted_at), &secs(&completed_at))
         .ok_or_else(|| VerbsError::Control("no time elapsed: too few iterations".into()))
 }
 

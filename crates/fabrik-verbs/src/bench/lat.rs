@@ -202,7 +202,7 @@ pub(super) fn lat_loop(
         return Ok((Vec::new(), None));
     }
     let rate = clock
-        .ticks_per_us()
+        .rate()
         .ok_or_else(|| VerbsError::Control("the cycle counter did not advance".into()))?;
     let factor = if p.op == Op::Read { 1.0 } else { 2.0 };
     let samples = stamps

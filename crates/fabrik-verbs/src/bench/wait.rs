@@ -21,7 +21,13 @@ pub(super) const READS_PER_CHECK: u32 = 16384;
 /// on the `hpet` clocksource every clock read is a system call plus an emulated device read,
 /// several µs: one per wait was a measurable part of a 12 µs round trip.) Yielding now and then
 /// matters when both ends share a CPU (oversubscribed hosts, VMs): a spinning waiter would
-/// otherwise hold it until the next scheduler tick while the peer it waits for cannot run.
+/// otherwise hold it until the next scheduler tick while the peer it waits for cannot run (in
+/// the Soft-RoCE VM, both ends pinned to one vCPU: about 1 ms a round trip with the yield, and
+/// `ib_send_lat`, which never yields, did not finish).
+///
+/// An empty round is not followed by a `pause` (`spin_loop`), as perftest's polls are not: on
+/// x86 `pause` stalls 40 to 140 cycles, a delay added to noticing a completion, and qemu's TCG
+/// ends its translated code on every `pause` and takes its global lock before going on.
 pub(super) struct Spin {
     pub(super) rounds: u32,
     pub(super) every: u32,
@@ -60,7 +66,6 @@ impl Spin {
             }
             std::thread::yield_now();
         }
-        std::hint::spin_loop();
         Ok(())
     }
 }

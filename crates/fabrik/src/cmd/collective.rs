@@ -107,9 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let min = parse_size(&args.min_bytes)?;
     let max = parse_size(&args.max_bytes)?;
     let inc = args.step_bytes.as_deref().map(parse_size).transpose()?;
-    let chunk = match &args.chunk {
-        Some(c) => parse_size(c)? as usize,
-        None => 0,
+    let chunk = match args.chunk.as_deref().map(parse_size).transpose()? {
+        Some(0) => anyhow::bail!("--chunk-size must be at least 1 byte"),
+        Some(c) => Some(usize::try_from(c).context("--chunk-size is too large")?),
+        None => None,
     };
     let size_list = sizes(min, max, args.step_factor, inc);
     if size_list.is_empty() {
@@ -167,7 +168,11 @@ fn local_rank() -> u32 {
 }
 
 /// The host-memory backends: ring lanes over TCP or over RDMA verbs pipes.
-fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Result<ExitCode> {
+fn host_rank(
+    group: &mut Group,
+    out: &Output<'_>,
+    chunk: Option<usize>,
+) -> anyhow::Result<ExitCode> {
     let (args, cfg) = (out.args, out.cfg);
     let transport = agree_transport(group, &args.backend, &args.verbs)?;
     let via = match &transport {
@@ -185,9 +190,9 @@ fn host_rank(group: &mut Group, out: &Output<'_>, chunk: usize) -> anyhow::Resul
     };
     let devices = group.gather(me)?;
     let chunk_bytes = match (chunk, &transport) {
-        (0, Transport::Tcp) => TCP_CHUNK_BYTES,
-        (0, Transport::Rdma(_)) => DEFAULT_CHUNK_BYTES,
-        (c, _) => c,
+        (Some(c), _) => c,
+        (None, Transport::Tcp) => TCP_CHUNK_BYTES,
+        (None, Transport::Rdma(_)) => DEFAULT_CHUNK_BYTES,
     };
     let algo: AlgoChoice = args.algo.parse()?;
     let mesh = cfg.op == CollOp::Alltoall || algo.needs_mesh();
