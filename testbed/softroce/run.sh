@@ -6,7 +6,7 @@
 #   testbed/softroce/run.sh [FABRIK_BIN]
 #   env: SOFTROCE_TIMEOUT (s, default 900), SOFTROCE_MEM (MiB, default 1024),
 #        SOFTROCE_ARGS (extra fab.k=v: bw_size, bw_iters, lat_size, lat_iters, lat_ratio_iters,
-#        rounds, short_iters, short_lat_bound)
+#        rounds, short_iters, short_runs, short_lat_bound)
 # The console log is kept in testbed/cache/softroce-console.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

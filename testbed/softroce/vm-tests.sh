@@ -206,7 +206,7 @@ sed 's/^/  /' /tmp/pt-lat.out | grep -E "bytes|^  *$LAT_SIZE "
 echo "  fabrik's measured cycle counter, ticks/usec:$rates"
 echo "  rounds: fabrik write bw [$fbw_all ] perftest [$pbw_all ] Gb/s"
 echo "  rounds: fabrik send lat [$flat_all ] perftest [$plat_all ] us ($LAT_RATIO_ITERS round trips each)"
-median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+median() { echo "$@" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else if (NR) printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 lowest() { echo "$@" | tr ' ' '\n' | grep . | sort -n | head -1; }
 highest() { echo "$@" | tr ' ' '\n' | grep . | sort -n | tail -1; }
 [ -n "$(median $pbw_all)" ] && pass perftest-write-bw || fail perftest-write-bw
@@ -223,15 +223,18 @@ ratio send_lat_typical_us "$(median $flat_all)" "$(median $plat_all)" "<=" 1.05 
 echo "FABRIK-RATIO-INFO write_bw_avg_gbps best of $ROUNDS rounds: fabrik=$(highest $fbw_all) perftest=$(highest $pbw_all) ratio=$(awk -v f="$(highest $fbw_all)" -v p="$(highest $pbw_all)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
 echo "FABRIK-RATIO-INFO send_lat_typical_us best of $LAT_ROUNDS rounds: fabrik=$(lowest $flat_all) perftest=$(lowest $plat_all) ratio=$(awk -v f="$(lowest $flat_all)" -v p="$(lowest $plat_all)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
 
-# The short form a user types: `--iters 1000` against `ib_send_lat -n 1000`, best of two runs
-# each (t_typical), alternating, in cycles as above. The target is the long form's (1.05); only
-# a loose bound (SHORT_LAT_BOUND) fails the suite. A 13 ms run can fall wholly inside a stall of
-# the host (both tools have drawn millisecond runs in CI, and on a loaded host every run of one
-# tool may): when a tool's best run is over SHORT_STALL times the long form's perftest median,
-# the pair is reported and not judged.
-SHORT_ITERS=${short_iters:-1000}; SHORT_LAT_BOUND=${short_lat_bound:-2.0}; SHORT_STALL=3
+# The short form a user types: `--iters 1000` against `ib_send_lat -n 1000`, alternating, in
+# cycles as above, SHORT_RUNS runs of each tool, judged on the median run (t_typical). A
+# 1,000-trip run lands near 18-20 us or near 35-50 us in this VM, for either tool, at random
+# (docs/benchmarks/rdma.md). Drawn from 99 perftest runs recorded in nine boots, perftest's best
+# of two runs over the best of two others exceeded 2x in 12 % of draws; the median of six over
+# the median of six others, in 0.6 %.
+# The target is the long form's (1.05); only a loose bound (SHORT_LAT_BOUND) fails the suite. A
+# 13 ms run can also fall wholly inside a stall of the host: when a tool's median run is over
+# SHORT_STALL times the long form's perftest median, the pair is reported and not judged.
+SHORT_ITERS=${short_iters:-1000}; SHORT_RUNS=${short_runs:-6}; SHORT_LAT_BOUND=${short_lat_bound:-2.0}; SHORT_STALL=3
 fshort=; pshort=
-for r in 1 2; do
+for r in $(seq 1 $SHORT_RUNS); do
   fab_pair s-lat --op send --test lat -s $LAT_SIZE -n $SHORT_ITERS \
     || { fail fabrik-send-lat-short-$r; cat /tmp/s-lat.out; }
   fshort="$fshort $(awk -v s=$LAT_SIZE '$1 == s && NF >= 6 { print $5 }' /tmp/s-lat.out | head -1)"
@@ -241,14 +244,15 @@ for r in 1 2; do
   pshort="$pshort $(cyc2us "$(awk -v s=$LAT_SIZE '$1 == s && NF >= 6 { print $5 }' /tmp/ps-lat.out | head -1)" "$srate")"
 done
 echo "  short form: fabrik send lat [$fshort ] perftest [$pshort ] us ($SHORT_ITERS round trips each)"
-ratio send_lat_short_typical_us "$(lowest $fshort)" "$(lowest $pshort)" "<=" 1.05 "best of 2 runs of $SHORT_ITERS trips"
-short_detail="fabrik $(lowest $fshort) us, perftest $(lowest $pshort) us (bound ${SHORT_LAT_BOUND}x)"
-if [ -z "$(lowest $fshort)" ] || [ -z "$(lowest $pshort)" ]; then
+ratio send_lat_short_typical_us "$(median $fshort)" "$(median $pshort)" "<=" 1.05 "median of $SHORT_RUNS runs of $SHORT_ITERS trips"
+echo "FABRIK-RATIO-INFO send_lat_short_typical_us best of $SHORT_RUNS runs: fabrik=$(lowest $fshort) perftest=$(lowest $pshort) ratio=$(awk -v f="$(lowest $fshort)" -v p="$(lowest $pshort)" 'BEGIN { if (p + 0 > 0) printf "%.3f", f / p }')"
+short_detail="median run fabrik $(median $fshort) us, perftest $(median $pshort) us (bound ${SHORT_LAT_BOUND}x)"
+if [ -z "$(median $fshort)" ] || [ -z "$(median $pshort)" ]; then
   fail send-lat-short-form "no result: $short_detail"
-elif awk -v f="$(lowest $fshort)" -v p="$(lowest $pshort)" -v r="$(median $plat_all)" -v k=$SHORT_STALL \
+elif awk -v f="$(median $fshort)" -v p="$(median $pshort)" -v r="$(median $plat_all)" -v k=$SHORT_STALL \
      'BEGIN { exit !(r + 0 > 0 && (f > k * r || p > k * r)) }'; then
   pass send-lat-short-form "not judged, a host stall: $short_detail; long-form perftest median $(median $plat_all) us"
-elif awk -v f="$(lowest $fshort)" -v p="$(lowest $pshort)" -v b=$SHORT_LAT_BOUND \
+elif awk -v f="$(median $fshort)" -v p="$(median $pshort)" -v b=$SHORT_LAT_BOUND \
      'BEGIN { exit !(f + 0 > 0 && p + 0 > 0 && f / p <= b) }'; then
   pass send-lat-short-form "$short_detail"
 else
