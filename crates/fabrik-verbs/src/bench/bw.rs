@@ -1,10 +1,10 @@
 //! The bandwidth loops: many work requests in flight, a completion every `cq_mod`, as perftest's
 //! ib_*_bw run them.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::resources::Resources;
-use super::wait::{check_wc, poll_some, POLLS_PER_CHECK};
+use super::wait::{check_wc, poll_some, Spin, POLLS_PER_CHECK};
 use crate::clock::Ticker;
 use crate::error::VerbsError;
 use crate::ffi::*;
@@ -36,8 +36,7 @@ pub(super) fn bw_sender(
     // `hpet` (a qemu guest), `Instant::now()` is a system call and an emulated device read, and
     // it was two of them per message. The clock proper is read only at the idle checks.
     let clock = Ticker::start();
-    let mut idle_since: Option<Instant> = None;
-    let mut idle_spins = 0u32;
+    let mut spin = Spin::new(POLLS_PER_CHECK);
     while completed < n {
         while posted < n {
             let q = posted % nq;
@@ -59,26 +58,19 @@ pub(super) fn bw_sender(
         }
         let got = res.send_cq.poll(&mut wcs)?;
         if got == 0 {
-            // The checks of `wait::Spin`, with the progress made so far in the error.
-            idle_spins = idle_spins.wrapping_add(1);
-            if idle_spins % POLLS_PER_CHECK == 0 {
-                let now = Instant::now();
-                if now.duration_since(*idle_since.get_or_insert(now)) > timeout {
-                    return Err(VerbsError::Timeout {
+            // The timeout says how far the run got.
+            spin.idle(timeout, "completions", res.watch.as_ref())
+                .map_err(|e| match e {
+                    VerbsError::Timeout { secs, .. } => VerbsError::Timeout {
                         what: format!("{} completions ({completed} of {n} done)", p.op.as_str()),
-                        secs: timeout.as_secs_f64(),
-                    });
-                }
-                if let Some(w) = &res.watch {
-                    w.check(now, "completions")?;
-                }
-                std::thread::yield_now();
-            }
+                        secs,
+                    },
+                    e => e,
+                })?;
             continue;
         }
         let t = clock.now();
-        idle_since = None;
-        idle_spins = 0;
+        spin = Spin::new(POLLS_PER_CHECK);
         for wc in &wcs[..got] {
             check_wc(&verbs, wc, p.op.as_str())?;
             let q = (wc.wr_id >> 32) as usize;
