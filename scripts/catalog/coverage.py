@@ -97,5 +97,6 @@ def main():
             continue
         print("| %s | %s | %d | %d | %.0f %% |" % (key[0], key[1], t, d, 100.0 * d / t))
 
+
 if __name__ == "__main__":
     main()
