@@ -22,7 +22,7 @@ pub fn render(plan: &Plan) -> Result<String, Refused> {
     y.push_str("# Tasks that need a drained node run only with -e fabrik_drained=true.\n");
     let nodes = plan.nodes_with_steps();
     if nodes.is_empty() {
-        y.push_str("[]\n");
+        y.push_str("- name: 'fabrik fix: nothing to change'\n  hosts: all\n  gather_facts: false\n  tasks: []\n");
         return Ok(y);
     }
     for node in nodes {

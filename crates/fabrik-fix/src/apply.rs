@@ -34,6 +34,8 @@ pub trait System {
     fn remove_file(&mut self, path: &str) -> io::Result<()>;
     /// Writes a value and a newline into a kernel file.
     fn write_value(&mut self, path: &str, value: &str) -> io::Result<()>;
+    /// Whether a program is installed (on `PATH`).
+    fn has_program(&mut self, name: &str) -> bool;
 }
 
 /// The machine fabrik runs on: commands run here, files are read and written under `root`
@@ -143,6 +145,22 @@ impl System for Live {
 
     fn write_value(&mut self, path: &str, value: &str) -> io::Result<()> {
         std::fs::write(self.path(path), format!("{value}\n"))
+    }
+
+    fn has_program(&mut self, name: &str) -> bool {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|d| d.join(name).is_file())
+        })
+    }
+}
+
+/// Runs a command that makes a service re-read a file written (`udevadm control --reload`,
+/// `systemctl enable`): where the program is not installed the service is not there to tell,
+/// and the file takes effect at boot.
+fn notify(sys: &mut dyn System, argv: &[String]) -> Result<(), String> {
+    match argv.first() {
+        Some(p) if !sys.has_program(p) => Ok(()),
+        _ => sys.run(argv).map(|_| ()),
     }
 }
 
@@ -389,7 +407,7 @@ fn make(
             .map_err(|e| format!("writing {}: {e}", f.path))?;
         changed = true;
         for t in &f.then {
-            sys.run(t)?;
+            notify(sys, t)?;
         }
     }
     Ok(changed)
@@ -444,7 +462,7 @@ pub fn undo(mut record: Record, sys: &mut dyn System) -> Undone {
                 Some(text) => sys.write_file(&f.path, text),
                 None => {
                     for t in spec.map(|s| s.undo_then.clone()).unwrap_or_default() {
-                        if let Err(e) = sys.run(&t) {
+                        if let Err(e) = notify(sys, &t) {
                             errors.push(e);
                         }
                     }

@@ -156,7 +156,13 @@ fn step_lines(s: &mut String, step: &Step) -> Result<(), Refused> {
         } else {
             let _ = writeln!(body, "if fabrik_file {}; then", words(&args)?);
             for t in &f.then {
-                let _ = writeln!(body, "  fabrik_run {}", words(t)?);
+                // Where the program is missing, its service is too: the file acts at boot.
+                let prog = word(t.first().map(String::as_str).unwrap_or(""))?;
+                let _ = writeln!(
+                    body,
+                    "  if command -v {prog} >/dev/null 2>&1; then fabrik_run {}; fi",
+                    words(t)?
+                );
             }
             body.push_str("fi\n");
         }

@@ -68,6 +68,9 @@ impl System for Machine {
         self.values.insert(path.into(), value.into());
         Ok(())
     }
+    fn has_program(&mut self, _name: &str) -> bool {
+        true
+    }
 }
 
 /// A plan of three steps on node `n`, made through fabrik_fix::plan from findings of the
