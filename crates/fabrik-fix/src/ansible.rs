@@ -65,7 +65,13 @@ fn task(y: &mut String, name: &str, lines: &[String]) -> Result<(), Refused> {
 
 fn step_tasks(y: &mut String, step: &Step) -> Result<(), Refused> {
     let id = &step.id;
-    let title = format!("{} {}: {} -> {}", id, step.rules.join(" "), step.setting, step.target);
+    let title = format!(
+        "{} {}: {} -> {}",
+        id,
+        step.rules.join(" "),
+        step.setting,
+        step.target
+    );
     let mut when: Vec<String> = vec![];
     if step.risk == Risk::NeedsDrain {
         when.push("fabrik_drained | bool".into());

@@ -84,7 +84,10 @@ impl System for Live {
                 Ok(None) if start.elapsed() > self.timeout => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!("{prog} did not finish in {} s", self.timeout.as_secs()));
+                    return Err(format!(
+                        "{prog} did not finish in {} s",
+                        self.timeout.as_secs()
+                    ));
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => return Err(format!("waiting for {prog}: {e}")),
@@ -148,9 +151,8 @@ impl System for Live {
     }
 
     fn has_program(&mut self, name: &str) -> bool {
-        std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|d| d.join(name).is_file())
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(name).is_file()))
     }
 }
 
@@ -245,7 +247,10 @@ pub struct Outcome {
 impl Outcome {
     /// The step that failed, when one did.
     pub fn failed(&self) -> Option<&Done> {
-        self.record.steps.iter().find(|d| d.status == Status::Failed)
+        self.record
+            .steps
+            .iter()
+            .find(|d| d.status == Status::Failed)
     }
 }
 
@@ -335,7 +340,14 @@ pub fn apply(
                 };
                 if let Read::File { path } | Read::Exists { path } = step.change.read() {
                     done.after = match step.change.read() {
-                        Read::Exists { .. } => Some(if sys.exists(&path) { "loaded" } else { "not loaded" }.into()),
+                        Read::Exists { .. } => Some(
+                            if sys.exists(&path) {
+                                "loaded"
+                            } else {
+                                "not loaded"
+                            }
+                            .into(),
+                        ),
                         _ => sys.read_value(&path).ok(),
                     };
                 }
@@ -377,7 +389,9 @@ fn make(
     upsert(record, done.clone());
     save(record).map_err(|e| format!("writing the undo record: {e}"))?;
     let at_target = match step.change.read() {
-        Read::File { .. } | Read::Exists { .. } => done.previous.as_deref() == Some(step.target.as_str()),
+        Read::File { .. } | Read::Exists { .. } => {
+            done.previous.as_deref() == Some(step.target.as_str())
+        }
         Read::Mstconfig { .. } => done.previous.as_deref() == Some(step.target.as_str()),
         Read::Probed => false,
     };
@@ -519,9 +533,19 @@ pub enum Verdicts {
 
 /// Compares the plan's findings on `node` with the findings of the same checks run again
 /// (`after`, subjects as the doctor gives them for `names`).
-pub fn verdicts(plan: &Plan, node: &str, outcome: &Outcome, after: &[Finding], many: bool) -> Vec<Verdict> {
+pub fn verdicts(
+    plan: &Plan,
+    node: &str,
+    outcome: &Outcome,
+    after: &[Finding],
+    many: bool,
+) -> Vec<Verdict> {
     let mut out = vec![];
-    for item in plan.items.iter().filter(|i| i.node == node && !i.steps.is_empty()) {
+    for item in plan
+        .items
+        .iter()
+        .filter(|i| i.node == node && !i.steps.is_empty())
+    {
         let done: Vec<Option<&Done>> = item
             .steps
             .iter()
@@ -537,9 +561,11 @@ pub fn verdicts(plan: &Plan, node: &str, outcome: &Outcome, after: &[Finding], m
         } else {
             item.subject.clone()
         };
-        let present = after
-            .iter()
-            .any(|f| f.rule == item.rule && (f.subject == subject || (many && f.subject == format!("{}/{}", item.node, item.subject))));
+        let present = after.iter().any(|f| {
+            f.rule == item.rule
+                && (f.subject == subject
+                    || (many && f.subject == format!("{}/{}", item.node, item.subject)))
+        });
         let later = item.steps.iter().any(|id| {
             plan.steps
                 .iter()

@@ -158,10 +158,8 @@ pub fn plan(
             nodes,
             expect,
         };
-        let converge = remedy::rules::converge(f, nodes, expect).map(|(value, source)| Converge {
-            value,
-            source,
-        });
+        let converge = remedy::rules::converge(f, nodes, expect)
+            .map(|(value, source)| Converge { value, source });
         let mut item = Item {
             rule: f.rule.clone(),
             severity: f.severity,

@@ -170,9 +170,8 @@ fn step_lines(s: &mut String, step: &Step) -> Result<(), Refused> {
     if let Some(then) = &step.then {
         let _ = writeln!(body, "# then: {}", comment(then));
     }
-    let indent = |text: &str, by: &str| -> String {
-        text.lines().map(|l| format!("{by}{l}\n")).collect()
-    };
+    let indent =
+        |text: &str, by: &str| -> String { text.lines().map(|l| format!("{by}{l}\n")).collect() };
     if step.risk == Risk::NeedsDrain {
         s.push_str("  if [ \"$fabrik_drained\" = 1 ]; then\n");
         s.push_str(&indent(&body, "    "));

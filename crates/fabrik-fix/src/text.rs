@@ -149,7 +149,11 @@ pub fn applied(node: &str, o: &Outcome, verdicts: &[Verdict], record_path: &str)
                 s,
                 "      kept in {} ({})",
                 comment(&f.path),
-                if f.before.is_some() { "replaced" } else { "new" }
+                if f.before.is_some() {
+                    "replaced"
+                } else {
+                    "new"
+                }
             );
         }
     }
@@ -179,7 +183,8 @@ pub fn applied(node: &str, o: &Outcome, verdicts: &[Verdict], record_path: &str)
                 comment(&v.subject),
                 match v.outcome {
                     Verdicts::Fixed => "fixed, the finding is gone",
-                    Verdicts::Pending => "changed, takes effect later (see the step); the finding stays until then",
+                    Verdicts::Pending =>
+                        "changed, takes effect later (see the step); the finding stays until then",
                     Verdicts::StillPresent => "STILL PRESENT after the change",
                     Verdicts::NotApplied => "not applied",
                 }

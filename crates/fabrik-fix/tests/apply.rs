@@ -24,18 +24,28 @@ impl System for Machine {
     fn run(&mut self, argv: &[String]) -> Result<String, String> {
         self.ran.push(argv.to_vec());
         if self.fail_on.as_deref() == Some(argv[0].as_str()) {
-            return Err(format!("{} failed (exit status: 1): Operation not permitted", argv[0]));
+            return Err(format!(
+                "{} failed (exit status: 1): Operation not permitted",
+                argv[0]
+            ));
         }
-        match argv.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        match argv
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
             ["ip", "link", "set", "dev", nd, "mtu", m] => {
-                self.values.insert(format!("/sys/class/net/{nd}/mtu"), m.to_string());
+                self.values
+                    .insert(format!("/sys/class/net/{nd}/mtu"), m.to_string());
             }
             ["sysctl", "-w", kv] => {
                 let (k, v) = kv.split_once('=').unwrap();
                 self.values.insert(sysctl_path(k), v.to_string());
             }
             ["modprobe", name] => {
-                self.values.insert(format!("/sys/module/{name}"), String::new());
+                self.values
+                    .insert(format!("/sys/module/{name}"), String::new());
             }
             ["modprobe", "-r", name] => {
                 self.values.remove(&format!("/sys/module/{name}"));
@@ -101,7 +111,10 @@ fn three_steps() -> Plan {
         fix: "by hand".into(),
     };
     let plan = fabrik_fix::plan(
-        &[f("FAB-RDMA-002", Severity::Error), f("FAB-RDMA-003", Severity::Warning)],
+        &[
+            f("FAB-RDMA-002", Severity::Error),
+            f("FAB-RDMA-003", Severity::Warning),
+        ],
         &nodes,
         None,
         &[],
@@ -112,9 +125,12 @@ fn three_steps() -> Plan {
 
 fn machine() -> Machine {
     let mut m = Machine::default();
-    m.values.insert("/sys/class/net/eth2/mtu".into(), "1500".into());
-    m.files
-        .insert("/etc/security/limits.d/90-fabrik-memlock.conf".into(), "old\n".into());
+    m.values
+        .insert("/sys/class/net/eth2/mtu".into(), "1500".into());
+    m.files.insert(
+        "/etc/security/limits.d/90-fabrik-memlock.conf".into(),
+        "old\n".into(),
+    );
     m
 }
 
@@ -136,18 +152,33 @@ fn apply_records_before_changing_and_undo_puts_everything_back() {
     let rec = &out.record;
     assert_eq!(rec.steps[0].status, Status::Applied);
     assert_eq!(rec.steps[0].after.as_deref(), Some("loaded"));
-    assert_eq!(m.files["/etc/modules-load.d/fabrik-ib_uverbs.conf"], "# Written by fabrik fix.\nib_uverbs\n");
+    assert_eq!(
+        m.files["/etc/modules-load.d/fabrik-ib_uverbs.conf"],
+        "# Written by fabrik fix.\nib_uverbs\n"
+    );
     // The memlock step replaced an existing file: its old text is in the record.
     assert_eq!(rec.steps[1].files[0].before.as_deref(), Some("old\n"));
-    assert!(m.files["/etc/security/limits.d/90-fabrik-memlock.conf"].contains("root hard memlock unlimited"));
+    assert!(m.files["/etc/security/limits.d/90-fabrik-memlock.conf"]
+        .contains("root hard memlock unlimited"));
 
     let undone = undo(out.record.clone(), &mut m);
     assert!(undone.failed.is_empty(), "{:?}", undone.failed);
     assert!(!m.values.contains_key("/sys/module/ib_uverbs"));
-    assert!(!m.files.contains_key("/etc/modules-load.d/fabrik-ib_uverbs.conf"));
-    assert!(!m.files.contains_key("/etc/systemd/system.conf.d/90-fabrik-memlock.conf"));
-    assert_eq!(m.files["/etc/security/limits.d/90-fabrik-memlock.conf"], "old\n");
-    assert!(undone.record.steps.iter().all(|d| d.status == Status::Undone));
+    assert!(!m
+        .files
+        .contains_key("/etc/modules-load.d/fabrik-ib_uverbs.conf"));
+    assert!(!m
+        .files
+        .contains_key("/etc/systemd/system.conf.d/90-fabrik-memlock.conf"));
+    assert_eq!(
+        m.files["/etc/security/limits.d/90-fabrik-memlock.conf"],
+        "old\n"
+    );
+    assert!(undone
+        .record
+        .steps
+        .iter()
+        .all(|d| d.status == Status::Undone));
 }
 
 #[test]
@@ -158,9 +189,15 @@ fn a_failing_step_stops_the_run_and_says_what_was_not_done() {
     let out = apply(&plan, "n", false, 7, &mut m, &mut |_| Ok(())).unwrap();
     let failed = out.failed().unwrap();
     assert_eq!(failed.id, "s1");
-    assert!(failed.error.as_deref().unwrap().contains("Operation not permitted"));
+    assert!(failed
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("Operation not permitted"));
     assert_eq!(out.not_attempted, vec!["s2".to_string()]);
-    assert!(!m.files.contains_key("/etc/systemd/system.conf.d/90-fabrik-memlock.conf"));
+    assert!(!m
+        .files
+        .contains_key("/etc/systemd/system.conf.d/90-fabrik-memlock.conf"));
 }
 
 #[test]
@@ -173,7 +210,10 @@ fn steps_that_need_a_drain_wait_for_the_flag_and_values_already_set_are_left() {
         id: "s3".into(),
         node: "n".into(),
         rules: vec!["FAB-MTU-001".into()],
-        change: Change::Mtu { netdev: "eth2".into(), mtu: 9000 },
+        change: Change::Mtu {
+            netdev: "eth2".into(),
+            mtu: 9000,
+        },
         setting: "MTU of eth2".into(),
         previous: Some("1500".into()),
         target: "9000".into(),
@@ -190,11 +230,22 @@ fn steps_that_need_a_drain_wait_for_the_flag_and_values_already_set_are_left() {
     let out = apply(&plan, "n", true, 7, &mut m, &mut |_| Ok(())).unwrap();
     assert_eq!(m.values["/sys/class/net/eth2/mtu"], "9000");
     let s3 = out.record.steps.iter().find(|d| d.id == "s3").unwrap();
-    assert_eq!((s3.previous.as_deref(), s3.after.as_deref()), (Some("1500"), Some("9000")));
+    assert_eq!(
+        (s3.previous.as_deref(), s3.after.as_deref()),
+        (Some("1500"), Some("9000"))
+    );
     // Again: everything is in place, nothing runs.
     let before = m.ran.len();
     let again = apply(&plan, "n", true, 8, &mut m, &mut |_| Ok(())).unwrap();
-    assert!(again.record.steps.iter().all(|d| d.status == Status::AlreadySet), "{:?}", again.record.steps);
+    assert!(
+        again
+            .record
+            .steps
+            .iter()
+            .all(|d| d.status == Status::AlreadySet),
+        "{:?}",
+        again.record.steps
+    );
     assert_eq!(m.ran.len(), before);
     // Undo of the MTU puts 1500 back with the same command.
     let u = undo(out.record, &mut m);

@@ -99,10 +99,20 @@ fn tool(name: &str) -> bool {
 
 fn check_script(path: &Path) {
     let out = Command::new("bash").arg("-n").arg(path).output().unwrap();
-    assert!(out.status.success(), "bash -n {}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "bash -n {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if tool("shellcheck") {
         let out = Command::new("shellcheck").arg(path).output().unwrap();
-        assert!(out.status.success(), "shellcheck {}:\n{}", path.display(), String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "shellcheck {}:\n{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 }
 
@@ -147,9 +157,13 @@ fn golden_plans_scripts_and_playbooks() {
             if bless {
                 std::fs::write(&path, &body).unwrap();
             } else {
-                let want = std::fs::read_to_string(&path)
-                    .unwrap_or_else(|_| panic!("{} missing: FABRIK_BLESS=1 writes it", path.display()));
-                assert_eq!(body, want, "{file} drifted: FABRIK_BLESS=1 rewrites it; review the diff");
+                let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+                    panic!("{} missing: FABRIK_BLESS=1 writes it", path.display())
+                });
+                assert_eq!(
+                    body, want,
+                    "{file} drifted: FABRIK_BLESS=1 rewrites it; review the diff"
+                );
             }
             if file.ends_with(".sh") {
                 check_script(&path);
@@ -161,7 +175,10 @@ fn golden_plans_scripts_and_playbooks() {
     // No stale goldens: every file there is one a case writes (and the README).
     for entry in std::fs::read_dir(&dir).unwrap() {
         let n = entry.unwrap().file_name().into_string().unwrap();
-        assert!(n == "README.md" || expected_files.contains(&n), "stale golden {n}");
+        assert!(
+            n == "README.md" || expected_files.contains(&n),
+            "stale golden {n}"
+        );
     }
 }
 
@@ -183,7 +200,11 @@ fn every_rule_with_a_remediation_gets_steps_on_the_tree_that_fires_it() {
         let items: Vec<_> = p.items.iter().filter(|i| i.rule == rule).collect();
         assert!(!items.is_empty(), "{tree} fires no {rule}");
         for i in items {
-            assert!(!i.steps.is_empty(), "{rule} on {tree}: no step, only {:?}", i.manual);
+            assert!(
+                !i.steps.is_empty(),
+                "{rule} on {tree}: no step, only {:?}",
+                i.manual
+            );
         }
     }
     // FAB-RDMA-002's tree is a container: ib_uverbs is loaded on its host, so the device nodes
@@ -197,7 +218,10 @@ fn every_rule_with_a_remediation_gets_steps_on_the_tree_that_fires_it() {
     let report = diagnose(&nodes, None);
     let p = plan(&report.findings, &nodes, None, &[]);
     let s = &p.steps[0];
-    assert_eq!((s.setting.as_str(), s.previous.as_deref()), ("module ib_uverbs", Some("not loaded")));
+    assert_eq!(
+        (s.setting.as_str(), s.previous.as_deref()),
+        ("module ib_uverbs", Some("not loaded"))
+    );
     // The cross-node ones: MTU drift converges the odd node, the neighbour table is raised.
     let p = plan_of(
         &[
@@ -214,7 +238,13 @@ fn every_rule_with_a_remediation_gets_steps_on_the_tree_that_fires_it() {
     let mut covered: Vec<&str> = trees.iter().map(|(r, _)| *r).collect();
     covered.push("FAB-RDMA-002");
     for r in REMEDIES {
-        let tested_elsewhere = ["FAB-X-007", "FAB-X-011", "FAB-EXP-004", "FAB-EXP-005", "FAB-EXP-006"];
+        let tested_elsewhere = [
+            "FAB-X-007",
+            "FAB-X-011",
+            "FAB-EXP-004",
+            "FAB-EXP-005",
+            "FAB-EXP-006",
+        ];
         assert!(
             covered.contains(&r.rule) || tested_elsewhere.contains(&r.rule),
             "{} has a remediation and no tree here",

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod rules;
 
-pub use rules::{plan_finding, remedy, Class, Planned, Remedy, Target, REMEDIES};
+pub use rules::{plan_finding, remedy, table_markdown, Class, Planned, Remedy, Target, REMEDIES};
 
 /// Whether a change may be made while jobs run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -327,11 +327,25 @@ impl Change {
     pub fn apply(&self) -> Vec<Op> {
         match self {
             Change::Mtu { netdev, mtu } => {
-                vec![Op::run(&["ip", "link", "set", "dev", netdev, "mtu", &mtu.to_string()])]
+                vec![Op::run(&[
+                    "ip",
+                    "link",
+                    "set",
+                    "dev",
+                    netdev,
+                    "mtu",
+                    &mtu.to_string(),
+                ])]
             }
-            Change::Sysctl { key, value } => vec![Op::run(&["sysctl", "-w", &format!("{key}={value}")])],
+            Change::Sysctl { key, value } => {
+                vec![Op::run(&["sysctl", "-w", &format!("{key}={value}")])]
+            }
             Change::Module { name } => vec![Op::run(&["modprobe", name])],
-            Change::NetdevAttr { netdev, attr, value } => vec![Op::Write {
+            Change::NetdevAttr {
+                netdev,
+                attr,
+                value,
+            } => vec![Op::Write {
                 path: format!("/sys/class/net/{netdev}/{attr}"),
                 value: value.clone(),
             }],
@@ -366,10 +380,22 @@ impl Change {
         Some(match self {
             Change::Mtu { netdev, .. } => {
                 let mtu: u32 = previous.trim().parse().ok()?;
-                vec![Op::run(&["ip", "link", "set", "dev", netdev, "mtu", &mtu.to_string()])]
+                vec![Op::run(&[
+                    "ip",
+                    "link",
+                    "set",
+                    "dev",
+                    netdev,
+                    "mtu",
+                    &mtu.to_string(),
+                ])]
             }
             Change::Sysctl { key, .. } => {
-                vec![Op::run(&["sysctl", "-w", &format!("{key}={}", previous.trim())])]
+                vec![Op::run(&[
+                    "sysctl",
+                    "-w",
+                    &format!("{key}={}", previous.trim()),
+                ])]
             }
             Change::Module { name } => match previous {
                 "loaded" => vec![],
@@ -394,14 +420,26 @@ impl Change {
             }
             Change::AcsOff { bridge } => {
                 let word = u16::from_str_radix(previous.trim(), 16).ok()?;
-                vec![Op::run(&["setpci", "-s", bridge, &format!("ECAP_ACS+0x6.w={word:04x}")])]
+                vec![Op::run(&[
+                    "setpci",
+                    "-s",
+                    bridge,
+                    &format!("ECAP_ACS+0x6.w={word:04x}"),
+                ])]
             }
             Change::Firmware { device, key, .. } => {
                 let v = previous.trim();
                 if v.is_empty() || v.contains(char::is_whitespace) {
                     return None;
                 }
-                vec![Op::run(&["mstconfig", "-y", "-d", device, "set", &format!("{key}={v}")])]
+                vec![Op::run(&[
+                    "mstconfig",
+                    "-y",
+                    "-d",
+                    device,
+                    "set",
+                    &format!("{key}={v}"),
+                ])]
             }
         })
     }
@@ -442,14 +480,21 @@ impl Change {
             Change::Mtu { netdev, mtu } => {
                 vec![udev(netdev, "mtu", format!("ATTR{{mtu}}=\"{mtu}\""))]
             }
-            Change::NetdevAttr { netdev, attr, value } => vec![udev(
+            Change::NetdevAttr {
+                netdev,
+                attr,
+                value,
+            } => vec![udev(
                 netdev,
                 &attr.replace('/', "-"),
                 format!("ATTR{{{attr}}}=\"{value}\""),
             )],
             Change::Sysctl { key, value } => vec![PersistFile {
                 path: format!("/etc/sysctl.d/90-fabrik-{key}.conf"),
-                lines: vec!["# Written by fabrik fix.".into(), format!("{key} = {value}")],
+                lines: vec![
+                    "# Written by fabrik fix.".into(),
+                    format!("{key} = {value}"),
+                ],
                 then: vec![],
                 undo_then: vec![],
             }],
@@ -543,7 +588,11 @@ impl Change {
             Change::Mtu { netdev, .. } => vec![netdev],
             Change::Sysctl { key, value } => vec![key, value],
             Change::Module { name } => vec![name],
-            Change::NetdevAttr { netdev, attr, value } => vec![netdev, attr, value],
+            Change::NetdevAttr {
+                netdev,
+                attr,
+                value,
+            } => vec![netdev, attr, value],
             Change::Memlock => vec![],
             Change::Qos { netdev, trust, .. } => vec![netdev, trust],
             Change::AcsOff { bridge } => vec![bridge],
@@ -570,11 +619,15 @@ fn name_ok(s: &str) -> bool {
         && s.len() <= 64
         && s != "."
         && s != ".."
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-:@+".contains(c))
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:@+".contains(c))
 }
 
 fn value_ok(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
 impl Change {
@@ -585,12 +638,28 @@ impl Change {
             what,
             value: value.to_string(),
         };
-        let name = |what, v: &str| if name_ok(v) { Ok(()) } else { Err(bad(what, v)) };
-        let value = |what, v: &str| if value_ok(v) { Ok(()) } else { Err(bad(what, v)) };
+        let name = |what, v: &str| {
+            if name_ok(v) {
+                Ok(())
+            } else {
+                Err(bad(what, v))
+            }
+        };
+        let value = |what, v: &str| {
+            if value_ok(v) {
+                Ok(())
+            } else {
+                Err(bad(what, v))
+            }
+        };
         match self {
             Change::Mtu { netdev, .. } => name("netdev", netdev),
             Change::Sysctl { key, value: v } => {
-                if !(key.starts_with("net.") && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c))) {
+                if !(key.starts_with("net.")
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._".contains(c)))
+                {
                     return Err(bad("sysctl", key));
                 }
                 value("sysctl value", v)
@@ -602,7 +671,11 @@ impl Change {
                     Err(bad("module", m))
                 }
             }
-            Change::NetdevAttr { netdev, attr, value: v } => {
+            Change::NetdevAttr {
+                netdev,
+                attr,
+                value: v,
+            } => {
                 name("netdev", netdev)?;
                 let parts: Vec<&str> = attr.split('/').collect();
                 let ok = matches!(parts.as_slice(), ["ecn", "roce_np" | "roce_rp", "enable", p] if p.len() == 1 && p.as_bytes()[0].is_ascii_digit() && p.as_bytes()[0] < b'8');
@@ -620,7 +693,11 @@ impl Change {
                 Ok(())
             }
             Change::AcsOff { bridge } => name("PCI address", bridge),
-            Change::Firmware { device, key, value: v } => {
+            Change::Firmware {
+                device,
+                key,
+                value: v,
+            } => {
                 name("PCI address", device)?;
                 value("firmware setting", key)?;
                 value("firmware value", v)
@@ -703,7 +780,9 @@ mod tests {
         };
         assert_eq!(
             c.undo("1500\n").unwrap(),
-            vec![Op::run(&["ip", "link", "set", "dev", "eth2", "mtu", "1500"])]
+            vec![Op::run(&[
+                "ip", "link", "set", "dev", "eth2", "mtu", "1500"
+            ])]
         );
         assert!(c.undo("garbage").is_none());
         let q = Change::Qos {
@@ -714,7 +793,15 @@ mod tests {
         assert_eq!(q.target(), "pfc 0,0,0,1,0,0,0,0 trust dscp");
         assert_eq!(
             q.undo(&qos_value(&[], "pcp")).unwrap(),
-            vec![Op::run(&["mlnx_qos", "-i", "eth2", "--pfc", "0,0,0,0,0,0,0,0", "--trust", "pcp"])]
+            vec![Op::run(&[
+                "mlnx_qos",
+                "-i",
+                "eth2",
+                "--pfc",
+                "0,0,0,0,0,0,0,0",
+                "--trust",
+                "pcp"
+            ])]
         );
         let m = Change::Module {
             name: "ib_uverbs".into(),
@@ -738,7 +825,12 @@ mod tests {
         };
         assert_eq!(
             a.undo("001d").unwrap(),
-            vec![Op::run(&["setpci", "-s", "0000:02:00.0", "ECAP_ACS+0x6.w=001d"])]
+            vec![Op::run(&[
+                "setpci",
+                "-s",
+                "0000:02:00.0",
+                "ECAP_ACS+0x6.w=001d"
+            ])]
         );
     }
 
@@ -747,27 +839,50 @@ mod tests {
         let out = "Device #1:\n----------\n\nDevice type:    ConnectX7\nConfigurations:                              Next Boot\n         PCI_WR_ORDERING                     per_mkey(0)\n";
         assert_eq!(parse_mstconfig_query(out, "PCI_WR_ORDERING").unwrap(), "0");
         assert!(parse_mstconfig_query(out, "ATS_ENABLED").is_none());
-        assert!(parse_mstconfig_query("         PCI_WR_ORDERING   $(x)\n", "PCI_WR_ORDERING").is_none());
+        assert!(
+            parse_mstconfig_query("         PCI_WR_ORDERING   $(x)\n", "PCI_WR_ORDERING").is_none()
+        );
     }
 
     #[test]
     fn check_refuses_syntax_in_names() {
-        let ok = Change::Mtu { netdev: "ens1f0np0".into(), mtu: 9000 };
+        let ok = Change::Mtu {
+            netdev: "ens1f0np0".into(),
+            mtu: 9000,
+        };
         assert!(ok.check().is_ok());
-        for bad in ["x\\", "a\"b", "x\nRUN", "../x", "a b", "$(id)", "", "x;y", ".."] {
-            let c = Change::Mtu { netdev: bad.into(), mtu: 9000 };
+        for bad in [
+            "x\\", "a\"b", "x\nRUN", "../x", "a b", "$(id)", "", "x;y", "..",
+        ] {
+            let c = Change::Mtu {
+                netdev: bad.into(),
+                mtu: 9000,
+            };
             assert!(c.check().is_err(), "{bad:?}");
         }
-        let attr = Change::NetdevAttr { netdev: "eth0".into(), attr: "ecn/roce_np/enable/8".into(), value: "1".into() };
+        let attr = Change::NetdevAttr {
+            netdev: "eth0".into(),
+            attr: "ecn/roce_np/enable/8".into(),
+            value: "1".into(),
+        };
         assert!(attr.check().is_err());
-        let sysctl = Change::Sysctl { key: "kernel.core_pattern".into(), value: "x".into() };
+        let sysctl = Change::Sysctl {
+            key: "kernel.core_pattern".into(),
+            value: "x".into(),
+        };
         assert!(sysctl.check().is_err());
     }
 
     #[test]
     fn root_gets_its_own_memlock_lines() {
         let f = &Change::Memlock.persist()[0];
-        assert!(f.lines.iter().any(|l| l.starts_with("root soft memlock unlimited")));
-        assert!(f.lines.iter().any(|l| l.starts_with("*    hard memlock unlimited")));
+        assert!(f
+            .lines
+            .iter()
+            .any(|l| l.starts_with("root soft memlock unlimited")));
+        assert!(f
+            .lines
+            .iter()
+            .any(|l| l.starts_with("*    hard memlock unlimited")));
     }
 }

@@ -214,7 +214,11 @@ fn expected_mtu(t: &Target) -> Vec<Planned> {
     let Some((_, p)) = port(&t.node.node, t.subject) else {
         return vec![];
     };
-    match t.expect.and_then(|e| e.rdma.as_ref()).and_then(|r| r.netdev_mtu) {
+    match t
+        .expect
+        .and_then(|e| e.rdma.as_ref())
+        .and_then(|r| r.netdev_mtu)
+    {
         Some(want) if is_roce(p) => mtu_change(&t.node.node, p, want),
         _ => vec![],
     }
@@ -223,7 +227,10 @@ fn expected_mtu(t: &Target) -> Vec<Planned> {
 /// The RoCE netdev MTU every node should have: the expectations', else the one most nodes have
 /// (a node counts once per MTU it has); none on a tie.
 pub fn converge_mtu(nodes: &[NamedNode], expect: Option<&Expectations>) -> Option<(u32, Source)> {
-    if let Some(m) = expect.and_then(|e| e.rdma.as_ref()).and_then(|r| r.netdev_mtu) {
+    if let Some(m) = expect
+        .and_then(|e| e.rdma.as_ref())
+        .and_then(|r| r.netdev_mtu)
+    {
         return Some((m, Source::Expectations));
     }
     let mut count: BTreeMap<u32, usize> = BTreeMap::new();
@@ -285,8 +292,12 @@ fn drift_mtu(t: &Target) -> Vec<Planned> {
     for (_, p) in roce_ports(&t.node.node) {
         out.extend(mtu_change(&t.node.node, p, want));
     }
-    let ib_differs = all_ports(&t.node.node)
-        .any(|(d, p)| !d.is_software() && is_ib(p) && is_active(p) && p.active_mtu.is_some_and(|m| m < roce::IB_FULL_MTU));
+    let ib_differs = all_ports(&t.node.node).any(|(d, p)| {
+        !d.is_software()
+            && is_ib(p)
+            && is_active(p)
+            && p.active_mtu.is_some_and(|m| m < roce::IB_FULL_MTU)
+    });
     if ib_differs {
         out.push(Planned::Manual {
             what: "Raise the InfiniBand MTU in the subnet manager's partition configuration (opensm partitions.conf `mtu=5` for 4096).".into(),
@@ -595,7 +606,15 @@ pub fn converge(
         }
     }
     let total = seen.len();
-    majority(count).map(|(v, k)| (v, Source::Majority { nodes: k, of: total }))
+    majority(count).map(|(v, k)| {
+        (
+            v,
+            Source::Majority {
+                nodes: k,
+                of: total,
+            },
+        )
+    })
 }
 
 #[cfg(test)]
@@ -639,7 +658,10 @@ mod tests {
         assert_eq!(
             plan_finding(&t),
             vec![Planned::Change {
-                change: Change::Mtu { netdev: nd, mtu: 9000 },
+                change: Change::Mtu {
+                    netdev: nd,
+                    mtu: 9000
+                },
                 previous: Some("1500".into())
             }]
         );
@@ -654,4 +676,32 @@ mod tests {
         c.insert(9000, 3);
         assert_eq!(majority(c), Some((9000, 3)));
     }
+}
+
+/// The table of docs/fix.md: every node, environment and cross-node rule of the catalog with
+/// its class and what `fabrik fix` does (rules without a remediation keep their sentence).
+pub fn table_markdown() -> String {
+    let mut s = String::from(
+        "| rule | title | class | what `fabrik fix` does |\n| --- | --- | --- | --- |\n",
+    );
+    for r in crate::catalog::RULES {
+        let (class, what) = match remedy(r.id) {
+            Some(m) => (m.class, m.summary.to_string()),
+            None if r.id.starts_with("FAB-X-") => (
+                Class::Manual,
+                "keeps the rule's sentence and names the value the node should converge to"
+                    .to_string(),
+            ),
+            None => (Class::Manual, "keeps the rule's sentence".to_string()),
+        };
+        s.push_str(&format!(
+            "| [{}](rules/{}.md) | {} | {} | {} |\n",
+            r.id,
+            r.id,
+            r.title,
+            class,
+            what.replace('|', "\\|")
+        ));
+    }
+    s
 }

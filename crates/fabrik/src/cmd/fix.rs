@@ -91,7 +91,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let expect = args.expect.load()?;
     let before = diagnose_roots(&args.root, expect.as_ref())?;
-    let plan = fabrik_fix::plan(&before.findings, &before.nodes, expect.as_ref(), &args.rules);
+    let plan = fabrik_fix::plan(
+        &before.findings,
+        &before.nodes,
+        expect.as_ref(),
+        &args.rules,
+    );
     if !args.apply {
         match args.format {
             FixFormat::Text => crate::output::print_text(&fabrik_fix::text::plan(&plan))?,
@@ -106,10 +111,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let planned: Vec<Finding> = before
             .findings
             .iter()
-            .filter(|f| args.rules.is_empty() || args.rules.iter().any(|r| r.eq_ignore_ascii_case(&f.rule)))
+            .filter(|f| {
+                args.rules.is_empty() || args.rules.iter().any(|r| r.eq_ignore_ascii_case(&f.rule))
+            })
             .cloned()
             .collect();
-        return Ok(crate::exit::status(crate::exit::has_problems(&planned, false)));
+        return Ok(crate::exit::status(crate::exit::has_problems(
+            &planned, false,
+        )));
     }
     if matches!(args.format, FixFormat::Script | FixFormat::Ansible) {
         bail!("--apply prints its result as text or json, not as a script or playbook");
@@ -125,9 +134,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--apply changes this machine: give --root / once (and the peers' snapshots as further --root)");
     };
     let node = before.nodes[*live].name.clone();
-    let record_path = args.record.clone().unwrap_or_else(|| {
-        PathBuf::from(format!("/var/lib/fabrik/fix/undo-{}.json", now_unix()))
-    });
+    let record_path = args
+        .record
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/var/lib/fabrik/fix/undo-{}.json", now_unix())));
     if let Some(dir) = record_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating {} for the undo record", dir.display()))?;
@@ -142,7 +152,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The checks again, on this machine as it is now, beside the same peers.
     let after_roots: Vec<PathBuf> = args.root.clone();
     let after = diagnose_roots(&after_roots, expect.as_ref())?;
-    let verdicts = apply::verdicts(&plan, &node, &outcome, &after.findings, before.nodes.len() > 1);
+    let verdicts = apply::verdicts(
+        &plan,
+        &node,
+        &outcome,
+        &after.findings,
+        before.nodes.len() > 1,
+    );
     match args.format {
         FixFormat::Json => crate::output::print_json(&serde_json::json!({
             "schema_version": fabrik_model::SCHEMA_VERSION,
@@ -181,7 +197,11 @@ fn undo(path: &Path, format: FixFormat) -> anyhow::Result<ExitCode> {
     let record: Record = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a fabrik fix undo record", path.display()))?;
     if record.kind != RECORD_KIND {
-        bail!("{} is not a fabrik fix undo record (kind `{}`)", path.display(), record.kind);
+        bail!(
+            "{} is not a fabrik fix undo record (kind `{}`)",
+            path.display(),
+            record.kind
+        );
     }
     let mut sys = Live::new(Path::new("/")).context("opening / to undo")?;
     let undone = apply::undo(record, &mut sys);
