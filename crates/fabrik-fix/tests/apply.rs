@@ -86,18 +86,15 @@ impl System for Machine {
 /// A plan of three steps on node `n`, made through fabrik_fix::plan from findings of the
 /// rules that call for them, on a node that holds the values.
 fn three_steps() -> Plan {
-    let mut node = Node::default();
-    node.hostname = Some("n".into());
-    node.modules = vec![fabrik_model::KernelModule {
-        name: "mlx5_ib".into(),
-        refcount: None,
-        version: None,
-    }];
-    node.neighbour_limits = Some(fabrik_model::NeighbourLimits {
-        gc_thresh1: Some(128),
-        gc_thresh2: Some(512),
-        gc_thresh3: Some(1024),
-    });
+    let node = Node {
+        hostname: Some("n".into()),
+        modules: vec![fabrik_model::KernelModule {
+            name: "mlx5_ib".into(),
+            refcount: None,
+            version: None,
+        }],
+        ..Default::default()
+    };
     let nodes = vec![NamedNode {
         name: "n".into(),
         node,
@@ -202,10 +199,7 @@ fn a_failing_step_stops_the_run_and_says_what_was_not_done() {
 
 #[test]
 fn steps_that_need_a_drain_wait_for_the_flag_and_values_already_set_are_left() {
-    let mut node = Node::default();
-    node.hostname = Some("n".into());
     let mut plan = three_steps();
-    let _ = &mut node;
     let mtu = fabrik_fix::Step {
         id: "s3".into(),
         node: "n".into(),

@@ -96,9 +96,11 @@ proptest! {
             .steps
             .iter()
             .flat_map(|s| s.change.apply())
-            .filter_map(|op| match op {
-                fabrik_doctor::remedy::Op::Run { argv } => Some(argv.join("\u{1f}")),
-                fabrik_doctor::remedy::Op::Write { path, value } => Some(format!("fabrik-write\u{1f}{path}\u{1f}{value}")),
+            .map(|op| match op {
+                fabrik_doctor::remedy::Op::Run { argv } => argv.join("\u{1f}"),
+                fabrik_doctor::remedy::Op::Write { path, value } => {
+                    format!("fabrik-write\u{1f}{path}\u{1f}{value}")
+                }
             })
             .collect();
         for line in logged.lines().filter(|l| !l.starts_with("udevadm")) {

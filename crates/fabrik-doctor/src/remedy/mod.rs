@@ -75,14 +75,13 @@ pub fn parse_mstconfig_query(text: &str, key: &str) -> Option<String> {
             continue;
         }
         let value = words.next()?;
+        let plain = |t: &str| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         let inner = match (value.find('('), value.ends_with(')')) {
-            (Some(open), true) => &value[open + 1..value.len() - 1],
+            (Some(open), true) if plain(&value[..open]) => &value[open + 1..value.len() - 1],
+            (Some(_), _) => return None,
             _ => value,
         };
-        if !inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Some(inner.to_string());
-        }
-        return None;
+        return (!inner.is_empty() && plain(inner)).then(|| inner.to_string());
     }
     None
 }

@@ -617,6 +617,34 @@ pub fn converge(
     })
 }
 
+/// The table of docs/fix.md: every node, environment and cross-node rule of the catalog with
+/// its class and what `fabrik fix` does (rules without a remediation keep their sentence).
+pub fn table_markdown() -> String {
+    let mut s = String::from(
+        "| rule | title | class | what `fabrik fix` does |\n| --- | --- | --- | --- |\n",
+    );
+    for r in crate::catalog::RULES {
+        let (class, what) = match remedy(r.id) {
+            Some(m) => (m.class, m.summary.to_string()),
+            None if r.id.starts_with("FAB-X-") => (
+                Class::Manual,
+                "keeps the rule's sentence and names the value the node should converge to"
+                    .to_string(),
+            ),
+            None => (Class::Manual, "keeps the rule's sentence".to_string()),
+        };
+        s.push_str(&format!(
+            "| [{}](rules/{}.md) | {} | {} | {} |\n",
+            r.id,
+            r.id,
+            r.title,
+            class,
+            what.replace('|', "\\|")
+        ));
+    }
+    s
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -676,32 +704,4 @@ mod tests {
         c.insert(9000, 3);
         assert_eq!(majority(c), Some((9000, 3)));
     }
-}
-
-/// The table of docs/fix.md: every node, environment and cross-node rule of the catalog with
-/// its class and what `fabrik fix` does (rules without a remediation keep their sentence).
-pub fn table_markdown() -> String {
-    let mut s = String::from(
-        "| rule | title | class | what `fabrik fix` does |\n| --- | --- | --- | --- |\n",
-    );
-    for r in crate::catalog::RULES {
-        let (class, what) = match remedy(r.id) {
-            Some(m) => (m.class, m.summary.to_string()),
-            None if r.id.starts_with("FAB-X-") => (
-                Class::Manual,
-                "keeps the rule's sentence and names the value the node should converge to"
-                    .to_string(),
-            ),
-            None => (Class::Manual, "keeps the rule's sentence".to_string()),
-        };
-        s.push_str(&format!(
-            "| [{}](rules/{}.md) | {} | {} | {} |\n",
-            r.id,
-            r.id,
-            r.title,
-            class,
-            what.replace('|', "\\|")
-        ));
-    }
-    s
 }
