@@ -12,6 +12,7 @@ pub mod env;
 pub mod env_rules;
 pub mod expect;
 pub mod passline;
+pub mod remedy;
 pub mod rules;
 pub mod socket;
 mod util;
