@@ -154,6 +154,18 @@ pub struct BandwidthExpect {
     pub all_reduce_busbw_gbs: Option<f64>,
 }
 
+/// The InfiniBand MTUs (IBTA: 256 to 4096 bytes; `enum ibv_mtu`).
+pub const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// The smallest MTU an IPv4 netdev may have (RFC 791's 68 bytes, the kernel's `ETH_MIN_MTU`).
+pub const NETDEV_MTU_MIN: u32 = 68;
+/// The largest MTU a netdev may have (`IP_MAX_MTU`, 65535).
+pub const NETDEV_MTU_MAX: u32 = 65_535;
+/// More than any RDMA port signals: 12X XDR, the widest and fastest port the kernel's sysfs
+/// `rate` can print, is 2400 Gb/s.
+pub const MAX_PORT_GBPS: f64 = 3_200.0;
+/// More all_reduce bus bandwidth than any node reaches (NVLink 5 is 1800 GB/s per GPU).
+pub const MAX_BUSBW_GBS: f64 = 10_000.0;
+
 impl Expectations {
     /// Reads a cluster file; `source_name` names it in errors.
     pub fn parse(source_name: &str, text: &str) -> Result<Self, ExpectError> {
@@ -184,8 +196,121 @@ impl Expectations {
                 )));
             }
         }
+        self.check_values().map_err(invalid)?;
         for w in &self.waive {
             w.validate().map_err(invalid)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses values no node can have, so that a typo or a wrong unit is not silently a
+    /// difference on every node (or on none): rates and bandwidths finite and positive within
+    /// what a port can signal, MTUs of the sizes the standards define, priorities 0 to 7.
+    fn check_values(&self) -> Result<(), String> {
+        fn positive(key: &str, v: Option<f64>, max: f64, unit: &str) -> Result<(), String> {
+            match v {
+                Some(x) if !x.is_finite() || x <= 0.0 => {
+                    Err(format!("{key} = {x} is not a positive number of {unit}"))
+                }
+                Some(x) if x > max => Err(format!(
+                    "{key} = {x} {unit} is more than any port or node carries (at most {max}): \
+                     is it in another unit?"
+                )),
+                _ => Ok(()),
+            }
+        }
+        fn text(key: &str, v: Option<&str>) -> Result<(), String> {
+            match v {
+                Some(t) if t.trim().is_empty() => Err(format!("{key} is empty")),
+                _ => Ok(()),
+            }
+        }
+        if let Some(g) = &self.gpus {
+            text("gpus.model", g.model.as_deref())?;
+        }
+        if let Some(r) = &self.rdma {
+            positive("rdma.rate_gbps", r.rate_gbps, MAX_PORT_GBPS, "Gb/s")?;
+            if let Some(m) = r.ib_mtu {
+                if !IB_MTUS.contains(&m) {
+                    return Err(format!(
+                        "rdma.ib_mtu = {m} is not an InfiniBand MTU (one of {IB_MTUS:?} bytes)"
+                    ));
+                }
+            }
+            if let Some(m) = r.netdev_mtu {
+                if !(NETDEV_MTU_MIN..=NETDEV_MTU_MAX).contains(&m) {
+                    return Err(format!(
+                        "rdma.netdev_mtu = {m} is outside the MTUs a netdev can have \
+                         ({NETDEV_MTU_MIN} to {NETDEV_MTU_MAX} bytes)"
+                    ));
+                }
+            }
+            text("rdma.firmware", r.firmware.as_deref())?;
+        }
+        if let Some(ro) = &self.roce {
+            if let Some(p) = &ro.pfc_priorities {
+                if let Some(bad) = p.iter().find(|p| **p > 7) {
+                    return Err(format!(
+                        "roce.pfc_priorities holds {bad}: priorities are 0 to 7"
+                    ));
+                }
+                let mut sorted = p.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                if sorted.len() != p.len() {
+                    return Err(format!("roce.pfc_priorities {p:?} names a priority twice"));
+                }
+            }
+            if let Some(t) = &ro.trust {
+                if !["pcp", "dscp"].contains(&t.to_ascii_lowercase().as_str()) {
+                    return Err(format!("roce.trust `{t}` is neither `pcp` nor `dscp`"));
+                }
+            }
+        }
+        if let Some(h) = &self.host {
+            text("host.peer_memory", h.peer_memory.as_deref())?;
+            if let Some(Memlock::Bytes(0)) = h.memlock {
+                return Err(
+                    "host.memlock = 0 bytes: give `unlimited` or a least number of bytes".into(),
+                );
+            }
+        }
+        if let Some(v) = &self.versions {
+            for (k, val) in [
+                ("versions.nvidia_driver", &v.nvidia_driver),
+                ("versions.ofed", &v.ofed),
+                ("versions.rdma_core", &v.rdma_core),
+                ("versions.nccl", &v.nccl),
+            ] {
+                text(k, val.as_deref())?;
+            }
+        }
+        if let Some(b) = &self.bandwidth {
+            positive(
+                "bandwidth.p2p_gbps_per_nic",
+                b.p2p_gbps_per_nic,
+                MAX_PORT_GBPS * 2.0,
+                "Gb/s",
+            )?;
+            positive(
+                "bandwidth.all_reduce_busbw_gbs",
+                b.all_reduce_busbw_gbs,
+                MAX_BUSBW_GBS,
+                "GB/s",
+            )?;
+        }
+        for key in self.nccl.keys() {
+            let well_formed = key.strip_prefix("NCCL_").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            });
+            if !well_formed {
+                return Err(format!(
+                    "[nccl] key `{key}` is not an NCCL variable (NCCL_ followed by capitals, digits and _)"
+                ));
+            }
         }
         Ok(())
     }
@@ -193,5 +318,65 @@ impl Expectations {
     /// Writes the file back (what `fabrik expect --from-root` prints).
     pub fn to_toml(&self) -> Result<String, ExpectError> {
         toml::to_string(self).map_err(|e| ExpectError::Write(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_out_of_range_or_in_the_wrong_unit_are_refused() {
+        for (text, says) in [
+            ("[rdma]\nrate_gbps = nan\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = -400\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = 0\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = 400000000000\n", "another unit"),
+            ("[rdma]\nib_mtu = 1\n", "not an InfiniBand MTU"),
+            ("[rdma]\nib_mtu = 4092\n", "not an InfiniBand MTU"),
+            ("[rdma]\nnetdev_mtu = 9\n", "outside the MTUs"),
+            ("[rdma]\nfirmware = \" \"\n", "empty"),
+            ("[roce]\npfc_priorities = [3, 8]\n", "0 to 7"),
+            ("[roce]\npfc_priorities = [3, 3]\n", "twice"),
+            ("[roce]\ntrust = \"dcsp\"\n", "neither `pcp` nor `dscp`"),
+            ("[host]\nmemlock = 0\n", "0 bytes"),
+            (
+                "[bandwidth]\np2p_gbps_per_nic = inf\n",
+                "not a positive number",
+            ),
+            (
+                "[bandwidth]\nall_reduce_busbw_gbs = -1\n",
+                "not a positive number",
+            ),
+            ("[nccl]\nnccl_ib_hca = \"mlx5\"\n", "not an NCCL variable"),
+            ("[versions]\nofed = \"\"\n", "empty"),
+        ] {
+            let e = Expectations::parse("t", text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        for ok in [
+            "[rdma]\nrate_gbps = 400\nib_mtu = 4096\nnetdev_mtu = 9000\n",
+            "[roce]\npfc_priorities = [3]\ntrust = \"dscp\"\n",
+            "[host]\nmemlock = 65536\n",
+            "[bandwidth]\np2p_gbps_per_nic = 380\nall_reduce_busbw_gbs = 460\n",
+        ] {
+            Expectations::parse("t", ok).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_shipped_file_is_accepted() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/expect");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                Expectations::parse(&p.display().to_string(), &text).unwrap();
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10, "{seen}");
     }
 }
