@@ -289,8 +289,8 @@ fn table_and_markdown_render() {
     let out = fabrik().args(["doctor", "--root", &r]).output().unwrap();
     assert_eq!(
         out.status.code(),
-        Some(0),
-        "an unplugged second port is a warning"
+        Some(1),
+        "one of two rails without link on a GPU node fails it"
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("mlx5_1:1\n"), "{text}");

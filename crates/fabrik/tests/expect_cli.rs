@@ -340,7 +340,9 @@ fn waivers_hide_with_a_reason_and_refuse_without_one() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("unknown rule id"), "{bad}: {err}");
         assert!(
-            err.split("nearest known: ").nth(1).is_some_and(|n| n.starts_with(nearest)),
+            err.split("nearest known: ")
+                .nth(1)
+                .is_some_and(|n| n.starts_with(nearest)),
             "{bad}: {err}"
         );
     }

@@ -41,3 +41,22 @@ pub const VERSIONS: &str = "FAB-EXP-007";
 pub const NCCL: &str = "FAB-EXP-008";
 /// Rule id of "An expectation the node's data cannot confirm".
 pub const UNVERIFIED: &str = "FAB-EXP-009";
+
+/// `N ACTIVE ports` when the expectations give `rdma.active_ports` and the node has at least
+/// that many ACTIVE ports (of `rdma.link_layer` when given): a rail down beyond them is one the
+/// cluster does not count on.
+pub fn rails_met(node: &fabrik_model::Node, expect: &Expectations) -> Option<String> {
+    let r = expect.rdma.as_ref()?;
+    let want = r.active_ports?;
+    let layer = r.link_layer.as_deref().map(fabrik_model::LinkLayer::parse);
+    let have = crate::util::all_ports(node)
+        .filter(|(d, p)| {
+            !d.is_software()
+                && crate::util::is_active(p)
+                && layer
+                    .as_ref()
+                    .is_none_or(|l| p.link_layer.as_ref() == Some(l))
+        })
+        .count();
+    (have >= want).then(|| format!("{want} ACTIVE port(s)"))
+}
