@@ -166,6 +166,15 @@ const NHC_HW_IB: Source = Source {
     url: "https://github.com/mej/nhc/blob/master/scripts/lbnl_hw.nhc",
 };
 
+const PCI_SYSFS_CONFIG: Source = Source {
+    title: "Linux kernel: pci_read_config in drivers/pci/pci-sysfs.c (the config file gives 64 bytes without CAP_SYS_ADMIN)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/pci/pci-sysfs.c",
+};
+const KERNEL_DCBNL: Source = Source {
+    title: "Linux kernel: DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET; EOPNOTSUPP for a driver without dcbnl_ops), net/dcb/dcbnl.c",
+    url: "https://github.com/torvalds/linux/blob/master/net/dcb/dcbnl.c",
+};
+
 /// The pages of the doctor's own rules; [`rules`] lists them together with the counter and log
 /// rules.
 pub static RULES: &[Rule] = &[
@@ -773,6 +782,17 @@ pub static RULES: &[Rule] = &[
         evidence: "/sys/bus/pci/devices/<addr>/{vendor,device,class,driver}, /sys/class/infiniband/*/device, /proc/modules.",
         fix: "`modprobe mlx5_core mlx5_ib ib_uverbs` (or `efa`) and load them at boot; when the driver is loaded, `dmesg` says why it refused the card (firmware, PCIe errors).",
         sources: &[KERNEL_MLX5_KCONFIG, NHC_HW_IB, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-CHK-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A fact the check could not read",
+        checks: "Facts a rule needs that the root did not give, with the reason probing recorded: ACS of the PCIe bridges on GPU and NIC paths (read from config space, which beyond its 64-byte header only root reads, else an lspci -vvv capture), PFC and trust of hardware RoCE netdevs (DCB over netlink, else an mlnx_qos capture; a driver without DCB says so), the InfiniBand active MTU (ibv_devinfo -v). One finding per fact, naming every subject. Warning for ACS on a GPU node that is not a VM and for PFC; info for ACS elsewhere and the IB MTU; nothing for ACS in a VM, where FAB-PCI-002 does not judge.",
+        why: "A rule that cannot see its fact stays silent, and a silent health check reads as a healthy node: on a live node without root, or with a tool missing or past the budget, ACS redirect or PFC off would pass unseen.",
+        evidence: "Each subject (bridge, netdev, port) with the reason: the bytes of config space read, the netlink answer (EOPNOTSUPP, a timeout), the tool's outcome.",
+        fix: "Run the check as root on the node, with rdma-core's tools installed and a --budget they fit in; in a container, mount the host's root and run on the host network. Waive the finding with a reason where the fact cannot be had.",
+        sources: &[PCI_SYSFS_CONFIG, KERNEL_DCBNL, NCCL_TROUBLESHOOTING],
     },
 ];
 

@@ -33,7 +33,8 @@ pub use waive::{apply_waivers, Waived, Waiver};
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 24] = [
+    let plain: [fn(&Node) -> Vec<Finding>; 25] = [
+        unchecked::not_checked,
         rdma::no_rdma,
         rdma::no_stack,
         rdma::no_uverbs,

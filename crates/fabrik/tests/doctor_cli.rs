@@ -298,14 +298,14 @@ fn table_and_markdown_render() {
         .lines()
         .last()
         .unwrap()
-        .starts_with("verdict: gpu-ib-01: 0 error(s), 2 warning(s)"));
+        .starts_with("verdict: gpu-ib-01: 2 error(s), 0 warning(s)"));
     let out = fabrik()
         .args(["doctor", "--root", &r, "--format", "markdown"])
         .output()
         .unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
     assert!(md.starts_with("## fabrik doctor: gpu-ib-01"));
-    assert!(md.contains("| warning | FAB-PORT-002 | mlx5_1:1 |"));
+    assert!(md.contains("| error | FAB-PORT-002 | mlx5_1:1 |"));
 }
 
 #[test]

@@ -298,13 +298,26 @@ fn waivers_hide_with_a_reason_and_refuse_without_one() {
         "{waived:?}"
     );
     assert!(exp(&r).is_empty(), "{r:#}");
-    // Only the rules named are waived: the port warnings stay (and, the expectation errors
-    // being waived, the node passes).
-    assert!(r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["rule"].as_str().unwrap().starts_with("FAB-PORT")));
+    // Only the rules named are waived: the dead rail of this GPU node is still an error of
+    // its own (FAB-PORT-*), so the node fails until that is waived too.
+    assert!(r["findings"].as_array().unwrap().iter().any(|f| {
+        f["rule"].as_str().unwrap().starts_with("FAB-PORT") && f["severity"] == "error"
+    }));
+    assert_eq!(code, 1);
+    let (code, _) = doctor_json(&[
+        "--root",
+        &root,
+        "--expect",
+        &expect_file("dgx-h100.toml"),
+        "--ignore",
+        "FAB-EXP-002=rail 3 cable replaced on Friday",
+        "--ignore",
+        "FAB-EXP-001:node=GPU 7 RMA open",
+        "--ignore",
+        "FAB-PORT-001:mlx5_3:1=rail 3 cable replaced on Friday",
+        "--ignore",
+        "FAB-PORT-002:mlx5_3:1=rail 3 cable replaced on Friday",
+    ]);
     assert_eq!(code, 0);
 
     // The table lists what was waived and why.
