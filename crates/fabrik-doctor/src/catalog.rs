@@ -794,6 +794,17 @@ pub static RULES: &[Rule] = &[
         fix: "Run the check as root on the node, with rdma-core's tools installed and a --budget they fit in; in a container, mount the host's root and run on the host network. Waive the finding with a reason where the fact cannot be had.",
         sources: &[PCI_SYSFS_CONFIG, KERNEL_DCBNL, NCCL_TROUBLESHOOTING],
     },
+    Rule {
+        id: "FAB-ENV-008",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "NCCL_IB_HCA leaves out rails the node has",
+        checks: "The ACTIVE ports of the hardware RDMA devices of the driver family NCCL_IB_HCA selects (EFA, iWARP and software devices left out), against those its entries select (prefixes, `=` exact names, `:N` ports, `^` exclusion, as NCCL reads them): a warning naming each rail left out.",
+        why: "NCCL stripes inter-node traffic over the NICs NCCL_IB_HCA allows; a value that names 2 of 8 rails gives the job a quarter of the node's bandwidth, and nothing fails to tell.",
+        evidence: "NCCL_IB_HCA, /sys/class/infiniband/*/ports/*/state.",
+        fix: "Name every rail (`NCCL_IB_HCA=mlx5` selects them all) or leave it unset; exclude only NICs that are not rails (`^mlx5_8`).",
+        sources: &[NCCL_ENV],
+    },
 ];
 
 /// Every rule: the doctor's node, environment and cluster rules, the monitor's counter rules,

@@ -77,6 +77,7 @@ pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let mut out = vec![];
     for rule in [
         ib_hca,
+        ib_hca_fewer_rails,
         socket_ifname,
         ib_disabled,
         gid_index,

@@ -110,7 +110,10 @@ fn npd_plugin_config_is_valid_and_fabrik_check_speaks_its_protocol() {
             .iter()
             .find_map(|a| a.strip_prefix("--expect=/fabrik/expect/"))
             .expect("the plugin passes --expect=/fabrik/expect/FILE");
-        assert!(repo().join("deploy/expect").join(expect).is_file(), "{expect}");
+        assert!(
+            repo().join("deploy/expect").join(expect).is_file(),
+            "{expect}"
+        );
         // fabrik's own budget must end before NPD kills the plugin, so that NPD reads a verdict.
         let budget = args
             .iter()
@@ -130,7 +133,10 @@ fn npd_plugin_config_is_valid_and_fabrik_check_speaks_its_protocol() {
                     } else if let Some(f) = a.strip_prefix("--expect=/fabrik/expect/") {
                         // The init container copies the image's /usr/share/fabrik/expect/,
                         // which the package fills from deploy/expect/.
-                        format!("--expect={}", repo().join("deploy/expect").join(f).display())
+                        format!(
+                            "--expect={}",
+                            repo().join("deploy/expect").join(f).display()
+                        )
                     } else {
                         a.clone()
                     }

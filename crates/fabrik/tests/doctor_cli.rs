@@ -145,6 +145,12 @@ fn planned_environments_fire_their_rules() {
         ("env-004-gid-index-v1.env", "roce-healthy", "FAB-ENV-004", 1),
         ("env-005-gdr-level-loc.env", "ib-healthy", "FAB-ENV-005", 0),
         (
+            "env-008-ib-hca-one-rail.env",
+            "ib-healthy",
+            "FAB-ENV-008",
+            0,
+        ),
+        (
             "env-006-p2p-shm-disabled.env",
             "ib-healthy",
             "FAB-ENV-006",
