@@ -156,16 +156,12 @@ pub(crate) fn dcb(
                         source: record,
                     })
                 }
-                None if nif.pfc.is_none() => {
-                    if roce_netdev(devices, nif) {
-                        not_read(
-                            out,
-                            "pfc",
-                            &nif.name,
-                            format!("the driver of {} reports DCB but no PFC", nif.name),
-                        );
-                    }
-                }
+                None if nif.pfc.is_none() && roce_netdev(devices, nif) => not_read(
+                    out,
+                    "pfc",
+                    &nif.name,
+                    format!("the driver of {} reports DCB but no PFC", nif.name),
+                ),
                 None => {}
             },
             Err(why) => {

@@ -134,17 +134,14 @@ fn refuse_non_node(root: &Path) -> Result<(), ProbeError> {
 }
 
 /// Probes and also returns every name read, for [`snapshot`].
-pub(crate) fn probe_recording(
-    root: &Path,
-    opts: &ProbeOptions,
-) -> Result<
-    (
-        Node,
-        std::collections::BTreeMap<String, fs::Recorded>,
-        Vec<(live::Tool, live::ToolOutcome)>,
-    ),
-    ProbeError,
-> {
+/// A probed node, every name read, and the tools run (for [`snapshot`]).
+pub(crate) type Recording = (
+    Node,
+    std::collections::BTreeMap<String, fs::Recorded>,
+    Vec<(live::Tool, live::ToolOutcome)>,
+);
+
+pub(crate) fn probe_recording(root: &Path, opts: &ProbeOptions) -> Result<Recording, ProbeError> {
     let mut fs = open(root)?.recording();
     let node = probe_fs(&mut fs, root, opts);
     let runs = std::mem::take(&mut fs.tool_runs);
