@@ -1,12 +1,12 @@
 //! GID tables as sysfs lists them, and the GID the bench uses on a RoCE port: the one NCCL would
-//! use in the same environment (fabrik-nccl's [`fabrik_nccl::gid`] is the one policy), so that
+//! use in the same environment (the model's [`fabrik_model::gid::policy`] is the one policy), so that
 //! the bench measures the path a job takes.
 
 use std::path::Path;
 
 pub use fabrik_model::gid::{format as format_gid, ipv4 as gid_ipv4, parse as parse_gid};
 use fabrik_model::{Gid, GidType, LinkLayer, Port};
-use fabrik_nccl::gid::{nccl_gid_index, GidSettings};
+use fabrik_model::gid::policy::{nccl_gid_index, GidSettings};
 
 /// The GID index NCCL would use on RoCE `port` of `device` under `settings`, from the table under
 /// `root` (the bench passes the process's own NCCL_IB_* variables, as NCCL reads them).
