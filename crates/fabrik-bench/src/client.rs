@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub use fabrik_model::per_interface;
 use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
 use fabrik_wire::{Channel, Token};
 
@@ -526,25 +527,4 @@ fn bw_result(
         })
         .collect();
     (row, per_stream)
-}
-
-/// Sums the per-stream results by interface (or local address), in first-seen order.
-pub fn per_interface(streams: &[StreamResult]) -> Vec<(String, u32, u64, f64)> {
-    let mut out: Vec<(String, u32, u64, f64)> = Vec::new();
-    for s in streams {
-        let key = s
-            .interface
-            .clone()
-            .or_else(|| s.local_addr.clone())
-            .unwrap_or_else(|| "default route".into());
-        match out.iter_mut().find(|(k, ..)| *k == key) {
-            Some(e) => {
-                e.1 += 1;
-                e.2 += s.bytes;
-                e.3 += s.bw_avg_gbps;
-            }
-            None => out.push((key, 1, s.bytes, s.bw_avg_gbps)),
-        }
-    }
-    out
 }
