@@ -64,7 +64,6 @@ pub fn parse_ethtool_stats(text: &str) -> EthtoolStats {
     out
 }
 
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
+use fabrik_model::counters::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
 use fabrik_model::text::visible;
 use fabrik_model::Finding;
-use fabrik_model::counters::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
 
 /// `16.00 Gb/s`, `3.20 kb/s`; `-` when unknown.
 pub fn bits(v: Option<f64>) -> String {

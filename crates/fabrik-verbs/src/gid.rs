@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use fabrik_model::gid::policy::{nccl_gid_index, GidSettings};
 pub use fabrik_model::gid::{format as format_gid, ipv4 as gid_ipv4, parse as parse_gid};
 use fabrik_model::{Gid, LinkLayer, Port};
-use fabrik_model::gid::policy::{nccl_gid_index, GidSettings};
 
 /// The GID index NCCL would use on RoCE `port` of `device` under `settings`, from the table under
 /// `root` (the bench passes the process's own NCCL_IB_* variables, as NCCL reads them).
