@@ -154,7 +154,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let (rdma, tcp_because) = match a.transport {
         Transport::Tcp => (false, None),
         Transport::Rdma => (true, None),
-        Transport::Auto => match crate::cmd::rdma::rdma_choice() {
+        Transport::Auto => match fabrik_verbs::p2p::rdma_choice() {
             Ok(_) => (true, None),
             Err(why) => (false, Some(why)),
         },
