@@ -528,3 +528,32 @@ fn bw_result(
         .collect();
     (row, per_stream)
 }
+
+/// `HOST` gets the default port; `HOST:PORT` and `[V6]:PORT` are kept; a bare IPv6 address is
+/// bracketed.
+pub fn with_port(host: &str, port: u16) -> String {
+    if host.parse::<SocketAddr>().is_ok() {
+        return host.to_string();
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return SocketAddr::new(ip, port).to_string();
+    }
+    if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_get_the_default_port() {
+        assert_eq!(with_port("node-b", 18800), "node-b:18800");
+        assert_eq!(with_port("node-b:99", 18800), "node-b:99");
+        assert_eq!(with_port("10.0.0.2", 5), "10.0.0.2:5");
+        assert_eq!(with_port("fe80::1", 5), "[fe80::1]:5");
+    }
+}
