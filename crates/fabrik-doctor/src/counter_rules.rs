@@ -10,12 +10,22 @@ use fabrik_model::{Evidence, Finding, Rule, Severity};
 
 use crate::catalog::counters::RULES;
 
-/// Rates above which congestion counters become findings.
+/// Rates above which congestion counters become findings. Both defaults (1000/s) are fabrik's
+/// own line, not a vendor's figure (no NIC or switch vendor publishes an alert level for
+/// either), so every command that runs these rules takes them as flags, `--pause-threshold`
+/// and `--cnp-threshold` (`diff`, `top`, `doctor --watch`, `exporter`), documented in
+/// docs/monitor.md.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
-    /// PFC pause frames per second, per priority and direction (`rx_prio3_pause`...).
+    /// PFC pause frames per second, per priority and direction (`rx_prio3_pause`...). A healthy
+    /// lossless fabric pauses rarely; each frame may stop the priority for up to 65535 quanta of
+    /// 512 bit times (IEEE 802.1Qbb: 335 µs at 100 Gb/s), so a thousand a second means the
+    /// priority is held up much of the time. Default 1000.
     pub pause_frames_per_s: f64,
-    /// CNPs per second (`np_cnp_sent`, `rp_cnp_handled`).
+    /// CNPs per second (`np_cnp_sent`, `rp_cnp_handled`). CNPs are DCQCN at work (Zhu et al.,
+    /// "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015), so a trickle is
+    /// normal; a thousand a second means ECN marks this port's RoCE traffic continuously and
+    /// its senders keep cutting their rate. Default 1000.
     pub cnp_per_s: f64,
 }
 
