@@ -33,11 +33,9 @@ type CuMemAllocManaged = unsafe extern "C" fn(*mut u64, usize, c_uint) -> c_int;
 type CuMemFree = unsafe extern "C" fn(u64) -> c_int;
 type CuMemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> c_int;
 type CuMemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int;
-type CuMemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> c_int;
 type CuMemcpyDtoDAsync = unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> c_int;
 type CuStreamCreate = unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int;
 type CuStreamQuery = unsafe extern "C" fn(*mut c_void) -> c_int;
-type CuStreamSynchronize = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CuStreamDestroy = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CuGetHandle = unsafe extern "C" fn(*mut c_void, u64, usize, c_int, u64) -> c_int;
 type CuGetErrorString = unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int;
@@ -56,11 +54,9 @@ pub struct Cuda {
     mem_free: CuMemFree,
     htod: CuMemcpyHtoD,
     dtoh: CuMemcpyDtoH,
-    dtod: CuMemcpyDtoD,
     dtod_async: CuMemcpyDtoDAsync,
     stream_create: CuStreamCreate,
     stream_query: CuStreamQuery,
-    stream_sync: CuStreamSynchronize,
     stream_destroy: CuStreamDestroy,
     /// CUDA ≥ 11.7: exports device memory as a dma-buf for `ibv_reg_dmabuf_mr`.
     get_handle: Option<CuGetHandle>,
@@ -115,11 +111,9 @@ impl Cuda {
             mem_free: sym!("cuMemFree_v2"),
             htod: sym!("cuMemcpyHtoD_v2"),
             dtoh: sym!("cuMemcpyDtoH_v2"),
-            dtod: sym!("cuMemcpyDtoD_v2"),
             dtod_async: sym!("cuMemcpyDtoDAsync_v2"),
             stream_create: sym!("cuStreamCreate"),
             stream_query: sym!("cuStreamQuery"),
-            stream_sync: sym!("cuStreamSynchronize"),
             stream_destroy: sym!("cuStreamDestroy_v2"),
             // SAFETY: as in sym!; absent on drivers older than CUDA 11.7.
             get_handle: unsafe { lib.optional("cuMemGetHandleForAddressRange") },
@@ -354,22 +348,6 @@ impl DeviceBuffer {
         self.cuda.check(rc, "cuMemcpyDtoDAsync")
     }
 
-    /// A synchronous device-to-device copy (used to stage data before timing starts).
-    pub fn copy_from(
-        &self,
-        offset: usize,
-        src: &DeviceBuffer,
-        src_off: usize,
-        len: usize,
-    ) -> Result<(), GpuError> {
-        self.range(offset, len)?;
-        src.range(src_off, len)?;
-        // SAFETY: both ranges checked against live allocations.
-        let rc =
-            unsafe { (self.cuda.dtod)(self.ptr + offset as u64, src.ptr + src_off as u64, len) };
-        self.cuda.check(rc, "cuMemcpyDtoD")
-    }
-
     fn range(&self, offset: usize, len: usize) -> Result<(), GpuError> {
         if offset.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(GpuError::Invalid(format!(
@@ -426,13 +404,6 @@ impl Stream {
         }
         self.cuda.check(rc, "cuStreamQuery")?;
         Ok(true)
-    }
-
-    /// Blocks until the stream is idle; only for work that cannot hang (copies).
-    pub fn synchronize(&self) -> Result<(), GpuError> {
-        // SAFETY: raw is a live stream of this driver.
-        let rc = unsafe { (self.cuda.stream_sync)(self.raw) };
-        self.cuda.check(rc, "cuStreamSynchronize")
     }
 }
 
