@@ -138,9 +138,15 @@ mod tests {
         let p = args().pipe_config(Duration::from_secs(5)).unwrap();
         assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
         assert_eq!(device_port(None).unwrap(), (None, 1));
-        assert!(device_port(Some("mlx5_0:x")).is_err());
+        assert_eq!(
+            device_port(Some("mlx5_0:x")).unwrap_err().to_string(),
+            "bad port in --device mlx5_0:x"
+        );
         let mut a = args();
         a.rdma_chunk = "1".into();
-        assert!(a.pipe_config(Duration::from_secs(1)).is_err());
+        assert_eq!(
+            format!("{:#}", a.pipe_config(Duration::from_secs(1)).unwrap_err()),
+            "pipe chunk of 1 bytes outside 4096..=67108864"
+        );
     }
 }

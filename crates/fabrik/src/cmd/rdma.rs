@@ -292,6 +292,7 @@ mod tests {
         assert!(o.relaxed_ordering);
         let mut r = rdma();
         r.device = Some("mlx5_0:x".into());
-        assert!(local_options(&r, Duration::from_secs(1)).is_err());
+        let e = local_options(&r, Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.to_string(), "bad port in --device mlx5_0:x");
     }
 }
