@@ -7,8 +7,8 @@
 //! Everything is torn down on `Drop`, which also runs when a test panics; namespaces left by a
 //! process that was killed outright are removed, half an hour later, by the next [`Testbed`] built
 //! on the machine.
-//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and skip the test
-//! with its message when it returns `Some`.
+//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and, when it returns
+//! `Some`, skip the test with [`skip()`] (which fails it where `FABRIK_REQUIRE_TESTBEDS=1`).
 //! The crate's `fabrik-netns` binary (run by `testbed/netns.sh`) builds the same layout under a
 //! chosen name ([`Builder::name`], [`Testbed::keep`]) for people and benchmark scripts, and
 //! removes it with [`down`].
@@ -16,7 +16,7 @@
 //! ```no_run
 //! # fn main() -> Result<(), fabrik_testbed::TestbedError> {
 //! if let Some(why) = fabrik_testbed::skip_reason() {
-//!     eprintln!("skipping: {why}");
+//!     fabrik_testbed::skip("this test", &why);
 //!     return Ok(());
 //! }
 //! let tb = fabrik_testbed::Testbed::builder()
@@ -38,10 +38,12 @@ use std::sync::OnceLock;
 
 pub mod hostile;
 mod rate;
+pub mod skip;
 pub mod slurm;
 pub mod tools;
 
 pub use rate::parse_rate;
+pub use skip::{not_applicable, skip};
 
 /// Every namespace this crate creates starts with this, then the creating process id.
 pub const PREFIX: &str = "fab-";
