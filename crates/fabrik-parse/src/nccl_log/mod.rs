@@ -55,6 +55,10 @@ pub struct LogAnalyzer {
     /// A RAS JSON document being collected (from a line `{` to a line `}`).
     ras_json: Option<String>,
     ras_json_report: Option<crate::ras::RasReport>,
+    diag: crate::ras::diag::DiagParser,
+    monitor: crate::ras::monitor::MonitorParser,
+    /// `NCCL DIAG `, searched on every line that is not an NCCL INFO/WARN line.
+    diag_marker: memchr::memmem::Finder<'static>,
 }
 
 /// Substrings without which a program line cannot report an NCCL failure; searched with
@@ -162,6 +166,9 @@ impl LogAnalyzer {
             ras: crate::ras::RasTextParser::new(),
             ras_json: None,
             ras_json_report: None,
+            diag: crate::ras::diag::DiagParser::new(),
+            monitor: crate::ras::monitor::MonitorParser::new(),
+            diag_marker: memchr::memmem::Finder::new(crate::ras::diag::MARKER.as_bytes()),
         }
     }
 
@@ -321,6 +328,11 @@ impl LogAnalyzer {
     /// RAS reports are program output: text (`ncclras`) or a JSON document (`ncclras -f json`).
     fn ras_line(&mut self, line: &[u8]) {
         let text = String::from_utf8_lossy(line);
+        if self.diag_marker.find(line).is_some() {
+            self.diag.line(&text);
+            return;
+        }
+        self.monitor.line(&text);
         self.ras.line(&text);
         let t = text.trim_end();
         if let Some(buf) = self.ras_json.as_mut() {
@@ -461,13 +473,14 @@ impl LogAnalyzer {
             })
             .collect();
         let ras = self.ras.finish().or(self.ras_json_report);
+        let other_reports = !self.diag.is_empty() || self.monitor.table().events > 0;
         let mut report = summary::build(
             self.inputs,
             processes,
             self.bare_versions,
             self.lines_read,
             self.nccl_lines,
-            ras.is_some(),
+            ras.is_some() || other_reports,
         );
         if let Some(r) = &ras {
             let mut extra = crate::ras::findings(r);
@@ -497,8 +510,70 @@ impl LogAnalyzer {
             fabrik_model::sort_findings(&mut report.findings);
         }
         report.ras = ras;
+        add_diag_and_monitor(self.diag, self.monitor, &mut report);
         report
     }
+}
+
+/// DIAG reports and monitor events: their findings name hosts through the ranks the log's
+/// processes joined.
+fn add_diag_and_monitor(
+    diag: crate::ras::diag::DiagParser,
+    monitor: crate::ras::monitor::MonitorParser,
+    report: &mut LogReport,
+) {
+    {
+        let diag = diag.finish();
+        let table = monitor.finish();
+        let mut extra = Vec::new();
+        if !diag.is_empty() {
+            extra.extend(crate::ras::diag::findings(&diag, &rank_hosts(&report.processes)));
+            report.diag = diag;
+        }
+        if table.events > 0 {
+            extra.extend(crate::ras::monitor::findings(&table));
+            report.ras_monitor = Some(table);
+        }
+        if extra.is_empty() {
+            return;
+        }
+        for f in &extra {
+            match f.severity {
+                Severity::Error => report.summary.errors += 1,
+                Severity::Warning => report.summary.warnings += 1,
+                Severity::Info => {}
+            }
+        }
+        extra.append(&mut report.findings);
+        report.findings = extra;
+        fabrik_model::sort_findings(&mut report.findings);
+    }
+}
+
+/// Rank to host, where every process that joined that rank number is on one host (a job with
+/// several communicators of different sizes may reuse rank numbers on other hosts: those are
+/// left out rather than guessed).
+pub fn rank_hosts(processes: &[ProcessReport]) -> crate::ras::diag::RankHosts {
+    let mut map = crate::ras::diag::RankHosts::new();
+    let mut clash = std::collections::BTreeSet::new();
+    for p in processes {
+        let Some(h) = &p.host else { continue };
+        for r in &p.ranks {
+            let rank = u64::from(r.rank);
+            match map.get(&rank) {
+                Some(prev) if prev != h => {
+                    clash.insert(rank);
+                }
+                _ => {
+                    map.insert(rank, h.clone());
+                }
+            }
+        }
+    }
+    for r in clash {
+        map.remove(&r);
+    }
+    map
 }
 
 /// Lines whose `host:pid` prefix was stripped (a paste, a collector) or program lines before

@@ -200,6 +200,8 @@ pub(super) fn build(
         lines_read,
         nccl_lines,
         ras: None,
+        diag: Vec::new(),
+        ras_monitor: None,
     }
 }
 
