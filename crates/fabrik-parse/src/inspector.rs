@@ -67,8 +67,15 @@ pub fn record(v: &serde_json::Value) -> Option<Record> {
         (None, Some(p)) => (p, true),
         _ => return None,
     };
-    let k = |s: &str| if p2p { format!("p2p_{s}") } else { format!("coll_{s}") };
-    let s = |x: &serde_json::Value, key: &str| x.get(key).and_then(|y| y.as_str()).map(str::to_string);
+    let k = |s: &str| {
+        if p2p {
+            format!("p2p_{s}")
+        } else {
+            format!("coll_{s}")
+        }
+    };
+    let s =
+        |x: &serde_json::Value, key: &str| x.get(key).and_then(|y| y.as_str()).map(str::to_string);
     let u = |x: &serde_json::Value, key: &str| x.get(key).and_then(serde_json::Value::as_u64);
     let f = |x: &serde_json::Value, key: &str| x.get(key).and_then(serde_json::Value::as_f64);
     let start_us = perf
@@ -256,7 +263,9 @@ pub fn analyze(
     while i < records.len() {
         let j = i + records[i..]
             .iter()
-            .take_while(|r| r.comm == records[i].comm && r.sn == records[i].sn && r.op == records[i].op)
+            .take_while(|r| {
+                r.comm == records[i].comm && r.sn == records[i].sn && r.op == records[i].op
+            })
             .count();
         let group = &records[i..j];
         i = j;
@@ -269,7 +278,9 @@ pub fn analyze(
                     host: r.host.clone(),
                     pid: r.pid,
                     nics: match (&r.host, r.pid) {
-                        (Some(h), Some(p)) => nics.get(&format!("{h}:{p}")).cloned().unwrap_or_default(),
+                        (Some(h), Some(p)) => {
+                            nics.get(&format!("{h}:{p}")).cloned().unwrap_or_default()
+                        }
                         _ => Vec::new(),
                     },
                     compared: 0,
@@ -286,7 +297,11 @@ pub fn analyze(
         let mut exec: Vec<f64> = group.iter().map(|r| r.exec_us).collect();
         let med = median(&mut exec);
         let (idx, lag, by) = if group.iter().all(|r| r.start_us.is_some()) {
-            let mut starts: Vec<f64> = group.iter().filter_map(|r| r.start_us).map(|s| s as f64).collect();
+            let mut starts: Vec<f64> = group
+                .iter()
+                .filter_map(|r| r.start_us)
+                .map(|s| s as f64)
+                .collect();
             let m = median(&mut starts);
             let (k, last) = group
                 .iter()

@@ -527,7 +527,10 @@ fn add_diag_and_monitor(
         let table = monitor.finish();
         let mut extra = Vec::new();
         if !diag.is_empty() {
-            extra.extend(crate::ras::diag::findings(&diag, &rank_hosts(&report.processes)));
+            extra.extend(crate::ras::diag::findings(
+                &diag,
+                &rank_hosts(&report.processes),
+            ));
             report.diag = diag;
         }
         if table.events > 0 {

@@ -163,7 +163,11 @@ impl DiagParser {
         let (host, pid) = head(&raw[..pos]);
         let body = raw[pos + MARKER.len()..].trim();
         if body.starts_with("===") {
-            let kind = if body.contains("RAS") { "ras" } else { "active" };
+            let kind = if body.contains("RAS") {
+                "ras"
+            } else {
+                "active"
+            };
             if self.reports.len() < MAX_REPORTS {
                 self.reports.push(DiagReport {
                     kind: kind.into(),
@@ -179,7 +183,11 @@ impl DiagParser {
             let rest = &body[p + 14..];
             let ms = rest.split_whitespace().next().and_then(|v| v.parse().ok());
             let across = word_after(rest, "across ").and_then(|v| v.parse().ok());
-            let kind = if body.starts_with("RAS") { "ras" } else { "active" };
+            let kind = if body.starts_with("RAS") {
+                "ras"
+            } else {
+                "active"
+            };
             let r = self.current(kind, host, pid);
             if let Some(r) = r {
                 r.completed_ms = ms;

@@ -319,4 +319,3 @@ fn mismatch(i: &RasCommIssue, subject: String) -> Finding {
         fix: "A straggler or a rank on another code path: look at what the lagging ranks (and their nodes) are doing (py-spy dump, GPU utilisation, Xid errors, a slow or failing node); a count that stays behind for long is a hang".into(),
     }
 }
-

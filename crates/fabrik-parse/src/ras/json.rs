@@ -215,7 +215,6 @@ fn mode_of(sorted: &[u64]) -> Option<u64> {
     best.map(|(v, _)| v)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,6 @@ pub use text::RasTextParser;
 
 use serde::{Deserialize, Serialize};
 
-
 /// Most entries kept per list (hostile input cannot grow memory without bound).
 pub(crate) const MAX_ITEMS: usize = 4096;
 /// Largest JSON document buffered (about 60 000 ranks of `ncclras -f json`).

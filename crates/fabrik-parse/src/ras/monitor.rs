@@ -92,8 +92,12 @@ pub fn state_of(event: &str) -> Option<PeerState> {
     Some(match event {
         "PEER_NEW" | "PEER_CONNECTED" | "PEER_RECOVERED" => PeerState::Alive,
         "PEER_DEAD" | "PEER_TIMEOUT_DEAD" => PeerState::Dead,
-        "PEER_UNRESPONSIVE" | "PEER_SEND_STUCK" | "PEER_KEEPALIVE_TIMEOUT"
-        | "PEER_INIT_TIMEOUT" | "PEER_DISCONNECTED" | "PEER_RETRY" => PeerState::Unreachable,
+        "PEER_UNRESPONSIVE"
+        | "PEER_SEND_STUCK"
+        | "PEER_KEEPALIVE_TIMEOUT"
+        | "PEER_INIT_TIMEOUT"
+        | "PEER_DISCONNECTED"
+        | "PEER_RETRY" => PeerState::Unreachable,
         _ => return None,
     })
 }
@@ -236,13 +240,11 @@ impl MonitorParser {
             buf.push_str(t);
             buf.push('\n');
             // The peer object closes with `  },`; the event with a bare `}` line.
-            if t == "}" {
-                if buf.matches('{').count() == buf.matches('}').count() {
-                    let doc = self.json.take().unwrap_or_default();
-                    let e = parse_json_event(&doc)?;
-                    self.table.apply(&e);
-                    return Some(e);
-                }
+            if t == "}" && buf.matches('{').count() == buf.matches('}').count() {
+                let doc = self.json.take().unwrap_or_default();
+                let e = parse_json_event(&doc)?;
+                self.table.apply(&e);
+                return Some(e);
             }
             return None;
         }
@@ -354,7 +356,7 @@ impl PeerTable {
             .values()
             .filter(|r| r.state != PeerState::Alive)
             .collect();
-        v.sort_by(|a, b| b.state.cmp(&a.state));
+        v.sort_by_key(|r| std::cmp::Reverse(r.state));
         v
     }
 

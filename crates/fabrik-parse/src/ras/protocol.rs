@@ -190,7 +190,10 @@ mod tests {
 
     #[test]
     fn replies() {
-        assert_eq!(decode_reply(b"SERVER PROTOCOL 2\n"), Reply::ServerProtocol(2));
+        assert_eq!(
+            decode_reply(b"SERVER PROTOCOL 2\n"),
+            Reply::ServerProtocol(2)
+        );
         assert_eq!(decode_reply(b"ok\r\n"), Reply::Ok);
         assert_eq!(
             decode_reply(b"ERROR: Invalid timeout value x\n"),
@@ -200,7 +203,10 @@ mod tests {
             decode_reply(b"BUSY: diagnostics already in progress\n"),
             Reply::Busy("diagnostics already in progress".into())
         );
-        assert!(matches!(decode_reply(b"SSH-2.0-OpenSSH\n"), Reply::Unexpected(_)));
+        assert!(matches!(
+            decode_reply(b"SSH-2.0-OpenSSH\n"),
+            Reply::Unexpected(_)
+        ));
     }
 
     #[test]

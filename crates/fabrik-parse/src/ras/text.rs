@@ -384,7 +384,6 @@ fn push_count(issue: &mut RasCommIssue, count: u64, value: String, r: RasRank) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
