@@ -663,3 +663,59 @@ fn rccl_messages_are_classified_from_rccl_sources() {
         );
     }
 }
+
+/// The WARN formats NCCL 2.31 and 2.32 added (from their release libraries), one per group.
+#[test]
+fn nccl_2_31_and_2_32_messages_take_their_classes() {
+    let cases: [(&[u8], &str, Severity); 8] = [
+        (
+            b"ncclCrypt: TLS connection requested without TLS support",
+            "FAB-NCCL-TLS",
+            Severity::Error,
+        ),
+        (
+            b"RMA/Socket : receive socket from peer=3 closed while receiving payload",
+            "FAB-NCCL-SOCKET",
+            Severity::Error,
+        ),
+        (
+            b"RMA/Socket : rma_socket requires GDRCopy; and GDR Copy is not available",
+            "FAB-NCCL-GIN-UNSUPPORTED",
+            Severity::Error,
+        ),
+        (
+            b"[2] Failed to connect GDAKI QP: local_node_name=a local_gpu_id=0 local_nic_name=mlx5_0 remote_rank=1 remote_node_name=b remote_gpu_id=0 remote_nic_name=mlx5_0",
+            "FAB-NCCL-IB-GDAKI",
+            Severity::Error,
+        ),
+        (
+            b"ncclSignal/ncclWaitSignal called before RMA is initialized. Register a symmetric window first, or set NCCL_RMA_EAGER_INIT=1 to initialize RMA at communicator creation.",
+            "FAB-NCCL-API-MISUSE",
+            Severity::Error,
+        ),
+        (
+            b"Window registration capabilities disagree between rank 0 and rank 3",
+            "FAB-NCCL-BOOTSTRAP-MISMATCH",
+            Severity::Error,
+        ),
+        (
+            b"NET/IB : mlx5_0:1 query_port failed during GID change (res=2)",
+            "FAB-NCCL-IB-EVENT",
+            Severity::Warning,
+        ),
+        (
+            b"RMA/Socket : closeColl called with 2 queued sends for peer=1",
+            "FAB-NCCL-INTERNAL-CHECK",
+            Severity::Error,
+        ),
+    ];
+    for (line, rule, sev) in cases {
+        let d = diagnose_warn(line, None);
+        assert_eq!(
+            (d.rule, d.severity),
+            (rule, sev),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
