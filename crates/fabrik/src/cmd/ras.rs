@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use fabrik_model::Finding;
 use fabrik_parse::nccl_log::{LogAnalyzer, LogReport};
-use fabrik_parse::ras::monitor::{self, MonitorParser, PeerRow};
+use fabrik_parse::ras::monitor::{MonitorParser, PeerRow};
 use fabrik_render::Format;
 
 #[derive(clap::Args)]
@@ -33,34 +33,6 @@ pub struct InspectorArgs {
     pub logs: Vec<PathBuf>,
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
-}
-
-fn row_text(r: &PeerRow) -> String {
-    format!(
-        "{:<11} {:<40} {:<22} {} {}",
-        format!("{:?}", r.state).to_lowercase(),
-        monitor::describe(&r.peer),
-        r.event,
-        r.since,
-        r.details
-    )
-    .trim_end()
-    .to_string()
-}
-
-fn table_text(rows: &[&PeerRow]) -> String {
-    if rows.is_empty() {
-        return "No dead or unreachable peer.\n".into();
-    }
-    let mut s = format!(
-        "{:<11} {:<40} {:<22} {}\n",
-        "STATE", "PEER", "LAST EVENT", "SINCE"
-    );
-    for r in rows {
-        s.push_str(&row_text(r));
-        s.push('\n');
-    }
-    s
 }
 
 /// Feeds a line to the log analyzer and, in text mode, prints each monitor event as it comes
@@ -92,12 +64,8 @@ pub fn parse_ras(a: ParseArgs) -> anyhow::Result<ExitCode> {
         if a.format == Format::Text {
             if let Some(e) = live.line(&String::from_utf8_lossy(line)) {
                 let (_, unreachable, dead) = live.table().counts();
-                let peer = e.peer.as_ref().map(monitor::describe).unwrap_or_default();
-                let _ = writeln!(
-                    out,
-                    "[{}] {} {} {} (dead {dead}, unreachable {unreachable})",
-                    e.time, e.event, peer, e.details
-                );
+                let _ = out
+                    .write_all(fabrik_render::ras::monitor_event(&e, dead, unreachable).as_bytes());
                 let _ = out.flush();
             }
         }
@@ -142,32 +110,7 @@ fn emit_report(report: &LogReport, format: Format) -> anyhow::Result<ExitCode> {
             })?;
         }
         Format::Text | Format::Markdown => {
-            let mut s = String::new();
-            if let Some(r) = &report.ras {
-                s.push_str(&fabrik_parse::ras::summary_text(r, report.summary.errors));
-                s.push('\n');
-            }
-            for d in &report.diag {
-                s.push_str(&format!(
-                    "NCCL {} diagnostics from {}: {} result line(s){}\n",
-                    d.kind,
-                    d.host.as_deref().unwrap_or("?"),
-                    d.lines.len(),
-                    d.completed_ms
-                        .map(|ms| format!(", completed in {ms} ms"))
-                        .unwrap_or_default()
-                ));
-            }
-            if let Some(t) = &report.ras_monitor {
-                let (alive, unreachable, dead) = t.counts();
-                s.push_str(&format!(
-                    "RAS monitor: {} event(s); peers alive {alive}, unreachable {unreachable}, dead {dead}\n",
-                    t.events
-                ));
-                s.push_str(&table_text(&t.troubled()));
-            }
-            s.push_str(&fabrik_render::findings::text(&report.findings));
-            crate::output::print_text(&s)?;
+            crate::output::print_text(&fabrik_render::ras::report(report))?;
         }
     }
     Ok(crate::exit::status(crate::exit::has_problems(
@@ -227,37 +170,7 @@ pub fn parse_inspector(a: InspectorArgs) -> anyhow::Result<ExitCode> {
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
         Format::Text | Format::Markdown => {
-            let mut s = format!(
-                "NCCL Inspector: {} record(s), {} collective(s) seen by two ranks or more, {} with a straggler{}\n",
-                report.records,
-                report.compared,
-                report.stragglers.len(),
-                if report.dropped > 0 {
-                    format!(" ({} record(s) over the memory bound not analysed)", report.dropped)
-                } else {
-                    String::new()
-                }
-            );
-            if !report.stragglers.is_empty() {
-                s.push_str(&format!(
-                    "{:<20} {:<14} {:>8} {:>6} {:<24} {:>10} {:>10}\n",
-                    "COMM", "OP", "SN", "RANK", "HOST", "LAG us", "MEDIAN us"
-                ));
-                for st in report.stragglers.iter().take(20) {
-                    s.push_str(&format!(
-                        "{:<20} {:<14} {:>8} {:>6} {:<24} {:>10.0} {:>10.0}\n",
-                        st.comm,
-                        st.op,
-                        st.sn,
-                        st.rank,
-                        st.host.as_deref().unwrap_or("?"),
-                        st.lag_us,
-                        st.median_us
-                    ));
-                }
-            }
-            s.push_str(&fabrik_render::findings::text(&report.findings));
-            crate::output::print_text(&s)?;
+            crate::output::print_text(&fabrik_render::ras::inspector(&report))?;
         }
     }
     Ok(crate::exit::status(crate::exit::has_problems(
@@ -497,16 +410,7 @@ mod client {
                     let _ = out.write_all(b"\n");
                 } else if let Some(e) = live.line(&String::from_utf8_lossy(line)) {
                     let (_, u, d) = live.table().counts();
-                    let peer = e
-                        .peer
-                        .as_ref()
-                        .map(fabrik_parse::ras::monitor::describe)
-                        .unwrap_or_default();
-                    let _ = writeln!(
-                        out,
-                        "[{}] {} {} {} (dead {d}, unreachable {u})",
-                        e.time, e.event, peer, e.details
-                    );
+                    let _ = out.write_all(fabrik_render::ras::monitor_event(&e, d, u).as_bytes());
                 }
                 let _ = out.flush();
             }
