@@ -191,7 +191,10 @@ fn parse_ras_streams_monitor_events_from_stdin_then_the_table() {
     // A dead peer is an error finding: exit 1.
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let first = stdout.lines().next().unwrap();
-    assert!(first.starts_with("[2025-12-19 13:07:07] PEER_DEAD"), "{stdout}");
+    assert!(
+        first.starts_with("[2025-12-19 13:07:07] PEER_DEAD"),
+        "{stdout}"
+    );
     assert!(first.contains("(dead 1, unreachable 0)"), "{first}");
     assert!(stdout.contains("RAS monitor: "), "{stdout}");
     assert!(stdout.contains("FAB-NCCL-RAS-DEAD"), "{stdout}");
