@@ -597,7 +597,9 @@ fn a_message_cut_in_its_leading_text_is_found_only_when_one_class_fits() {
 /// NCCL's classes.
 #[test]
 fn rccl_messages_are_classified_from_rccl_sources() {
-    let cases: [(&[u8], Option<&[u8]>, &str, Severity); 6] = [
+    /// A WARN message, its source location, and the rule and severity it must get.
+    type Case<'a> = (&'a [u8], Option<&'a [u8]>, &'a str, Severity);
+    let cases: [Case; 6] = [
         (
             br#"Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!"#,
             Some(b"/app/rccl/build/release/hipify/src/init.cc:213"),
