@@ -527,7 +527,7 @@ fn parse_classes(text: &'static str, malformed: &mut Vec<&'static str>) -> Vec<C
 
 fn checks_text(c: &Class) -> String {
     let mut s = String::from(
-        "NCCL `WARN` lines whose text is printed by one of these format strings of NCCL's or its plugins' sources (data/nccl-messages.tsv):",
+        "NCCL `WARN` lines whose text is printed by one of these format strings of NCCL's, RCCL's or their plugins' sources (data/nccl-messages.tsv, data/rccl-messages.tsv):",
     );
     for claim in &c.claims {
         let (src, prefix) = split_claim(claim);
