@@ -599,7 +599,13 @@ fn a_message_cut_in_its_leading_text_is_found_only_when_one_class_fits() {
 fn rccl_messages_are_classified_from_rccl_sources() {
     /// A WARN message, its source location, and the rule and severity it must get.
     type Case<'a> = (&'a [u8], Option<&'a [u8]>, &'a str, Severity);
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
+        (
+            b"MSCCL Internal Scheduler:  Unable to find algorithm files in /opt/rocm/share/rccl/msccl-algorithms. Please ensure that RCCL has been installed properly",
+            None,
+            "FAB-NCCL-RCCL-MSCCL",
+            Severity::Error,
+        ),
         (
             br#"Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!"#,
             Some(b"/app/rccl/build/release/hipify/src/init.cc:213"),
