@@ -21,7 +21,7 @@ fail() { echo "MISMATCH: $*" | tee -a "$OUT/mismatches.txt" >&2; failures=$((fai
 ok() { echo "ok: $*" | tee -a "$OUT/checks.txt"; }
 
 "$FABRIK" --version >"$OUT/fabrik-version.txt" 2>&1
-"$FABRIK" ras --help >/dev/null 2>&1 || { echo "$FABRIK has no 'ras' command: build with --features ras-client" >&2; exit 2; }
+"$FABRIK" ras --help >/dev/null 2>&1 || { echo "$FABRIK has no 'ras' command" >&2; exit 2; }
 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
 
 # The NCCL torch loads, and which RAS features it has.
@@ -121,7 +121,13 @@ run status-json "0 1" ras "$T" --format json
 run status-verbose "0 1" ras "$T" --verbose-report --ras-timeout 3 --format json
 run wrong-port "2" ras 127.0.0.1:1 --connect-timeout 2
 if at_least 2 28 7; then run status-jsonreport "0 1" ras "$T" --json-report --format json; fi
-if at_least 2 28 0; then run monitor "0 1" ras "$T" --ask monitor --duration 4 --format json; fi
+# MONITOR came with NCCL 2.29 (src/ras/client_support.cc); an older job must be refused clearly.
+if at_least 2 29 0; then
+  run monitor "0 1" ras "$T" --ask monitor --duration 4 --format json
+else
+  run monitor-refused "2" ras "$T" --ask monitor --duration 4
+  grep -q "no RAS monitor mode" "$OUT/monitor-refused.err" && ok "MONITOR refused with the NCCL version named" || fail "MONITOR refusal does not say why: $(head -c 300 "$OUT/monitor-refused.err")"
+fi
 if at_least 2 31 0; then
   run diag-raw "0" ras "$T" --ask diagnostics --raw
   run diag-json "0 1" ras "$T" --ask diagnostics --format json

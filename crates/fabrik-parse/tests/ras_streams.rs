@@ -284,3 +284,44 @@ fn the_rank_that_starts_last_is_the_straggler_and_is_joined_with_its_nics() {
         .stragglers
         .is_empty());
 }
+
+#[test]
+fn a_real_one_rank_job_answers_status_and_its_log_is_healthy() {
+    // Captured from a live NCCL 2.28.9 job on an H200 by testbed/gpu/ras-live.sh.
+    let r = analyze_str(
+        "status.txt",
+        &fixture("ras-live/01-nccl-2.28.9-h200-one-rank-status.txt"),
+    );
+    let ras = r.ras.as_ref().expect("the STATUS answer is a RAS report");
+    assert_eq!(ras.format, "text");
+    assert_eq!(ras.nccl_version.as_deref(), Some("2.28.9"));
+    assert_eq!(
+        (ras.nodes, ras.processes, ras.gpus),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(ras.groups.len(), 1);
+    assert_eq!(ras.groups[0].status, "RUNNING");
+    assert!(
+        ras.groups[0].errors.iter().all(|e| e == "OK"),
+        "{:?}",
+        ras.groups[0]
+    );
+    assert!(ras.dead_processes.is_empty() && ras.comm_issues.is_empty());
+    assert!(
+        r.findings.iter().all(|f| f.severity != Severity::Error),
+        "{:?}",
+        r.findings
+    );
+
+    let log = analyze_str(
+        "job.log",
+        &fixture("ras-live/02-nccl-2.28.9-h200-one-rank-job.log"),
+    );
+    assert_eq!(log.summary.nccl_version.as_deref(), Some("2.28.9"));
+    assert_eq!(log.summary.processes, 1);
+    assert!(
+        log.findings.iter().all(|f| f.severity != Severity::Error),
+        "{:?}",
+        log.findings
+    );
+}

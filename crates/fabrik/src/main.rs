@@ -50,7 +50,6 @@ enum Command {
     /// Read nccl-tests or perftest output into fabrik's result types.
     Parse(cmd::parse::Args),
     /// Ask a running NCCL job's RAS port for its status, diagnostics or monitor events.
-    #[cfg(feature = "ras-client")]
     Ras(cmd::ras::ClientArgs),
     /// Live rates and moving error/congestion counters of every RDMA port and netdev.
     Top(cmd::top::Args),
@@ -86,7 +85,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Logs(args) => cmd::logs::run(args),
         Command::Parse(args) => cmd::parse::run(args),
-        #[cfg(feature = "ras-client")]
         Command::Ras(args) => cmd::ras::run_client(args),
         Command::Top(args) => cmd::top::run(args),
         Command::Exporter(args) => cmd::exporter::run(args),

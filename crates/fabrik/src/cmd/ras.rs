@@ -1,6 +1,6 @@
 //! NCCL RAS and the Inspector: `fabrik parse ras` (reports, DIAG lines and monitor events from a
 //! file or a live `ncclras -m` pipe), `fabrik parse inspector` (stragglers from the Inspector
-//! plugin's files) and, with the `ras-client` feature, `fabrik ras HOST[:PORT]` (asks a running
+//! plugin's files) and `fabrik ras HOST[:PORT]` (asks a running
 //! job's RAS port itself).
 
 use std::collections::BTreeMap;
@@ -179,10 +179,8 @@ pub fn parse_inspector(a: InspectorArgs) -> anyhow::Result<ExitCode> {
     )))
 }
 
-#[cfg(feature = "ras-client")]
 pub use client::{run as run_client, ClientArgs};
 
-#[cfg(feature = "ras-client")]
 mod client {
     use std::io::{Read, Write};
     use std::net::{TcpStream, ToSocketAddrs};
@@ -392,7 +390,18 @@ mod client {
     }
 
     fn monitor(mut c: Conn, a: &ClientArgs) -> anyhow::Result<ExitCode> {
-        c.expect_ok("MONITOR")?;
+        match c.reply()? {
+            Reply::Ok => {}
+            // NCCL added MONITOR to its RAS client protocol in 2.29 (src/ras/client_support.cc);
+            // an older job answers it as an unknown command.
+            Reply::Error(e) if e.to_ascii_lowercase().contains("unknown command") => bail!(
+                "the job's NCCL has no RAS monitor mode (it came with NCCL 2.29): {e}; \
+                 `fabrik ras {}` asks for its status instead",
+                a.target
+            ),
+            Reply::Error(e) => bail!("the job refused MONITOR: {e}"),
+            other => bail!("unexpected answer to MONITOR: {other:?}"),
+        }
         let end = a.duration.map(|d| Instant::now() + Duration::from_secs(d));
         let mut analyzer = fabrik_parse::nccl_log::LogAnalyzer::new();
         analyzer.begin_input(&a.target);
