@@ -72,6 +72,9 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
         (None, None) if profile == Profile::Auto => Some(probe_root(Path::new("/"))?),
         (None, None) => None,
     };
+    // A snapshot or a node document is someone else's data: names that can never be valid
+    // are refused before they reach an environment or a launch file.
+    node.as_ref().map(fabrik_launch::check_node).transpose()?;
     let existing: BTreeMap<String, String> = std::env::vars().collect();
     let env = fabrik_nccl::generate(&Request {
         profile,
@@ -91,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let text = match args.format {
         Format::Shell => render::shell(&env)?,
-        Format::Dotenv => render::dotenv(&env),
+        Format::Dotenv => render::dotenv(&env)?,
         Format::Docker => {
             let mut s = render::docker_flags(&env)?;
             s.push('\n');
