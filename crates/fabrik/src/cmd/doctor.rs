@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
 use fabrik_model::Finding;
 use fabrik_render::doctor as render;
@@ -38,8 +37,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let expect = args.expect.load()?;
     let env = if let Some(path) = &args.env_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading env file {}", path.display()))?;
+        let text = crate::input::read_text(path, "env file", crate::input::cap::ENV_FILE)?;
         Some(PlannedEnv::parse(
             format!("env file {}", path.display()),
             &text,

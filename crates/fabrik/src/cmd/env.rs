@@ -52,8 +52,7 @@ pub struct Args {
 }
 
 fn read_node_json(path: &Path) -> anyhow::Result<Node> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading node file {}", path.display()))?;
+    let text = crate::input::read_text(path, "node file", crate::input::cap::NODE)?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a fabrik node document", path.display()))
 }
