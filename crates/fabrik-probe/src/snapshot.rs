@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use fabrik_model::Node;
 
 use crate::fs::{parent, Recorded};
+use crate::unpack::{writing, RemoveOnSignal};
 
 pub use crate::unpack::{is_snapshot_tarball, unpack, unpack_with, UnpackLimits, Unpacked};
 
@@ -162,41 +163,57 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
             .tempdir_in(&parent)
             .map_err(io_err("creating a temporary directory for", &opts.output))?
     };
+    // SIGTERM, SIGINT or SIGHUP while the snapshot is written removes the staging tree; the
+    // tree is written under `writing()`, which the removal waits for.
+    let staged = RemoveOnSignal::new(staging.path());
     let tree = if tarball {
         staging.path().join(top_dir_name(&opts.output))
     } else {
         staging.path().to_path_buf()
     };
-    std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
-    write_marker(
-        &tree,
-        crate::root::PARTIAL_MARKER,
-        "this snapshot is being written, or its writer was stopped before it finished\n",
-    )?;
-    let (files, directories, symlinks) = write_tree(&tree, &record)?;
-    write_captured_at(&tree, &opts.source_root, read_at)?;
+    let (files, directories, symlinks) = {
+        let _w = writing();
+        std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
+        write_marker(
+            &tree,
+            crate::root::PARTIAL_MARKER,
+            "this snapshot is being written, or its writer was stopped before it finished\n",
+        )?;
+        let counts = write_tree(&tree, &record)?;
+        write_captured_at(&tree, &opts.source_root, read_at)?;
+        counts
+    };
     let run_here = opts.run_commands && opts.source_root == Path::new("/");
     let commands = if run_here {
         run_commands(&tree, &node, opts.command_timeout)?
     } else {
         Vec::new()
     };
-    write_marker(
-        &tree,
-        crate::root::COMPLETE_MARKER,
-        &format!("fabrik-probe {}\n", env!("CARGO_PKG_VERSION")),
-    )?;
-    let partial = host_path(&tree, crate::root::PARTIAL_MARKER);
-    std::fs::remove_file(&partial).map_err(io_err("removing", &partial))?;
+    {
+        let _w = writing();
+        write_marker(
+            &tree,
+            crate::root::COMPLETE_MARKER,
+            &format!("fabrik-probe {}\n", env!("CARGO_PKG_VERSION")),
+        )?;
+        let partial = host_path(&tree, crate::root::PARTIAL_MARKER);
+        std::fs::remove_file(&partial).map_err(io_err("removing", &partial))?;
+    }
     if tarball {
         write_tarball(staging.path(), &tree, &opts.output)?;
+        drop(staged);
     } else {
         use std::os::unix::fs::PermissionsExt;
         // The temporary directory is private (0700); a snapshot directory is not.
         std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755))
             .map_err(io_err("setting the permissions of", &tree))?;
         let kept = staging.keep();
-        if let Err(e) = rename_new(&kept, &opts.output) {
+        let renamed = {
+            let _w = writing();
+            rename_new(&kept, &opts.output)
+        };
+        drop(staged);
+        if let Err(e) = renamed {
             let _ = std::fs::remove_dir_all(&kept);
             return Err(e);
         }
@@ -401,6 +418,8 @@ fn write_tarball(stage: &Path, tree: &Path, output: &Path) -> Result<(), Snapsho
         .tempfile_in(dir)
         .map_err(io_err("creating a temporary file for", output))?;
     let tmp_out = tmp.path().to_path_buf();
+    let _staged = RemoveOnSignal::new(&tmp_out);
+    let _w = writing();
     let file = tmp.reopen().map_err(io_err("opening", &tmp_out))?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut builder = tar::Builder::new(gz);
@@ -509,6 +528,7 @@ fn run_commands(
                 if out.stdout.is_empty() {
                     format!("exit {status} (nothing saved)")
                 } else {
+                    let _w = writing();
                     std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
                     let p = dir.join(format!("{name}.txt"));
                     std::fs::write(&p, &out.stdout).map_err(io_err("writing", &p))?;
