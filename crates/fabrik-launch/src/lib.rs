@@ -100,21 +100,21 @@ pub enum LaunchError {
     #[error("writing YAML: {0}")]
     Yaml(String),
     /// A name given on the command line that can never be valid.
-    #[error("{option}: {source}")]
+    #[error("{option}: {refused}")]
     Name {
         /// The option that gave it (`--hosts`).
         option: &'static str,
         /// The name and why it is refused.
-        source: fabrik_quote::Refused,
+        refused: fabrik_quote::Refused,
     },
     /// A name among a node's facts (a snapshot or a node document is someone else's data)
     /// that can never be valid.
-    #[error("the node's {field}: {source}; refusing to write it into a launch file")]
+    #[error("the node's {field}: {refused}; refusing to write it into a launch file")]
     NodeName {
         /// Which fact (`RDMA device`, `interface`).
         field: &'static str,
         /// The name and why it is refused.
-        source: fabrik_quote::Refused,
+        refused: fabrik_quote::Refused,
     },
 }
 
@@ -123,7 +123,7 @@ pub enum LaunchError {
 /// these facts, and a snapshot or a node document may be anyone's.
 pub fn check_node(node: &fabrik_model::Node) -> Result<(), LaunchError> {
     use fabrik_quote::name;
-    let bad = |field: &'static str| move |source| LaunchError::NodeName { field, source };
+    let bad = |field: &'static str| move |refused| LaunchError::NodeName { field, refused };
     for d in &node.rdma_devices {
         name::device(&d.name).map_err(bad("RDMA device"))?;
         for p in &d.ports {

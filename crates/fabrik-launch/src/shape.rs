@@ -82,7 +82,7 @@ impl JobShape {
     /// shell syntax, an image that would be read as an option), whatever the kind.
     pub fn check_names(&self) -> Result<(), LaunchError> {
         use fabrik_quote::name;
-        let named = |option: &'static str| move |source| LaunchError::Name { option, source };
+        let named = |option: &'static str| move |refused| LaunchError::Name { option, refused };
         name::job(&self.name).map_err(named("--name"))?;
         for h in &self.hosts {
             name::host(h).map_err(named("--hosts"))?;

@@ -10,7 +10,7 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     let sbatch = |option: &'static str, v: &str| -> Result<String, LaunchError> {
         fabrik_quote::sbatch::value(v)
             .map(str::to_string)
-            .map_err(|source| LaunchError::Name { option, source })
+            .map_err(|refused| LaunchError::Name { option, refused })
     };
     let mut out = String::from("#!/bin/bash\n");
     out.push_str(&format!(

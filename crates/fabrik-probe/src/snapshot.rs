@@ -201,6 +201,11 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     }
     if tarball {
         write_tarball(staging.path(), &tree, &opts.output)?;
+        // Removed while still registered (see `Unpacked`'s drop).
+        {
+            let _w = writing();
+            let _ = staging.close();
+        }
         drop(staged);
     } else {
         use std::os::unix::fs::PermissionsExt;

@@ -46,11 +46,24 @@ impl Default for UnpackLimits {
 /// A snapshot tarball unpacked in a temporary directory that lives as long as this value
 /// (and is removed if the process is stopped by SIGTERM, SIGINT or SIGHUP meanwhile).
 pub struct Unpacked {
-    // Dropped first: the signal cleanup forgets the directory before it is removed.
-    _cleanup: RemoveOnSignal,
-    _dir: tempfile::TempDir,
+    cleanup: Option<RemoveOnSignal>,
+    dir: Option<tempfile::TempDir>,
     /// The unpacked snapshot's root, to pass to [`crate::probe`].
     pub root: PathBuf,
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        // Removed while still registered and under the writers' lock: a signal meanwhile
+        // finishes the removal instead of cutting it short.
+        {
+            let _w = writing();
+            if let Some(d) = self.dir.take() {
+                let _ = d.close();
+            }
+        }
+        self.cleanup.take();
+    }
 }
 
 /// Paths (directories or files) to remove if a signal ends the process. The lock is also held
@@ -62,10 +75,25 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     PENDING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Held while a file or directory is created under a path registered with [`RemoveOnSignal`]:
-/// a signal's cleanup waits for it, so nothing is created after the removal.
+/// Set by the signal watcher before it takes the lock: from then on no writer takes it again.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Held while a file or directory is created (or a registered path removed) under a path
+/// registered with [`RemoveOnSignal`]: a signal's cleanup waits for it, so nothing is created
+/// after the removal. Once a signal has arrived the caller never gets it: it waits for the
+/// process to end, so a writer cannot outrun the cleanup (the lock is not fair).
 pub(crate) fn writing() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    pending()
+    let guard = (!stopping()).then(pending);
+    match guard {
+        Some(g) if !stopping() => g,
+        _ => loop {
+            std::thread::park();
+        },
+    }
+}
+
+fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Removes a path (a temporary directory or file) if SIGTERM, SIGINT or SIGHUP ends the
@@ -101,6 +129,7 @@ fn watch_signals() {
             .name("snapshot-cleanup".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
                     // Held to the end: nothing is written after the removal.
                     let paths = pending();
                     for p in paths.iter() {
@@ -206,9 +235,9 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
     };
     let dir = tempfile::tempdir().map_err(io_err("creating a temporary directory for", tarball))?;
     let mut unpacked = Unpacked {
-        _cleanup: RemoveOnSignal::new(dir.path()),
+        cleanup: Some(RemoveOnSignal::new(dir.path())),
         root: dir.path().to_path_buf(),
-        _dir: dir,
+        dir: Some(dir),
     };
     let dest = unpacked.root.clone();
     let file = std::fs::File::open(tarball).map_err(io_err("opening", tarball))?;
