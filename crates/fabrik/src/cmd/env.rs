@@ -57,8 +57,9 @@ fn read_node_json(path: &Path) -> anyhow::Result<Node> {
         .with_context(|| format!("{} is not a fabrik node document", path.display()))
 }
 
+/// The node at `root`: a live root, a snapshot directory or a snapshot tarball.
 pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
-    fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
+    crate::cmd::inventory::load_node(root)
 }
 
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
