@@ -371,3 +371,89 @@ fn an_interrupted_snapshot_leaves_nothing_behind() {
         "too few trials were really interrupted"
     );
 }
+
+#[test]
+fn a_p2p_server_whose_stderr_nobody_reads_keeps_serving_through_a_flood() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    // stderr is a pipe this test does not read until the end: 64 KiB fill it.
+    let mut server = KillOnDrop(
+        Command::new(bin())
+            .args([
+                "bench",
+                "p2p",
+                "--server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ])
+            .args(["--token", "right"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let server = &mut server.0;
+    let mut out = BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    // 3,000 rejected connections, each worth a warning line (about 300 KB of stderr).
+    let t0 = Instant::now();
+    let to: std::net::SocketAddr = addr.parse().unwrap();
+    for i in 0..3000 {
+        // Bounded: a server that stopped accepting must fail the test, not hang it.
+        if t0.elapsed() > Duration::from_secs(90) {
+            break;
+        }
+        if let Ok(mut s) = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(2)) {
+            let _ = s.write_all(format!("garbage {i} that is no frame at all\n").as_bytes());
+        }
+    }
+    let flood = t0.elapsed();
+    // A real client is still served.
+    let t0 = Instant::now();
+    let client = Command::new(bin())
+        .args([
+            "bench", "p2p", "--client", &addr, "--token", "right", "--iters", "20",
+        ])
+        .args(["--format", "json", "--timeout", "20"])
+        .output()
+        .unwrap();
+    let served = t0.elapsed();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    server.kill().unwrap();
+    let mut err = String::new();
+    server
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let lines = err.lines().count();
+    eprintln!(
+        "3,000 rejected connections in {flood:?}; a client served {served:?} later; {lines} lines of stderr"
+    );
+    assert!(err.contains("rejected control connection"), "{err}");
+    assert!(err.contains("lines about peers left out"), "{err}");
+    // 20 at once, then 5 a second, and one count a second.
+    let secs = (flood + served).as_secs() as usize + 2;
+    assert!(
+        lines <= 20 + 6 * secs + 10,
+        "{lines} lines in {secs} s:\n{err}"
+    );
+}
+
+/// A child killed when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
