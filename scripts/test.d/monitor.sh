@@ -33,7 +33,8 @@ ok() { echo "monitor: ok: $*"; pass=$((pass + 1)); }
 EXPORTER_ADDR=""
 start_exporter() {
   local root="$1" log="$WORK/exporter.$RANDOM.log"
-  "$BIN" exporter --listen 127.0.0.1:0 --root "$root" >/dev/null 2>"$log" &
+  # A sample a second, so that a change to the tree shows within the polls below.
+  "$BIN" exporter --listen 127.0.0.1:0 --root "$root" --sample-every 1s --rate-window 2s >/dev/null 2>"$log" &
   PIDS+=("$!")
   for _ in $(seq 1 100); do
     if grep -q 'serving http://' "$log" 2>/dev/null; then
@@ -61,11 +62,18 @@ if command -v promtool >/dev/null; then
 else
   skip_part monitor "promtool not installed (Debian package prometheus)"
 fi
-# A counter turns to garbage and a device disappears: the exporter keeps answering 200.
+# A counter turns to garbage and a device disappears: the exporter keeps answering 200, and its
+# next sample (a second later) says so.
 echo garbage >"$WORK/root/sys/class/infiniband/mlx5_2/ports/1/hw_counters/np_cnp_sent"
-# No -q: grep reads the whole page, so curl never writes into a closed pipe (pipefail).
-curl -fsS "http://$ADDR/metrics" | grep -F 'fabrik_unreadable_counters{subject="mlx5_2:1"} 2' >/dev/null \
-  || fail "unreadable counter not reported"
+seen=""
+for _ in $(seq 1 50); do
+  # No -q: grep reads the whole page, so curl never writes into a closed pipe (pipefail).
+  if curl -fsS "http://$ADDR/metrics" | grep -F 'fabrik_unreadable_counters{subject="mlx5_2:1"} 2' >/dev/null; then
+    seen=yes; break
+  fi
+  sleep 0.1
+done
+[ -n "$seen" ] || fail "unreadable counter not reported"
 rm -rf "$WORK/root/sys/class/infiniband/mlx5_2"
 curl -fsS "http://$ADDR/metrics" >/dev/null || fail "exporter stopped serving after a device vanished"
 ok "exporter survives a garbage counter and a vanished device"

@@ -10,6 +10,7 @@
 pub mod client;
 mod data;
 mod error;
+mod log;
 pub mod paths;
 pub mod pattern;
 pub mod proto;

@@ -83,19 +83,21 @@ impl Server {
                 Ok((sock, peer)) => {
                     workers.retain(|w| !w.is_finished());
                     if workers.len() >= MAX_CONNECTIONS {
-                        tracing::warn!("refused {peer}: {MAX_CONNECTIONS} connections are open");
+                        crate::log::warn(format!(
+                            "refused {peer}: {MAX_CONNECTIONS} connections are open"
+                        ));
                         drop(sock);
                         continue;
                     }
                     let ticket = match pending.admit(&sock, peer) {
                         Ok((ticket, evicted)) => {
                             if let Some(e) = evicted {
-                                tracing::warn!("closed a stalled handshake from {e}");
+                                crate::log::warn(format!("closed a stalled handshake from {e}"));
                             }
                             ticket
                         }
                         Err(e) => {
-                            tracing::warn!("refused {peer}: {e}");
+                            crate::log::warn(format!("refused {peer}: {e}"));
                             continue;
                         }
                     };
@@ -108,7 +110,11 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     thread::sleep(Duration::from_millis(20));
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    // Out of descriptors and the like: pause rather than spin.
+                    crate::log::warn(format!("accept failed: {e}"));
+                    thread::sleep(Duration::from_millis(20));
+                }
             }
         }
         // Nothing still proving itself is worth waiting for.
@@ -133,22 +139,25 @@ fn handle(
     let mut ch = match Channel::accept_until(sock, &cfg.token, until, ticket.bytes()) {
         Ok(ch) => ch,
         Err(e) => {
-            tracing::warn!("rejected control connection from {}: {e}", ticket.stall());
+            crate::log::warn(format!(
+                "rejected control connection from {}: {e}",
+                ticket.stall()
+            ));
             return;
         }
     };
     drop(ticket);
     ch.set_deadline(None);
     if let Err(e) = ch.set_timeout(cfg.timeout) {
-        tracing::warn!("control connection from {peer}: {e}");
+        crate::log::warn(format!("control connection from {peer}: {e}"));
         return;
     }
     ch.set_max_frame(MAX_CONTROL_FRAME);
     ch.set_peer_name(format!("client {peer}"));
     match session(&mut ch, cfg, local_ip) {
-        Ok(()) => tracing::info!("session with {peer} finished"),
+        Ok(()) => crate::log::info(format!("session with {peer} finished")),
         Err(e) => {
-            tracing::warn!("session with {peer} failed: {e}");
+            crate::log::warn(format!("session with {peer} failed: {e}"));
             let _ = ch.send(&ServerMsg::Error {
                 message: e.to_string(),
             });
@@ -269,7 +278,9 @@ fn accept_streams(
                     .map_err(|e| BenchError::io(format!("tuning data socket from {from}"), e))?;
                 socks.push((h.stream, sock));
             }
-            _ => tracing::warn!("dropped a data connection from {from}: not this session's"),
+            _ => crate::log::warn(format!(
+                "dropped a data connection from {from}: not this session's"
+            )),
         }
     }
     socks.sort_by_key(|(s, _)| *s);

@@ -2,7 +2,7 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{job_line, master_exports, script_head, torchrun_words};
+use crate::torchrun::{comment_line, job_line, master_exports, script_head, torchrun_words};
 use crate::words::{quote, shell_lines, Word};
 use crate::{JobShape, LaunchError};
 
@@ -57,6 +57,7 @@ pub(crate) fn sidecar_words(env: &Env, shape: &JobShape) -> Option<(String, Vec<
         w.push(Word::lit(format!("{}:{}", m.host_path, m.container_path)));
     }
     for (k, v) in &s.env {
+        // The profile's own constants: `-e K=V` with the value quoted as the word it is in.
         w.push(Word::lit("-e"));
         w.push(Word::lit(format!("{k}={v}")));
     }
@@ -112,7 +113,7 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     // The variables are exported above; `-e NAME` passes each through without repeating values.
     for v in &env.vars {
         flags.push(Word::lit("-e"));
-        flags.push(Word::lit(v.name.clone()));
+        flags.push(Word::lit(crate::words::var_name(&v.name)?));
     }
     for v in ["MASTER_ADDR", "MASTER_PORT", "NODE_RANK"] {
         flags.push(Word::lit("-e"));
@@ -141,9 +142,12 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
             .k8s_sidecar
             .as_ref()
             .map_or("", |s| s.source.as_str());
-        out.push_str(&format!(
-            "# The receive-datapath manager ({name}) runs beside the trainer on this VM, as the Kubernetes pod's sidecar does ({src}); stopped when this script exits.\n"
-        ));
+        comment_line(
+            &mut out,
+            &format!(
+                "The receive-datapath manager ({name}) runs beside the trainer on this VM, as the Kubernetes pod's sidecar does ({src}); stopped when this script exits."
+            ),
+        );
         out.push_str(&shell_lines(
             &words,
             &["-e", "--volume", "--device", "--cap-add"],

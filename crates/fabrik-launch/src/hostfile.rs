@@ -14,11 +14,19 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
         shape.nodes, shape.gpus_per_node
     );
     script_head(&mut out, &comment, env)?;
-    out.push_str("cat > hostfile <<'HOSTFILE'\n");
-    for h in &shape.hosts {
-        out.push_str(&format!("{h} slots={}\n", shape.gpus_per_node));
-    }
-    out.push_str("HOSTFILE\n\n");
+    let body: String = shape
+        .hosts
+        .iter()
+        .map(|h| format!("{h} slots={}\n", shape.gpus_per_node))
+        .collect();
+    let doc =
+        fabrik_quote::sh::heredoc("HOSTFILE", &body).map_err(|e| LaunchError::Unquotable {
+            what: "the hostfile".into(),
+            reason: e.reason,
+        })?;
+    out.push_str("cat > hostfile ");
+    out.push_str(&doc);
+    out.push('\n');
     let mut w: Vec<Word> = vec![
         Word::lit("mpirun"),
         Word::lit("--hostfile"),
@@ -32,7 +40,11 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     ];
     for v in &env.vars {
         w.push(Word::lit("-x"));
-        w.push(Word::lit(format!("{}={}", v.name, v.value)));
+        w.push(Word::lit(format!(
+            "{}={}",
+            crate::words::var_name(&v.name)?,
+            v.value
+        )));
     }
     if let Some(a) = shape.rendezvous_host() {
         for (k, v) in [

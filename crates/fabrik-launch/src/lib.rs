@@ -99,11 +99,70 @@ pub enum LaunchError {
     /// The YAML serializer failed.
     #[error("writing YAML: {0}")]
     Yaml(String),
+    /// A name given on the command line that can never be valid.
+    #[error("{option}: {refused}")]
+    Name {
+        /// The option that gave it (`--hosts`).
+        option: &'static str,
+        /// The name and why it is refused.
+        refused: fabrik_quote::Refused,
+    },
+    /// A name among a node's facts (a snapshot or a node document is someone else's data)
+    /// that can never be valid.
+    #[error("the node's {field}: {refused}; refusing to write it into a launch file")]
+    NodeName {
+        /// Which fact (`RDMA device`, `interface`).
+        field: &'static str,
+        /// The name and why it is refused.
+        refused: fabrik_quote::Refused,
+    },
 }
 
-/// Renders `kind` for `env` and `shape`.
+/// Refuses a node whose device or interface names can never be valid: the names a launch file
+/// or an environment carries (`NCCL_IB_HCA`, `NCCL_SOCKET_IFNAME`, device paths) come from
+/// these facts, and a snapshot or a node document may be anyone's.
+pub fn check_node(node: &fabrik_model::Node) -> Result<(), LaunchError> {
+    use fabrik_quote::name;
+    let bad = |field: &'static str| move |refused| LaunchError::NodeName { field, refused };
+    for d in &node.rdma_devices {
+        name::device(&d.name).map_err(bad("RDMA device"))?;
+        for p in &d.ports {
+            if let Some(n) = &p.netdev {
+                name::interface(n).map_err(bad("port netdev"))?;
+            }
+            for g in &p.gids {
+                if let Some(n) = &g.netdev {
+                    name::interface(n).map_err(bad("GID netdev"))?;
+                }
+            }
+        }
+    }
+    for i in &node.net_interfaces {
+        name::interface(&i.name).map_err(bad("interface"))?;
+        if let Some(d) = &i.rdma_device {
+            name::device(d).map_err(bad("interface's RDMA device"))?;
+        }
+    }
+    for d in node.dev_infiniband.iter().flatten() {
+        name::device(d).map_err(bad("/dev/infiniband entry"))?;
+    }
+    for p in &node.gpu_nic_paths {
+        // The NIC of a GPU path is an RDMA device, or a netdev where there is none.
+        name::device(&p.nic)
+            .or_else(|_| name::interface(&p.nic))
+            .map_err(bad("GPU path NIC"))?;
+    }
+    Ok(())
+}
+
+/// Renders `kind` for `env` and `shape`. Names that can never be valid are refused first
+/// ([`JobShape::check_names`]); every other value is written as data through
+/// [`fabrik_quote`], so nothing in the shape or the environment can run as code.
 pub fn render(kind: Kind, env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
     shape.validate(kind)?;
+    for v in &env.vars {
+        words::var_name(&v.name)?;
+    }
     match kind {
         Kind::Torchrun => torchrun::render(env, shape),
         Kind::Docker => docker::render(env, shape),

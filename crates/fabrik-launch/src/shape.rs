@@ -78,7 +78,30 @@ pub struct JobShape {
 }
 
 impl JobShape {
+    /// Refuses names no launch file should carry (a host name with a newline, a job name with
+    /// shell syntax, an image that would be read as an option), whatever the kind.
+    pub fn check_names(&self) -> Result<(), LaunchError> {
+        use fabrik_quote::name;
+        let named = |option: &'static str| move |refused| LaunchError::Name { option, refused };
+        name::job(&self.name).map_err(named("--name"))?;
+        for h in &self.hosts {
+            name::host(h).map_err(named("--hosts"))?;
+        }
+        if let Some(a) = &self.master_addr {
+            name::host(a).map_err(named("--master-addr"))?;
+        }
+        if let Some(i) = &self.image {
+            name::image(i).map_err(named("--image"))?;
+        }
+        if let Some(r) = &self.rdma_resource {
+            let resource = r.split_once('=').map_or(r.as_str(), |(n, _)| n);
+            name::resource(resource.trim()).map_err(named("--rdma-resource"))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn validate(&self, kind: Kind) -> Result<(), LaunchError> {
+        self.check_names()?;
         let err = |m: String| Err(LaunchError::Shape(m));
         if self.nodes == 0 {
             return err("--nodes must be at least 1".into());

@@ -2,13 +2,21 @@
 
 use fabrik_nccl::Env;
 
-use crate::torchrun::{job_line, script_head, torchrun_words};
+use crate::torchrun::{comment_line, job_line, script_head, torchrun_words};
 use crate::words::{quote, shell_line, Word};
 use crate::{JobShape, LaunchError};
 
 pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError> {
+    let sbatch = |option: &'static str, v: &str| -> Result<String, LaunchError> {
+        fabrik_quote::sbatch::value(v)
+            .map(str::to_string)
+            .map_err(|refused| LaunchError::Name { option, refused })
+    };
     let mut out = String::from("#!/bin/bash\n");
-    out.push_str(&format!("#SBATCH --job-name={}\n", shape.name));
+    out.push_str(&format!(
+        "#SBATCH --job-name={}\n",
+        sbatch("--name", &shape.name)?
+    ));
     out.push_str(&format!("#SBATCH --nodes={}\n", shape.nodes));
     out.push_str("#SBATCH --ntasks-per-node=1\n");
     out.push_str(&format!(
@@ -17,7 +25,10 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
     ));
     out.push_str("#SBATCH --exclusive\n");
     if !shape.hosts.is_empty() {
-        out.push_str(&format!("#SBATCH --nodelist={}\n", shape.hosts.join(",")));
+        out.push_str(&format!(
+            "#SBATCH --nodelist={}\n",
+            sbatch("--hosts", &shape.hosts.join(","))?
+        ));
     }
     let comment = format!(
         "{}; one srun task per node runs torchrun",
@@ -50,9 +61,12 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
                 Word::lit(cmd),
             ])
         };
-        out.push_str(&format!(
-            "# The receive-datapath manager ({name}) on every node before the job, as the Kubernetes pod's sidecar does ({src}); stopped when the job ends.\n"
-        ));
+        comment_line(
+            &mut out,
+            &format!(
+                "The receive-datapath manager ({name}) on every node before the job, as the Kubernetes pod's sidecar does ({src}); stopped when the job ends."
+            ),
+        );
         out.push_str(&per_node(shell_line(&words)?)?);
         out.push('\n');
         out.push_str(&format!(

@@ -393,7 +393,7 @@ mod props {
             s.image = Some(image);
             match render(Kind::Torchrun, &env, &s) {
                 Ok(text) => prop_assert!(bash_syntax_ok(&text).is_ok(), "{}", text),
-                Err(LaunchError::Command(_)) | Err(LaunchError::Shape(_)) => {}
+                Err(LaunchError::Command(_) | LaunchError::Shape(_) | LaunchError::Name { .. }) => {}
                 Err(e) => prop_assert!(false, "unexpected {e}"),
             }
             if let Ok(text) = render(Kind::K8s, &env, &s) {

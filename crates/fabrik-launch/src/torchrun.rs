@@ -44,13 +44,18 @@ fn exports(env: &Env) -> Result<String, LaunchError> {
 /// What every launch script says after its interpreter line (and Slurm's `#SBATCH` lines):
 /// `comment` as a `#` line, strict mode, then the environment's exports.
 pub(crate) fn script_head(out: &mut String, comment: &str, env: &Env) -> Result<(), LaunchError> {
-    out.push_str("# ");
-    out.push_str(comment);
-    out.push('\n');
+    comment_line(out, comment);
     out.push_str("set -euo pipefail\n\n");
     out.push_str(&exports(env)?);
     out.push('\n');
     Ok(())
+}
+
+/// `text` as one `# ` comment line of a shell script, whatever it holds.
+pub(crate) fn comment_line(out: &mut String, text: &str) {
+    out.push_str("# ");
+    out.push_str(&fabrik_quote::sh::comment(text));
+    out.push('\n');
 }
 
 /// `fabrik launch LAUNCHER: N node(s) x G GPU(s)`, how a script's head comment begins.
@@ -88,7 +93,7 @@ pub(crate) fn render(env: &Env, shape: &JobShape) -> Result<String, LaunchError>
         let host = shape
             .hosts
             .get(rank as usize)
-            .map(|h| format!(" ({h})"))
+            .map(|h| format!(" ({})", fabrik_quote::sh::comment(h)))
             .unwrap_or_default();
         let words = torchrun_words(
             shape,

@@ -32,12 +32,12 @@ impl Word {
         }
     }
 
-    /// For a Kubernetes `command`/`args` entry: `$(VAR)` is expanded by the kubelet.
+    /// For a Kubernetes `command`/`args` entry: `$(VAR)` is expanded by the kubelet, so a
+    /// literal has every `$` doubled ([`fabrik_quote::kube`]).
     pub fn k8s(&self) -> String {
         match self {
-            // A literal `$(` would be expanded by the kubelet; `$$` escapes it.
-            Word::Lit(s) => s.replace("$(", "$$("),
-            Word::Var { prefix, var } => format!("{}$({var})", prefix.replace("$(", "$$(")),
+            Word::Lit(s) => fabrik_quote::kube::literal(s).into_owned(),
+            Word::Var { prefix, var } => fabrik_quote::kube::reference(prefix, var),
         }
     }
 }
@@ -51,10 +51,12 @@ fn quote_prefix(p: &str) -> Result<String, LaunchError> {
 }
 
 pub fn quote(s: &str) -> Result<String, LaunchError> {
-    fabrik_nccl::env::render::shell_quote(s).map_err(|reason| LaunchError::Unquotable {
-        what: format!("{s:?}"),
-        reason,
-    })
+    fabrik_quote::sh::word(s)
+        .map(|w| w.into_owned())
+        .map_err(|e| LaunchError::Unquotable {
+            what: format!("{s:?}"),
+            reason: e.reason,
+        })
 }
 
 pub fn shell_line(words: &[Word]) -> Result<String, LaunchError> {
@@ -77,4 +79,14 @@ pub fn shell_lines(words: &[Word], breaks: &[&str]) -> Result<String, LaunchErro
         out.push_str(&w.shell()?);
     }
     Ok(out)
+}
+
+/// `name` if a shell can export it and a launcher can pass it (`-e NAME`, `-x NAME=V`).
+pub fn var_name(name: &str) -> Result<String, LaunchError> {
+    fabrik_quote::sh::var_name(name)
+        .map(str::to_string)
+        .map_err(|e| LaunchError::Unquotable {
+            what: format!("the variable name {name:?}"),
+            reason: e.reason,
+        })
 }

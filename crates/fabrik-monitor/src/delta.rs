@@ -68,33 +68,52 @@ pub fn change(
     }
 }
 
+/// A port's or netdev's sample before and after.
+type Pair<'a, T> = (Option<&'a T>, Option<&'a T>);
+
 /// Compares two samples: every port and netdev in either, with traffic rates and each counter
 /// that moved, reset, saturated, appeared, vanished or could not be read.
 pub fn compare(before: &Sample, after: &Sample, interval: Option<Duration>) -> Report {
-    let mut ports = Vec::new();
-    let mut keys: BTreeSet<(String, u32)> = BTreeSet::new();
-    for p in before.ports.iter().chain(after.ports.iter()) {
-        keys.insert((p.device.clone(), p.port));
+    // Indexed once: a node with 100,000 netdevs (containers' veths) must not cost a scan of
+    // the other sample per netdev.
+    let mut port_pairs: BTreeMap<(&str, u32), Pair<'_, PortSample>> = BTreeMap::new();
+    for p in &before.ports {
+        port_pairs
+            .entry((&p.device, p.port))
+            .or_default()
+            .0
+            .get_or_insert(p);
     }
-    for (dev, port) in keys {
-        let b = before.port(&dev, port);
-        let a = after.port(&dev, port);
-        ports.push(port_delta(b, a, interval));
+    for p in &after.ports {
+        port_pairs
+            .entry((&p.device, p.port))
+            .or_default()
+            .1
+            .get_or_insert(p);
     }
-    let mut names: BTreeSet<String> = BTreeSet::new();
-    for n in before.netdevs.iter().chain(after.netdevs.iter()) {
-        names.insert(n.name.clone());
-    }
-    let netdevs = names
-        .iter()
-        .map(|n| netdev_delta(before.netdev(n), after.netdev(n), interval))
+    let ports = port_pairs
+        .into_values()
+        .map(|(b, a)| port_delta(b, a, interval))
         .collect();
-    let mut problems = before.problems.clone();
-    for p in &after.problems {
-        if !problems.contains(p) {
-            problems.push(p.clone());
-        }
+    let mut netdev_pairs: BTreeMap<&str, Pair<'_, NetdevSample>> = BTreeMap::new();
+    for n in &before.netdevs {
+        netdev_pairs.entry(&n.name).or_default().0.get_or_insert(n);
     }
+    for n in &after.netdevs {
+        netdev_pairs.entry(&n.name).or_default().1.get_or_insert(n);
+    }
+    let netdevs = netdev_pairs
+        .into_values()
+        .map(|(b, a)| netdev_delta(b, a, interval))
+        .collect();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let problems = before
+        .problems
+        .iter()
+        .chain(&after.problems)
+        .filter(|p| seen.insert(p.as_str()))
+        .cloned()
+        .collect();
     Report {
         interval_s: interval.map(|d| d.as_secs_f64()),
         ports,

@@ -74,10 +74,15 @@ pub fn encode(
     findings: &[Finding],
     scrape_seconds: f64,
 ) -> Result<String, fmt::Error> {
-    let mut by_rule: BTreeMap<(String, String), i64> = BTreeMap::new();
+    let mut by_rule: BTreeMap<FindingKey, i64> = BTreeMap::new();
     for f in findings {
         *by_rule
-            .entry((f.severity.to_string(), f.rule.clone()))
+            .entry(FindingKey {
+                severity: f.severity.to_string(),
+                rule: f.rule.clone(),
+                subject: f.subject.clone(),
+                place: place_of(&f.subject, &sample),
+            })
             .or_default() += 1;
     }
     let mut registry = Registry::default();
@@ -94,8 +99,35 @@ pub fn encode(
 #[derive(Debug)]
 struct NodeCollector {
     sample: Sample,
-    findings: BTreeMap<(String, String), i64>,
+    findings: BTreeMap<FindingKey, i64>,
     scrape_seconds: f64,
+}
+
+/// One `fabrik_findings` series: severity, rule, subject, and where the subject is when it is
+/// a port or an interface of the sample (the labels the port and netdev series carry, so an
+/// alert or a panel can join the two).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct FindingKey {
+    severity: String,
+    rule: String,
+    subject: String,
+    place: Vec<(&'static str, String)>,
+}
+
+/// `device` and `port` for a subject `DEVICE:PORT` naming a sampled port, `interface` for a
+/// sampled netdev, nothing for other subjects (the node, a GPU, a PCI function).
+fn place_of(subject: &str, sample: &Sample) -> Vec<(&'static str, String)> {
+    if let Some((dev, port)) = subject.rsplit_once(':') {
+        if let Ok(n) = port.parse::<u32>() {
+            if sample.ports.iter().any(|p| p.device == dev && p.port == n) {
+                return vec![("device", dev.to_string()), ("port", port.to_string())];
+            }
+        }
+    }
+    if sample.netdevs.iter().any(|n| n.name == subject) {
+        return vec![("interface", subject.to_string())];
+    }
+    Vec::new()
 }
 
 /// The number before `: ` in `4: ACTIVE` / `5: LinkUp`.
@@ -392,14 +424,17 @@ impl Collector for NodeCollector {
         let f: Rows<f64> = self
             .findings
             .iter()
-            .map(|((sev, rule), n)| {
-                (
-                    vec![("severity", sev.clone()), ("rule", rule.clone())],
-                    *n as f64,
-                )
+            .map(|(k, n)| {
+                let mut labels = vec![
+                    ("severity", k.severity.clone()),
+                    ("rule", k.rule.clone()),
+                    ("subject", k.subject.clone()),
+                ];
+                labels.extend(k.place.iter().cloned());
+                (labels, *n as f64)
             })
             .collect();
-        gauge(&mut enc, "fabrik_findings", "Findings by severity and rule id (doctor rules and counter rules between the last two scrapes)", None, &f)?;
+        gauge(&mut enc, "fabrik_findings", "Findings by severity, rule id and subject (doctor rules, and counter rules over the exporter's rate window), with device and port or interface where the subject is one", None, &f)?;
         gauge(
             &mut enc,
             "fabrik_scrape_duration_seconds",

@@ -44,12 +44,13 @@ pub struct SampleOptions {
 }
 
 impl SampleOptions {
-    /// The defaults for a root: run ethtool on the live system (`/`) when it is installed, read
-    /// captures otherwise.
+    /// The defaults for a root: run ethtool on the live system ([`is_live`]) when it is
+    /// installed, read captures otherwise.
     pub fn for_root(root: &Path) -> SampleOptions {
-        let ethtool = if is_live(root) && !ethtool_on_path() {
+        let live = is_live(root);
+        let ethtool = if live && !ethtool_on_path() {
             EthtoolMode::Off
-        } else if is_live(root) {
+        } else if live {
             EthtoolMode::Live {
                 timeout: Duration::from_secs(2),
             }
@@ -70,9 +71,54 @@ pub fn ethtool_on_path() -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("ethtool").is_file()))
 }
 
-/// True when `root` is this machine's own `/`.
+/// Whether `root` is the live system as this process reaches it: `/`, or a tree that is not a
+/// snapshot and whose network interfaces are this process's, with the same interface indexes
+/// (the host's `/` mounted at `/host` in a DaemonSet pod on the host's network). Then
+/// `ethtool -S IF`, which asks the kernel of this process's network namespace, speaks of the
+/// root's interfaces, and a sample is stamped with the clock. A snapshot of this very machine
+/// is never live (it holds `fabrik/complete` or `fabrik/partial`); a tree whose interfaces
+/// this process cannot reach (a pod on its own network, a copy from another node) is not.
+/// Up to 64 interfaces besides `lo` are compared; one that differs is enough to say no.
 pub fn is_live(root: &Path) -> bool {
-    root == Path::new("/")
+    if root == Path::new("/") {
+        return true;
+    }
+    let Ok(dir) = Root::open(root) else {
+        return false;
+    };
+    let snapshot = [
+        fabrik_probe::root::COMPLETE_MARKER,
+        fabrik_probe::root::PARTIAL_MARKER,
+        fabrik_probe::snapshot::CAPTURED_AT,
+    ];
+    if snapshot.iter().any(|m| dir.exists(m)) {
+        return false;
+    }
+    let Ok(names) = dir.list("sys/class/net") else {
+        return false;
+    };
+    let Ok(sock) = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    ) else {
+        return false;
+    };
+    let mut matched = 0;
+    for name in names.iter().filter(|n| *n != "lo").take(64) {
+        // `bonding_masters` and the like are files, not interfaces.
+        let Ok(text) = dir.read(&format!("sys/class/net/{name}/ifindex"), 32) else {
+            continue;
+        };
+        let Ok(index) = String::from_utf8_lossy(&text).trim().parse::<u32>() else {
+            return false;
+        };
+        match rustix::net::netdevice::name_to_index(&sock, name) {
+            Ok(i) if i == index => matched += 1,
+            _ => return false,
+        }
+    }
+    matched > 0
 }
 
 /// Reads every counter under `root` with the defaults for that root.
@@ -101,6 +147,8 @@ pub struct Sampler {
     root: PathBuf,
     options: SampleOptions,
     kept: KeptFiles,
+    /// [`is_live`], decided once: whose network namespace a root is in does not change.
+    live: bool,
 }
 
 impl Sampler {
@@ -110,13 +158,14 @@ impl Sampler {
             root: root.to_path_buf(),
             options,
             kept: KeptFiles::new(),
+            live: is_live(root),
         }
     }
 
     /// Reads every counter under the root.
     pub fn sample(&mut self) -> Sample {
         self.kept.generation += 1;
-        let out = read_all(&self.root, &self.options, &mut self.kept);
+        let out = read_all(&self.root, &self.options, &mut self.kept, self.live);
         self.kept.sweep();
         out
     }
@@ -168,8 +217,7 @@ impl KeptFiles {
     }
 }
 
-fn read_all(root: &Path, opts: &SampleOptions, kept: &mut KeptFiles) -> Sample {
-    let live = is_live(root);
+fn read_all(root: &Path, opts: &SampleOptions, kept: &mut KeptFiles, live: bool) -> Sample {
     let mut out = Sample {
         taken_at_unix_s: live
             .then(|| {
@@ -632,5 +680,43 @@ mod tests {
             Some(Reading::Unreadable(_))
         ));
         assert!(!p.hw_counters.contains_key("lifespan"));
+    }
+
+    /// A tree holding this machine's own interfaces, names and indexes, is live; one index
+    /// off, a snapshot marker, or no interface at all, and it is not.
+    #[test]
+    fn live_means_this_process_reaches_the_roots_interfaces() {
+        assert!(is_live(Path::new("/")));
+        let mine: Vec<(String, String)> = std::fs::read_dir("/sys/class/net")
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let idx = std::fs::read_to_string(format!("/sys/class/net/{name}/ifindex")).ok()?;
+                (name != "lo").then_some((name, idx))
+            })
+            .collect();
+        if mine.is_empty() {
+            eprintln!("skipped: this network namespace has no interface besides lo");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (name, idx) in &mine {
+            let d = root.join("sys/class/net").join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("ifindex"), idx).unwrap();
+        }
+        assert!(is_live(root));
+        let (first, idx) = &mine[0];
+        let n: u32 = idx.trim().parse().unwrap();
+        let wrong = root.join("sys/class/net").join(first).join("ifindex");
+        std::fs::write(&wrong, format!("{}\n", n + 1000)).unwrap();
+        assert!(!is_live(root), "an index of another namespace");
+        std::fs::write(&wrong, idx).unwrap();
+        std::fs::create_dir_all(root.join("fabrik")).unwrap();
+        std::fs::write(root.join("fabrik/complete"), "x\n").unwrap();
+        assert!(!is_live(root), "a snapshot of this very machine");
+        let empty = tempfile::tempdir().unwrap();
+        assert!(!is_live(empty.path()));
     }
 }

@@ -1,27 +1,41 @@
-//! The exporter's HTTP side: `/metrics` and `/healthz`.
+//! The exporter: its own sampling of the root, and the HTTP side (`/metrics`, `/healthz`).
 //!
-//! Served by hyper's HTTP/1 on a current-thread tokio runtime: one thread multiplexes every
-//! connection, so a client that never reads a large `/metrics` answer waits alone while other
-//! requests are answered, and a connection costs a few kilobytes, not a thread. hyper was chosen
-//! over tiny_http (one request at a time, no write or idle timeout: the head-of-line stall this
-//! replaces) and over astra (a thread per connection); tokio is built with only its
-//! current-thread scheduler, I/O and timers, which keeps the binary and the build lean.
-//! Scrapes read files (and may run `ethtool`), so they run on tokio's blocking pool, capped at
-//! a few threads and serialised (each scrape compares with the previous one).
-//! Three bounds hold whatever clients do: at most [`Limits::max_connections`] connections (when
-//! full, the one idle longest is closed to make room, so a flood of idle connections cannot lock
-//! a scraper out; if every one is busy the newcomer is closed), a connection on which no byte moves either way for [`Limits::idle`]
-//! while it is not waiting for its own answer is closed (an idle client, or one that stopped
-//! reading its answer), and no connection lives past [`Limits::lifetime`].
+//! **Sampling.** A thread samples the root every [`Sampling::every`] and judges counter rates
+//! between the newest sample and the one [`Sampling::window`] before it, so the counter
+//! findings and the exported values are the exporter's, the same for every scraper: two
+//! Prometheus replicas scraping at their own times see the same findings, and a finding stays
+//! exported for a whole window, long enough for any scraper to see it. Each sample is encoded
+//! once, in both text formats; a scrape answers the latest encoding and reads nothing, so its
+//! cost is a copy whatever the root holds. `/healthz` answers the health the sampler found on
+//! its last round, or 503 when no round has finished for several intervals (a counter read
+//! that hangs).
+//!
+//! **Serving.** hyper's HTTP/1 on a current-thread tokio runtime: one thread multiplexes every
+//! connection, so a client that never reads its answer waits alone, and a connection costs a
+//! few kilobytes, not a thread. hyper was chosen over tiny_http (one request at a time, no
+//! write or idle timeout) and over astra (a thread per connection); tokio is built with only
+//! its current-thread scheduler, I/O and timers. Whatever clients do:
+//! - connections are accepted in the order they arrive (a listen backlog of 1024) and served
+//!   up to [`Limits::max_connections`]; past that a newcomer waits in a first-come queue for a
+//!   free place rather than being closed, and is closed only if it waited
+//!   [`Limits::max_wait`] or the queue ([`Limits::max_waiting`]) is full;
+//! - a newcomer finds room at once when a client address holds more connections than the
+//!   newcomer's (its idlest is closed: one host opening hundreds of connections cannot lock out
+//!   another's scraper), or when a connection has been idle for a second;
+//! - each connection serves at most [`Limits::max_requests`] requests (then `Connection:
+//!   close`), so a busy keep-alive client takes its turn again in the queue;
+//! - a connection on which no byte moves either way for [`Limits::idle`] while it is not
+//!   waiting for its own answer is closed, and none lives past [`Limits::lifetime`].
 
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::io;
-use std::net::TcpListener;
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -64,21 +78,48 @@ pub enum ServerError {
 
 /// What the exporter reads and how.
 pub struct ExporterConfig {
-    /// The root sampled on each scrape.
+    /// The root sampled.
     pub root: PathBuf,
     /// How to sample.
     pub options: SampleOptions,
-    /// Thresholds of the counter rules run between two scrapes.
+    /// Thresholds of the counter rules run over each rate window.
     pub thresholds: Thresholds,
-    /// Findings to export besides the counter rules, run on each scrape.
+    /// Findings to export besides the counter rules, run on each sample.
     pub findings: Option<FindingsFn>,
+}
+
+/// How often the exporter samples, and over what window it judges counter rates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// Time between two samples.
+    pub every: Duration,
+    /// Counter rules compare the newest sample with the newest one at least this old (or the
+    /// oldest kept, right after the start); each finding stays exported about this long.
+    pub window: Duration,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        // Prometheus scrapes every 15 to 60 s: a sample per 15 s keeps the values as fresh as
+        // the fastest scraper, and a 60 s window shows each finding to the slowest.
+        Sampling {
+            every: Duration::from_secs(15),
+            window: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The bounds every connection is served under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections open at once; one more is closed as soon as it is accepted.
+    /// Connections served at once; more wait in the queue.
     pub max_connections: usize,
+    /// Connections that may wait for a place; one more is closed at once.
+    pub max_waiting: usize,
+    /// The longest a connection waits for a place before it is closed.
+    pub max_wait: Duration,
+    /// Requests one connection may make before it is asked to close (`Connection: close`).
+    pub max_requests: u64,
     /// A connection on which no byte moves either way this long is closed.
     pub idle: Duration,
     /// No connection stays open longer (a keep-alive client simply reconnects).
@@ -87,33 +128,52 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        // Prometheus scrapes every 15-60 s over one keep-alive connection per target; 64 leaves
-        // room for several servers and people with curl.
         Limits {
-            max_connections: 64,
+            // A connection costs a few KiB and a descriptor: 512 holds hundreds of clients
+            // beside the counter files the sampler keeps open (see `Exporter::bind`).
+            max_connections: 512,
+            max_waiting: 1024,
+            // Prometheus' default scrape timeout.
+            max_wait: Duration::from_secs(10),
+            max_requests: 100,
             idle: Duration::from_secs(30),
             lifetime: Duration::from_secs(300),
         }
     }
 }
 
-/// Threads a scrape may run on at once (they queue on one lock anyway).
-const SCRAPE_THREADS: usize = 2;
-
 /// A bound, not yet serving, exporter.
 pub struct Exporter {
     listener: TcpListener,
     shared: Arc<Shared>,
     limits: Limits,
+    sampling: Sampling,
     stop: Arc<Notify>,
+}
+
+/// One sample as served: both encodings, when it was taken, and the root's health then.
+struct Served {
+    openmetrics: Bytes,
+    prometheus: Bytes,
+    at: Instant,
+    health: Result<(), String>,
 }
 
 struct Shared {
     config: ExporterConfig,
-    last: Mutex<Option<(Sample, Instant)>>,
-    /// Keeps the counter files open between scrapes; locked only inside `last`'s lock.
-    sampler: Mutex<Sampler>,
+    /// The sampler and the recent samples; locked by the sampling thread (and `scrape`).
+    state: Mutex<SamplerState>,
+    latest: Mutex<Option<Arc<Served>>>,
+    /// Woken when a sample is served, for requests that arrive before the first.
+    served: Notify,
     health: Option<HealthFn>,
+    sampling: Mutex<Sampling>,
+}
+
+struct SamplerState {
+    sampler: Sampler,
+    /// Recent samples, oldest first, kept for one rate window.
+    history: VecDeque<(Instant, Sample)>,
 }
 
 /// Makes [`Exporter::run`] return.
@@ -127,24 +187,58 @@ impl StopHandle {
     }
 }
 
+/// Descriptors a listen socket keeps for connections the kernel has accepted but the server
+/// has not: enough for hundreds of clients connecting at once.
+const BACKLOG: i32 = 1024;
+
 impl Exporter {
     /// Binds `listen` (`host:port`) without serving yet; a failure is [`ServerError::Bind`].
+    /// The process's soft descriptor limit is raised to its hard limit (at most 65,536) first:
+    /// the sampler keeps half of it for counter files, the connections use the rest.
     pub fn bind(listen: &str, config: ExporterConfig) -> Result<Exporter, ServerError> {
         let bind_err = |e: io::Error| ServerError::Bind {
             addr: listen.to_string(),
             reason: e.to_string(),
         };
-        let listener = TcpListener::bind(listen).map_err(bind_err)?;
-        listener.set_nonblocking(true).map_err(bind_err)?;
+        raise_nofile();
+        let addr: SocketAddr = listen
+            .parse()
+            .or_else(|_| {
+                std::net::ToSocketAddrs::to_socket_addrs(listen)?
+                    .next()
+                    .ok_or_else(|| io::Error::other("no address"))
+            })
+            .map_err(bind_err)?;
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .map_err(bind_err)?;
+        socket.set_reuse_address(true).map_err(bind_err)?;
+        socket.bind(&addr.into()).map_err(bind_err)?;
+        socket.listen(BACKLOG).map_err(bind_err)?;
+        socket.set_nonblocking(true).map_err(bind_err)?;
+        let listener: TcpListener = socket.into();
+        let limits = Limits {
+            max_connections: connection_budget(Limits::default().max_connections),
+            ..Limits::default()
+        };
         Ok(Exporter {
             listener,
             shared: Arc::new(Shared {
-                sampler: Mutex::new(Sampler::new(&config.root, config.options.clone())),
+                state: Mutex::new(SamplerState {
+                    sampler: Sampler::new(&config.root, config.options.clone()),
+                    history: VecDeque::new(),
+                }),
                 config,
-                last: Mutex::new(None),
+                latest: Mutex::new(None),
+                served: Notify::new(),
                 health: None,
+                sampling: Mutex::new(Sampling::default()),
             }),
-            limits: Limits::default(),
+            limits,
+            sampling: Sampling::default(),
             stop: Arc::new(Notify::new()),
         })
     }
@@ -152,6 +246,17 @@ impl Exporter {
     /// Serves under `limits` instead of the defaults.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Samples as `sampling` says instead of the defaults.
+    pub fn with_sampling(mut self, sampling: Sampling) -> Self {
+        self.sampling = sampling;
+        *self
+            .shared
+            .sampling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = sampling;
         self
     }
 
@@ -176,64 +281,159 @@ impl Exporter {
         StopHandle(Arc::clone(&self.stop))
     }
 
-    /// Serves until the handle is unblocked. A request that fails to be answered (client gone,
-    /// too slow) is dropped; nothing a counter file holds can stop the loop.
+    /// Samples and serves until the handle is unblocked. A request that fails to be answered
+    /// (client gone, too slow) is dropped; nothing a counter file holds can stop the loop.
     pub fn run(self) -> Result<(), ServerError> {
+        let (stop_sampling, stopped) = mpsc::channel::<()>();
+        let shared = Arc::clone(&self.shared);
+        let every = self.sampling.every.max(Duration::from_millis(10));
+        let sampler = std::thread::Builder::new()
+            .name("fabrik-sampler".into())
+            .spawn(move || {
+                // A round that fails leaves the previous sample served; each new reason is
+                // said once on stderr.
+                let mut said = String::new();
+                loop {
+                    match shared.refresh() {
+                        Err(e) if e != said => {
+                            eprintln!(
+                                "fabrik exporter: sampling {}: {e}",
+                                shared.config.root.display()
+                            );
+                            said = e;
+                        }
+                        Err(_) => {}
+                        Ok(()) => said.clear(),
+                    }
+                    match stopped.recv_timeout(every) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        _ => return,
+                    }
+                }
+            })
+            .map_err(ServerError::Serve)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .enable_time()
-            .max_blocking_threads(SCRAPE_THREADS)
             .build()
             .map_err(ServerError::Serve)?;
-        rt.block_on(self.serve())
+        let result = rt.block_on(self.serve());
+        drop(stop_sampling);
+        // The sampler ends at its next wake-up; a sample stuck in a hung read ends with the
+        // process rather than hold the caller.
+        drop(sampler);
+        result
     }
 
     async fn serve(self) -> Result<(), ServerError> {
         let listener =
             tokio::net::TcpListener::from_std(self.listener).map_err(ServerError::Serve)?;
+        let limits = self.limits;
         let open: Open = Arc::default();
+        let freed = Arc::new(Notify::new());
+        let mut waiting: VecDeque<(tokio::net::TcpStream, IpAddr, Instant)> = VecDeque::new();
         let mut next = 0u64;
         loop {
-            let (sock, _) = tokio::select! {
+            // While connections wait, look again every quarter second (a connection may have
+            // become idle enough to make room) and drop those that waited too long.
+            let sleep_until = if waiting.is_empty() {
+                Instant::now() + Duration::from_secs(3600)
+            } else {
+                Instant::now() + Duration::from_millis(250)
+            };
+            tokio::select! {
                 _ = self.stop.notified() => return Ok(()),
                 accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
+                    Ok((sock, peer)) => {
+                        if waiting.len() >= limits.max_waiting.max(1) {
+                            // The queue is full: the newcomer is closed, the queue keeps its order.
+                            drop(sock);
+                        } else {
+                            waiting.push_back((sock, peer.ip(), Instant::now()));
+                        }
+                    }
                     // Out of file descriptors and the like: pause rather than spin.
                     Err(e) => {
                         eprintln!("fabrik exporter: accept failed: {e}");
                         tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
                     }
                 },
-            };
-            if !make_room(&open, self.limits.max_connections.max(1)) {
-                // Every connection is waiting for an answer: closing this one keeps the bound.
-                drop(sock);
-                continue;
+                _ = freed.notified() => {}
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(sleep_until)) => {}
             }
-            next += 1;
-            let (id, track) = (next, Arc::new(Track::new()));
-            lock(&open).push((id, Arc::clone(&track)));
-            let shared = Arc::clone(&self.shared);
-            let limits = self.limits;
-            let open = Arc::clone(&open);
-            tokio::spawn(async move {
-                // A connection's errors are its client's business (it went away or was too
-                // slow): not worth a line in a DaemonSet's log.
-                let _ = connection(sock, shared, limits, track).await;
-                lock(&open).retain(|(i, _)| *i != id);
-            });
+            let now = Instant::now();
+            while waiting
+                .front()
+                .is_some_and(|(_, _, at)| now.duration_since(*at) >= limits.max_wait)
+            {
+                waiting.pop_front();
+            }
+            // First come, first served: the queue's head is admitted before anyone behind it.
+            while let Some((_, ip, _)) = waiting.front() {
+                if !make_room(&open, *ip, limits.max_connections.max(1)) {
+                    break;
+                }
+                let Some((sock, ip, _)) = waiting.pop_front() else {
+                    break;
+                };
+                next += 1;
+                let (id, track) = (next, Arc::new(Track::new(ip)));
+                lock(&open).push((id, Arc::clone(&track)));
+                let shared = Arc::clone(&self.shared);
+                let open = Arc::clone(&open);
+                let freed = Arc::clone(&freed);
+                tokio::spawn(async move {
+                    // A connection's errors are its client's business (it went away or was
+                    // too slow): not worth a line in a DaemonSet's log.
+                    let _ = connection(sock, shared, limits, track).await;
+                    lock(&open).retain(|(i, _)| *i != id);
+                    freed.notify_one();
+                });
+            }
         }
     }
 
-    /// One scrape: read, compute counter findings against the previous scrape, add the plugged
-    /// findings, encode. A panic anywhere below becomes a 500 for this scrape only.
+    /// Samples now, judges the counter rates against the recent samples, and returns the
+    /// OpenMetrics text it now serves (a panic while sampling becomes an error).
     pub fn scrape(&mut self) -> Result<String, String> {
-        self.shared.scrape()
+        self.shared.refresh()?;
+        let latest = lock_latest(&self.shared).clone();
+        latest
+            .map(|s| String::from_utf8_lossy(&s.openmetrics).into_owned())
+            .ok_or_else(|| "no sample".to_string())
     }
 }
 
-/// The connections being served, each with what the bound needs to know of it.
+/// Raises the soft descriptor limit to the hard one, at most 65,536 (as Go's runtime and
+/// node_exporter do): the default 1,024 would cap the connections at a few hundred.
+fn raise_nofile() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let want = lim.maximum.map_or(65_536, |h| h.min(65_536));
+    if lim.current.is_some_and(|c| c < want) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(want),
+                maximum: lim.maximum,
+            },
+        );
+    }
+}
+
+/// The connections that fit beside the counter files the sampler keeps (half the descriptor
+/// limit) and a margin for everything else: at most `max`, at least 64.
+fn connection_budget(max: usize) -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1024);
+    let spare = usize::try_from(soft / 2)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(64);
+    spare.clamp(64, max)
+}
+
+/// The connections being served, each with what the bounds need to know of it.
 type Open = Arc<Mutex<Vec<(u64, Arc<Track>)>>>;
 
 fn lock(open: &Open) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<Track>)>> {
@@ -241,10 +441,16 @@ fn lock(open: &Open) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<Track>)>> {
     open.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Keeps the number of connections under `max` for one more: when full, the connection that
-/// has been idle longest (not waiting for its own answer) is told to close, so a flood of idle
-/// connections cannot lock a scraper out. Returns false when every connection is busy.
-fn make_room(open: &Open, max: usize) -> bool {
+fn lock_latest(shared: &Shared) -> std::sync::MutexGuard<'_, Option<Arc<Served>>> {
+    // Replaced whole: a poisoned value is still one sample's.
+    shared.latest.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether a connection from `ip` can be served now. Under `max` it can; at `max` a place is
+/// made by closing, in this order, the idlest connection (not waiting for its own answer) of
+/// the address holding the most connections, when it holds more than `ip` does, and then any
+/// connection idle for a second or more. Otherwise the newcomer waits.
+fn make_room(open: &Open, ip: IpAddr, max: usize) -> bool {
     let list = lock(open);
     let live: Vec<&Arc<Track>> = list
         .iter()
@@ -254,11 +460,30 @@ fn make_room(open: &Open, max: usize) -> bool {
     if live.len() < max {
         return true;
     }
-    let Some(victim) = live
+    let mut per_ip: BTreeMap<IpAddr, usize> = BTreeMap::new();
+    for t in &live {
+        *per_ip.entry(t.ip).or_default() += 1;
+    }
+    let mine = per_ip.get(&ip).copied().unwrap_or(0);
+    // Fairness first: an address with more connections than the newcomer's gives one up.
+    let heaviest = per_ip
         .iter()
-        .filter(|t| t.busy.load(Ordering::Relaxed) == 0)
-        .max_by_key(|t| t.idle_for())
-    else {
+        .filter(|(a, n)| **a != ip && **n > mine + 1)
+        .max_by_key(|(_, n)| **n)
+        .map(|(a, _)| *a);
+    let victim = heaviest
+        .and_then(|a| {
+            live.iter()
+                .filter(|t| t.ip == a)
+                .max_by_key(|t| (t.busy.load(Ordering::Relaxed) == 0, t.idle_for()))
+        })
+        .or_else(|| {
+            live.iter()
+                .filter(|t| t.busy.load(Ordering::Relaxed) == 0)
+                .filter(|t| t.idle_for() >= Duration::from_secs(1))
+                .max_by_key(|t| t.idle_for())
+        });
+    let Some(victim) = victim else {
         return false;
     };
     victim.closing.store(true, Ordering::Relaxed);
@@ -266,24 +491,28 @@ fn make_room(open: &Open, max: usize) -> bool {
     true
 }
 
-/// What is known of one connection: when a byte last moved, whether an answer is being made,
-/// and the signal that closes it.
+/// What is known of one connection: its client's address, when a byte last moved, whether
+/// an answer is being made, how many requests it made, and the signal that closes it.
 struct Track {
+    ip: IpAddr,
     born: Instant,
     /// Milliseconds after `born` when a byte last moved.
     last: AtomicU64,
     busy: AtomicUsize,
-    closing: std::sync::atomic::AtomicBool,
+    requests: AtomicU64,
+    closing: AtomicBool,
     close: Notify,
 }
 
 impl Track {
-    fn new() -> Self {
+    fn new(ip: IpAddr) -> Self {
         Track {
+            ip,
             born: Instant::now(),
             last: AtomicU64::new(0),
             busy: AtomicUsize::new(0),
-            closing: Default::default(),
+            requests: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
             close: Notify::new(),
         }
     }
@@ -293,8 +522,7 @@ impl Track {
         self.last.store(ms, Ordering::Relaxed);
     }
 
-    /// How long nothing has moved; a connection waiting for its own answer (a scrape can take
-    /// a while) is not idle.
+    /// How long nothing has moved; a connection waiting for its own answer is not idle.
     fn idle_for(&self) -> Duration {
         if self.busy.load(Ordering::Relaxed) > 0 {
             self.moved();
@@ -319,8 +547,16 @@ async fn connection(
     let service = hyper::service::service_fn(move |req| {
         let shared = Arc::clone(&shared);
         let busy = Busy::start(&busy);
+        let last = busy.0.requests.fetch_add(1, Ordering::Relaxed) + 1 >= limits.max_requests;
         async move {
-            let resp = answer(shared, req).await;
+            let mut resp = answer(shared, req).await;
+            if last {
+                // Its share is spent: the client reconnects and queues like everyone else.
+                resp.headers_mut().insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+            }
             drop(busy);
             Ok::<_, Infallible>(resp)
         }
@@ -328,6 +564,8 @@ async fn connection(
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.idle)
+        // A request is a line and a few headers: hyper's smallest buffer holds any real one.
+        .max_buf_size(8192)
         .serve_connection(TokioIo::new(io), service);
     let mut conn = std::pin::pin!(conn);
     loop {
@@ -367,33 +605,50 @@ impl Drop for Busy {
 
 type Body = Full<Bytes>;
 
+/// How long a request made before the first sample waits for it.
+const FIRST_SAMPLE_WAIT: Duration = Duration::from_secs(10);
+
+/// The latest sample, waiting for the first one when the exporter has just started.
+async fn latest(shared: &Shared) -> Option<Arc<Served>> {
+    let deadline = tokio::time::Instant::now() + FIRST_SAMPLE_WAIT;
+    loop {
+        let notified = shared.served.notified();
+        if let Some(s) = lock_latest(shared).clone() {
+            return Some(s);
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return None;
+        }
+    }
+}
+
 async fn answer(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let text = "text/plain; charset=utf-8";
-    let (status, ctype, body) = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/metrics") => {
-            let openmetrics = wants_openmetrics(&req);
-            let scraped = tokio::task::spawn_blocking(move || shared.scrape()).await;
-            match scraped {
-                Ok(Ok(b)) if openmetrics => (200, CONTENT_TYPE, b),
-                Ok(Ok(b)) => (200, PROMETHEUS_TEXT_CONTENT_TYPE, to_prometheus_text(&b)),
-                Ok(Err(e)) => (500, text, format!("{e}\n")),
-                Err(e) => (500, text, format!("the scrape did not finish: {e}\n")),
-            }
-        }
+    let (status, ctype, body): (u16, &str, Bytes) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => match latest(&shared).await {
+            Some(s) if wants_openmetrics(&req) => (200, CONTENT_TYPE, s.openmetrics.clone()),
+            Some(s) => (200, PROMETHEUS_TEXT_CONTENT_TYPE, s.prometheus.clone()),
+            None => (
+                503,
+                text,
+                "the first sample of the root has not finished yet\n".into(),
+            ),
+        },
         (&Method::GET, "/healthz") => {
-            let (status, body) = health(shared).await;
-            (status, text, body)
+            let (status, body) = health(&shared).await;
+            (status, text, body.into())
         }
         (&Method::GET, "/") => (
             200,
             "text/html; charset=utf-8",
-            "<html><body><h1>fabrik exporter</h1><a href=\"/metrics\">/metrics</a> \
-             <a href=\"/healthz\">/healthz</a></body></html>\n"
-                .into(),
+            Bytes::from_static(
+                b"<html><body><h1>fabrik exporter</h1><a href=\"/metrics\">/metrics</a> \
+                  <a href=\"/healthz\">/healthz</a></body></html>\n",
+            ),
         ),
-        _ => (404, text, "not found\n".into()),
+        _ => (404, text, Bytes::from_static(b"not found\n")),
     };
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let mut resp = Response::new(Full::new(body));
     *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
     if let Ok(v) = hyper::header::HeaderValue::from_str(ctype) {
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
@@ -401,52 +656,62 @@ async fn answer(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-/// How long `/healthz` waits for the root check before saying the root does not answer.
-const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// `/healthz`: the status and body to answer: 503 with the reason while the root is not a
-/// readable node. It never waits for a scrape, so a scrape that is slow (or stuck on a file)
-/// cannot make the exporter look dead, and the root check runs off the event loop, bounded.
-async fn health(shared: Arc<Shared>) -> (u16, String) {
-    if shared.health.is_none() {
-        return (200, "ok\n".into());
-    }
-    let check = tokio::task::spawn_blocking(move || {
-        shared
-            .health
-            .as_ref()
-            .map_or(Ok(()), |h| h(&shared.config.root))
-    });
-    match tokio::time::timeout(HEALTH_TIMEOUT, check).await {
-        Ok(Ok(Ok(()))) => (200, "ok\n".into()),
-        Ok(Ok(Err(why))) => (503, format!("{why}\n")),
-        Ok(Err(e)) => (503, format!("the root check failed: {e}\n")),
-        Err(_) => (
+/// `/healthz`: the health the sampler found on its latest round; 503 with the reason while
+/// the root is not a readable node, and when no round finished for three intervals and a
+/// minute (a counter read or the root check hangs). It never reads the root itself.
+async fn health(shared: &Shared) -> (u16, String) {
+    let every = shared
+        .sampling
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .every;
+    let stalled_after = every * 3 + Duration::from_secs(60);
+    match latest(shared).await {
+        None => (
+            503,
+            "the first sample of the root has not finished yet\n".into(),
+        ),
+        Some(s) if s.at.elapsed() > stalled_after => (
             503,
             format!(
-                "the root check did not answer within {} s\n",
-                HEALTH_TIMEOUT.as_secs()
+                "no sample of the root finished for {} s (a counter read hangs?)\n",
+                s.at.elapsed().as_secs()
             ),
         ),
+        Some(s) => match &s.health {
+            Ok(()) => (200, "ok\n".into()),
+            Err(why) => (503, format!("{why}\n")),
+        },
     }
 }
 
 impl Shared {
-    fn scrape(&self) -> Result<String, String> {
+    /// One round of the sampler: sample, judge the counter rates over the window, add the
+    /// plugged findings, check the root's health, encode both formats, serve the result. A
+    /// panic anywhere below leaves the previous sample served and is an error.
+    fn refresh(&self) -> Result<(), String> {
+        let window = self
+            .sampling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .window;
         let cfg = &self.config;
-        // A scrape that panicked left the previous sample as it was (it is replaced whole), so
-        // a poisoned lock is still good.
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        // A round that panicked left the history as it was (samples are pushed whole), so a
+        // poisoned lock is still good.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let result = catch_unwind(AssertUnwindSafe(|| {
             let t0 = Instant::now();
-            let now = self
-                .sampler
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .sample();
+            let now = state.sampler.sample();
             let took = t0.elapsed().as_secs_f64();
+            // The newest sample at least a window old, else the oldest kept.
+            let base = state
+                .history
+                .iter()
+                .rev()
+                .find(|(at, _)| t0.duration_since(*at) >= window)
+                .or_else(|| state.history.front());
             let mut findings = Vec::new();
-            if let Some((prev, at)) = last.as_ref() {
+            if let Some((at, prev)) = base {
                 let interval = Some(t0.duration_since(*at)).filter(|d| *d > Duration::ZERO);
                 let report = crate::delta::compare(prev, &now, interval);
                 findings.extend(report_findings(&report, &cfg.thresholds));
@@ -454,12 +719,36 @@ impl Shared {
             if let Some(f) = &cfg.findings {
                 findings.extend(f(&cfg.root));
             }
-            *last = Some((now.clone(), t0));
-            encode(now, &findings, took).map_err(|e| format!("encoding metrics: {e}"))
+            let health = self.health.as_ref().map_or(Ok(()), |h| h(&cfg.root));
+            let openmetrics = encode(now.clone(), &findings, took)
+                .map_err(|e| format!("encoding metrics: {e}"))?;
+            let prometheus = to_prometheus_text(&openmetrics);
+            // Keep what the next window needs: every sample younger than the window and the
+            // newest older one.
+            state.history.push_back((t0, now));
+            while state.history.len() > 1
+                && state
+                    .history
+                    .get(1)
+                    .is_some_and(|(at, _)| t0.duration_since(*at) >= window)
+            {
+                state.history.pop_front();
+            }
+            Ok::<_, String>(Served {
+                openmetrics: Bytes::from(openmetrics),
+                prometheus: Bytes::from(prometheus),
+                at: Instant::now(),
+                health,
+            })
         }));
         match result {
-            Ok(r) => r,
-            Err(_) => Err("internal error while scraping; see the exporter's stderr".into()),
+            Ok(Ok(served)) => {
+                *lock_latest(self) = Some(Arc::new(served));
+                self.served.notify_waiters();
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("internal error while sampling; see the exporter's stderr".into()),
         }
     }
 }
@@ -539,5 +828,47 @@ mod tests {
             "{chain}"
         );
         assert_eq!(chain.matches(&text).count(), 1, "{chain}");
+    }
+
+    fn track(ip: [u8; 4], idle_ms: u64) -> (u64, Arc<Track>) {
+        let t = Track::new(IpAddr::from(ip));
+        let born = Instant::now() - Duration::from_millis(idle_ms + 1);
+        let t = Track { born, ..t };
+        (u64::from(ip[3]) * 1000 + idle_ms, Arc::new(t))
+    }
+
+    #[test]
+    fn room_is_made_by_the_heaviest_address_then_by_the_idle() {
+        let open: Open = Arc::default();
+        // A full server: five connections from .2, one from .3.
+        for i in 0..5 {
+            lock(&open).push(track([127, 0, 0, 2], 10 * i));
+        }
+        lock(&open).push(track([127, 0, 0, 3], 5000));
+        let newcomer = IpAddr::from([127, 0, 0, 9]);
+        assert!(make_room(&open, newcomer, 6));
+        let closed: Vec<IpAddr> = lock(&open)
+            .iter()
+            .filter(|(_, t)| t.closing.load(Ordering::Relaxed))
+            .map(|(_, t)| t.ip)
+            .collect();
+        // The heavy address gave one up, not the idler connection of the light one.
+        assert_eq!(closed, vec![IpAddr::from([127, 0, 0, 2])]);
+
+        // Everyone holds one and nobody is idle: the newcomer waits.
+        let open: Open = Arc::default();
+        for i in 2..6u8 {
+            lock(&open).push(track([127, 0, 0, i], 0));
+        }
+        assert!(!make_room(&open, newcomer, 4));
+        // One idle for a second makes room.
+        lock(&open).push(track([127, 0, 0, 7], 2000));
+        assert!(make_room(&open, newcomer, 5));
+        // The heavy address itself never evicts its own for fairness.
+        let open: Open = Arc::default();
+        for i in 0..4 {
+            lock(&open).push(track([127, 0, 0, 2], i));
+        }
+        assert!(!make_room(&open, IpAddr::from([127, 0, 0, 2]), 4));
     }
 }

@@ -7,8 +7,28 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fabrik_model::{Finding, Severity};
-use fabrik_monitor::server::{Exporter, ExporterConfig, Limits};
+use fabrik_monitor::server::{Exporter, ExporterConfig, Limits, Sampling};
 use fabrik_monitor::{SampleOptions, Thresholds};
+
+/// Samples every 50 ms, rates over 100 ms: the tests see a change within a fraction of a second.
+fn fast() -> Sampling {
+    Sampling {
+        every: Duration::from_millis(50),
+        window: Duration::from_millis(100),
+    }
+}
+
+/// Asks `path` until `ok` holds for the body (the exporter serves its latest sample).
+fn get_until(addr: &str, accept: Option<&str>, ok: impl Fn(&str) -> bool) -> (String, String) {
+    let t0 = Instant::now();
+    loop {
+        let (head, body) = get(addr, "/metrics", accept);
+        if ok(&body) || t0.elapsed() > Duration::from_secs(10) {
+            return (head, body);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 fn get(addr: &str, path: &str, accept: Option<&str>) -> (String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -54,7 +74,9 @@ fn serves_metrics_healthz_and_plugged_findings() {
             }]
         })),
     };
-    let exp = Exporter::bind("127.0.0.1:0", config).unwrap();
+    let exp = Exporter::bind("127.0.0.1:0", config)
+        .unwrap()
+        .with_sampling(fast());
     let addr = exp.local_addr();
     let handle = exp.handle();
     let t = std::thread::spawn(move || exp.run());
@@ -70,7 +92,8 @@ fn serves_metrics_healthz_and_plugged_findings() {
     assert!(body.contains(
         "fabrik_netdev_pause_frames_total{interface=\"ens1f0\",direction=\"rx\",priority=\"3\"} 200100\n"
     ));
-    assert!(body.contains("fabrik_findings{severity=\"error\",rule=\"FAB-TEST-001\"} 1"));
+    assert!(body
+        .contains("fabrik_findings{severity=\"error\",rule=\"FAB-TEST-001\",subject=\"node\"} 1"));
     // port_xmit_wait holds "N/A (no PMA)".
     assert!(body.contains("fabrik_unreadable_counters{subject=\"mlx5_2:1\"} 1"));
     assert!(!body.contains("# EOF"));
@@ -79,28 +102,25 @@ fn serves_metrics_healthz_and_plugged_findings() {
     let hw = root.join("sys/class/infiniband/mlx5_2/ports/1/hw_counters");
     std::fs::write(hw.join("np_cnp_sent"), "garbage\n").unwrap();
     std::fs::write(hw.join("out_of_sequence"), "100000\n").unwrap();
-    let (head, body) = get(
+    // The next sample shows both, and the rule's finding names the port.
+    let cnt110 = "fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-110\",subject=\"mlx5_2:1\",device=\"mlx5_2\",port=\"1\"} 1";
+    let (head, body) = get_until(
         &addr,
-        "/metrics",
         Some("application/openmetrics-text;version=1.0.0"),
+        |b| b.contains(cnt110),
     );
     assert!(head.contains("application/openmetrics-text"), "{head}");
     assert!(body.ends_with("# EOF\n"));
     assert!(body.contains("fabrik_unreadable_counters{subject=\"mlx5_2:1\"} 2"));
-    assert!(
-        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-110\"} 1"),
-        "{body}"
-    );
+    assert!(body.contains(cnt110), "{body}");
 
     // The device disappears: still 200, the port is simply gone.
     std::fs::remove_dir_all(root.join("sys/class/infiniband/mlx5_2")).unwrap();
-    let (head, body) = get(&addr, "/metrics", None);
+    let gone = "fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-122\",subject=\"mlx5_2:1\"} 1";
+    let (head, body) = get_until(&addr, None, |b| b.contains(gone));
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(!body.contains("device=\"mlx5_2\",port=\"1\"} "));
-    assert!(
-        body.contains("fabrik_findings{severity=\"warning\",rule=\"FAB-CNT-122\"} 1"),
-        "{body}"
-    );
+    assert!(!body.contains("fabrik_port_transmit_bytes_total{device=\"mlx5_2\""));
+    assert!(body.contains(gone), "{body}");
 
     let (head, _) = get(&addr, "/nope", None);
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
@@ -136,20 +156,6 @@ fn big_answer_config(root: &Path, findings: usize) -> ExporterConfig {
                     fix: "f".into(),
                 })
                 .collect()
-        })),
-    }
-}
-
-/// A scrape that takes `delay` (the findings hook sleeps): a connection waiting for it is
-/// busy for that long whatever the machine's speed.
-fn slow_scrape_config(root: &Path, delay: Duration) -> ExporterConfig {
-    ExporterConfig {
-        root: root.to_path_buf(),
-        options: SampleOptions::for_root(root),
-        thresholds: Thresholds::default(),
-        findings: Some(Box::new(move |_root: &Path| {
-            std::thread::sleep(delay);
-            vec![]
         })),
     }
 }
@@ -196,6 +202,7 @@ fn a_client_that_never_reads_blocks_nobody_and_is_cut_off() {
         max_connections: 8,
         idle: Duration::from_secs(1),
         lifetime: Duration::from_secs(60),
+        ..Limits::default()
     };
     let exp = Exporter::bind("127.0.0.1:0", big_answer_config(&root, 40_000))
         .unwrap()
@@ -226,7 +233,7 @@ fn a_client_that_never_reads_blocks_nobody_and_is_cut_off() {
     assert!(body.contains("rule=\"FAB-TEST-039999\""));
     eprintln!("beside a client that never reads: /healthz in {healthz:?}, /metrics ({one} B) in {metrics:?}");
     assert!(healthz < Duration::from_millis(500), "{healthz:?}");
-    // One scrape of this size takes about a second in a debug build; B may wait for A's.
+    // The answer is the latest sample's, encoded once: B copies it like A did.
     assert!(metrics < Duration::from_secs(20), "{metrics:?}");
 
     // Once the kernel's buffers are full nothing moves on A's connection, and the idle limit
@@ -267,58 +274,179 @@ fn a_client_that_never_reads_blocks_nobody_and_is_cut_off() {
     t.join().unwrap().unwrap();
 }
 
+/// A connection from a loopback address of the test's choosing (127.0.0.0/8 is all local).
+fn connect_from(last: u8, addr: &str) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from(([127, 0, 0, last], 0)).into())
+        .unwrap();
+    s.connect(&addr.parse::<std::net::SocketAddr>().unwrap().into())
+        .unwrap();
+    s.into()
+}
+
+/// A connection that sends a request header a byte every 100 ms until stopped: never idle,
+/// never finished.
+struct Dribbler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Dribbler {
+    fn start(last: u8, addr: &str) -> Dribbler {
+        let mut s = connect_from(last, addr);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let _ = s.write_all(b"GET /healthz HTTP/1.1\r\n");
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if s.write_all(b"X").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            // Stopped: the connection stays open and silent until the server closes it.
+            let mut buf = [0u8; 64];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+            let _ = s.read(&mut buf);
+        });
+        Dribbler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for Dribbler {
+    fn drop(&mut self) {
+        self.stop();
+        // A stopped dribbler waits for the server to close it; the test does not wait for it.
+        drop(self.thread.take());
+    }
+}
+
+fn healthz_on(mut s: TcpStream, limit: Duration) -> Option<String> {
+    s.set_read_timeout(Some(limit)).unwrap();
+    write!(
+        s,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
 #[test]
-fn a_full_server_closes_its_idlest_connection_to_make_room() {
+fn a_full_server_makes_room_fairly_and_queues_the_rest_in_order() {
     let root = fixture_root();
     let limits = Limits {
         max_connections: 4,
+        max_wait: Duration::from_secs(20),
         idle: Duration::from_secs(30),
         lifetime: Duration::from_secs(60),
+        ..Limits::default()
     };
-    let exp = Exporter::bind(
-        "127.0.0.1:0",
-        slow_scrape_config(&root, Duration::from_secs(1)),
-    )
-    .unwrap()
-    .with_limits(limits);
+    let config = ExporterConfig {
+        root: root.clone(),
+        options: SampleOptions::for_root(&root),
+        thresholds: Thresholds::default(),
+        findings: None,
+    };
+    let exp = Exporter::bind("127.0.0.1:0", config)
+        .unwrap()
+        .with_limits(limits);
     let addr = exp.local_addr();
     let handle = exp.handle();
     let t = std::thread::spawn(move || exp.run());
 
-    // Four idle connections fill the server; a fifth client is still answered at once, and
-    // the connection idle longest (the first) is the one closed for it.
+    // One address holds every place; another's client is answered at once, and the place is
+    // the first address's idlest connection (its first).
     let mut held: Vec<TcpStream> = Vec::new();
     for _ in 0..4 {
-        held.push(TcpStream::connect(&addr).unwrap());
+        held.push(connect_from(2, &addr));
         std::thread::sleep(Duration::from_millis(50));
     }
     let t0 = Instant::now();
-    let (head, _) = get(&addr, "/healthz", None);
+    let answer = healthz_on(connect_from(3, &addr), Duration::from_secs(5)).unwrap();
     let took = t0.elapsed();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(took < Duration::from_millis(500), "{took:?}");
     let (_, closed) = read_until_closed(&mut held[0], Duration::from_secs(2));
-    assert!(closed, "the idlest connection is still open");
+    assert!(
+        closed,
+        "the heavy address's idlest connection is still open"
+    );
     let (_, closed) = read_until_closed(&mut held[3], Duration::from_millis(500));
-    assert!(!closed, "a newer idle connection was closed instead");
+    assert!(!closed, "a newer connection was closed instead");
     drop(held);
-
-    // Four connections all waiting for a scrape (a second each, one at a time): nothing
-    // is idle, so a fifth is closed unanswered rather than exceed the bound.
-    std::thread::sleep(Duration::from_millis(200));
-    let busy: Vec<TcpStream> = (0..4)
-        .map(|_| {
-            let mut s = TcpStream::connect(&addr).unwrap();
-            write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-            s
-        })
-        .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let mut extra = TcpStream::connect(&addr).unwrap();
-    let _ = write!(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    let (got, closed) = read_until_closed(&mut extra, Duration::from_secs(2));
+
+    // Four addresses hold one place each and keep bytes moving, so none is idle. Newcomers
+    // from two more addresses wait instead of being closed. When one holder stops (and is idle
+    // for a second), its place goes to the first newcomer, not the second; when another stops,
+    // the second gets in.
+    let holders: Vec<Dribbler> = (10..14).map(|a| Dribbler::start(a, &addr)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let first = connect_from(20, &addr);
+    std::thread::sleep(Duration::from_millis(100));
+    let second = connect_from(21, &addr);
+    let t0 = Instant::now();
+    let a = std::thread::spawn(move || (healthz_on(first, Duration::from_secs(15)), t0.elapsed()));
+    let b = std::thread::spawn(move || (healthz_on(second, Duration::from_secs(15)), t0.elapsed()));
+    holders[0].stop();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(a.is_finished(), "the first newcomer was not let in");
+    assert!(
+        !b.is_finished(),
+        "the second newcomer got the only free place"
+    );
+    holders[1].stop();
+    let (a, ta) = a.join().unwrap();
+    let (b, tb) = b.join().unwrap();
+    eprintln!("queued newcomers answered after {ta:?} and {tb:?}");
+    assert!(a.unwrap().starts_with("HTTP/1.1 200"));
+    assert!(b.unwrap().starts_with("HTTP/1.1 200"));
+    assert!(tb > ta + Duration::from_secs(1), "{ta:?} {tb:?}");
+    drop(holders);
+
+    // A newcomer that waits longer than max_wait is closed unanswered.
+    handle.unblock();
+    t.join().unwrap().unwrap();
+    let limits = Limits {
+        max_connections: 2,
+        max_wait: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let config = ExporterConfig {
+        root: root.clone(),
+        options: SampleOptions::for_root(&root),
+        thresholds: Thresholds::default(),
+        findings: None,
+    };
+    let exp = Exporter::bind("127.0.0.1:0", config)
+        .unwrap()
+        .with_limits(limits);
+    let addr = exp.local_addr();
+    let handle = exp.handle();
+    let t = std::thread::spawn(move || exp.run());
+    // Two holders that keep bytes moving (a header a byte at a time), so neither is idle.
+    let dribblers: Vec<Dribbler> = (30..32u8).map(|a| Dribbler::start(a, &addr)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut late = connect_from(40, &addr);
+    let _ = write!(late, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    let t0 = Instant::now();
+    let (got, closed) = read_until_closed(&mut late, Duration::from_secs(5));
     assert!(closed && got == 0, "{got} bytes, closed: {closed}");
-    drop(busy);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t0.elapsed()
+    );
+    drop(dribblers);
     handle.unblock();
     t.join().unwrap().unwrap();
 }

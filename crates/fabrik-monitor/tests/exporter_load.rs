@@ -56,7 +56,8 @@ fn four_hundred_idle_connections_cost_no_thread_each() {
         .collect();
     std::thread::sleep(Duration::from_millis(300));
     let (threads1, rss1) = (status("Threads:"), status("VmRSS:"));
-    // Beside them (the bound is 64: the idlest are closed to make room) a scraper is served.
+    // Beside them (held within the connection bound, or waiting for the idlest to give way)
+    // a scraper is served.
     let t0 = std::time::Instant::now();
     assert!(healthz(&addr).starts_with("HTTP/1.1 200"));
     eprintln!("/healthz beside 400 idle connections: {:?}", t0.elapsed());

@@ -11,6 +11,7 @@ pub use fabrik_model::snapshot::{CommandRun, SnapshotSummary};
 use fabrik_model::Node;
 
 use crate::fs::{parent, Recorded};
+use crate::unpack::{writing, RemoveOnSignal};
 
 pub use crate::unpack::{is_snapshot_tarball, unpack, unpack_with, UnpackLimits, Unpacked};
 
@@ -140,19 +141,26 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
             .tempdir_in(&parent)
             .map_err(io_err("creating a temporary directory for", &opts.output))?
     };
+    // SIGTERM, SIGINT or SIGHUP while the snapshot is written removes the staging tree; the
+    // tree is written under `writing()`, which the removal waits for.
+    let staged = RemoveOnSignal::new(staging.path());
     let tree = if tarball {
         staging.path().join(top_dir_name(&opts.output))
     } else {
         staging.path().to_path_buf()
     };
-    std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
-    write_marker(
-        &tree,
-        crate::root::PARTIAL_MARKER,
-        "this snapshot is being written, or its writer was stopped before it finished\n",
-    )?;
-    let (files, directories, symlinks) = write_tree(&tree, &record)?;
-    write_captured_at(&tree, &opts.source_root, read_at)?;
+    let (files, directories, symlinks) = {
+        let _w = writing();
+        std::fs::create_dir_all(&tree).map_err(io_err("creating", &tree))?;
+        write_marker(
+            &tree,
+            crate::root::PARTIAL_MARKER,
+            "this snapshot is being written, or its writer was stopped before it finished\n",
+        )?;
+        let counts = write_tree(&tree, &record)?;
+        write_captured_at(&tree, &opts.source_root, read_at)?;
+        counts
+    };
     // The tools the probe ran are its facts (already in the record); the rest are captured
     // for the reader.
     let mut commands: Vec<CommandRun> = tool_runs
@@ -170,22 +178,36 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
         let done: Vec<String> = tool_runs.iter().map(|(t, _)| t.name.clone()).collect();
         commands.extend(run_commands(&tree, &node, opts.command_timeout, &done)?);
     }
-    write_marker(
-        &tree,
-        crate::root::COMPLETE_MARKER,
-        &format!("fabrik-probe {}\n", env!("CARGO_PKG_VERSION")),
-    )?;
-    let partial = host_path(&tree, crate::root::PARTIAL_MARKER);
-    std::fs::remove_file(&partial).map_err(io_err("removing", &partial))?;
+    {
+        let _w = writing();
+        write_marker(
+            &tree,
+            crate::root::COMPLETE_MARKER,
+            &format!("fabrik-probe {}\n", env!("CARGO_PKG_VERSION")),
+        )?;
+        let partial = host_path(&tree, crate::root::PARTIAL_MARKER);
+        std::fs::remove_file(&partial).map_err(io_err("removing", &partial))?;
+    }
     if tarball {
         write_tarball(staging.path(), &tree, &opts.output)?;
+        // Removed while still registered (see `Unpacked`'s drop).
+        {
+            let _w = writing();
+            let _ = staging.close();
+        }
+        drop(staged);
     } else {
         use std::os::unix::fs::PermissionsExt;
         // The temporary directory is private (0700); a snapshot directory is not.
         std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755))
             .map_err(io_err("setting the permissions of", &tree))?;
         let kept = staging.keep();
-        if let Err(e) = rename_new(&kept, &opts.output) {
+        let renamed = {
+            let _w = writing();
+            rename_new(&kept, &opts.output)
+        };
+        drop(staged);
+        if let Err(e) = renamed {
             let _ = std::fs::remove_dir_all(&kept);
             return Err(e);
         }
@@ -390,6 +412,8 @@ fn write_tarball(stage: &Path, tree: &Path, output: &Path) -> Result<(), Snapsho
         .tempfile_in(dir)
         .map_err(io_err("creating a temporary file for", output))?;
     let tmp_out = tmp.path().to_path_buf();
+    let _staged = RemoveOnSignal::new(&tmp_out);
+    let _w = writing();
     let file = tmp.reopen().map_err(io_err("opening", &tmp_out))?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut builder = tar::Builder::new(gz);
@@ -502,6 +526,7 @@ fn run_commands(
                 if out.stdout.is_empty() {
                     format!("exit {status} (nothing saved)")
                 } else {
+                    let _w = writing();
                     std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
                     let p = dir.join(format!("{name}.txt"));
                     std::fs::write(&p, &out.stdout).map_err(io_err("writing", &p))?;

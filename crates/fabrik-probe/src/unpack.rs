@@ -22,6 +22,11 @@ pub struct UnpackLimits {
     pub max_ratio: u64,
     /// Bytes out before `max_ratio` is checked.
     pub ratio_after: u64,
+    /// Components in one entry's name: a snapshot's deepest names (a GPU behind several PCIe
+    /// switches) stay under 30.
+    pub max_depth: usize,
+    /// Bytes in one entry's name or link target (the kernel's PATH_MAX less one).
+    pub max_name_bytes: usize,
 }
 
 impl Default for UnpackLimits {
@@ -32,6 +37,8 @@ impl Default for UnpackLimits {
             max_entry_bytes: 16 * 1024 * 1024,
             max_ratio: 200,
             ratio_after: 16 * 1024 * 1024,
+            max_depth: 64,
+            max_name_bytes: 4095,
         }
     }
 }
@@ -39,19 +46,28 @@ impl Default for UnpackLimits {
 /// A snapshot tarball unpacked in a temporary directory that lives as long as this value
 /// (and is removed if the process is stopped by SIGTERM, SIGINT or SIGHUP meanwhile).
 pub struct Unpacked {
-    _dir: tempfile::TempDir,
+    cleanup: Option<RemoveOnSignal>,
+    dir: Option<tempfile::TempDir>,
     /// The unpacked snapshot's root, to pass to [`crate::probe`].
     pub root: PathBuf,
 }
 
 impl Drop for Unpacked {
     fn drop(&mut self) {
-        forget_on_signal(self._dir.path());
+        // Removed while still registered and under the writers' lock: a signal meanwhile
+        // finishes the removal instead of cutting it short.
+        {
+            let _w = writing();
+            if let Some(d) = self.dir.take() {
+                let _ = d.close();
+            }
+        }
+        self.cleanup.take();
     }
 }
 
-/// Temporary directories to remove if a signal ends the process. The lock is also held while an
-/// entry is written, so the cleanup never races a file being created.
+/// Paths (directories or files) to remove if a signal ends the process. The lock is also held
+/// while an entry is written, so the cleanup never races a file being created.
 static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 static CLEANUP: std::sync::Once = std::sync::Once::new();
 
@@ -59,24 +75,67 @@ fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     PENDING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Removes `dir` if SIGTERM, SIGINT or SIGHUP arrives, then dies of that signal as it would
-/// have. A thread waits for the signals (signal-hook), so the removal runs outside a signal
-/// handler. SIGKILL cannot be caught: what it leaves is bounded by [`UnpackLimits`].
-fn remove_on_signal(dir: &Path) {
+/// Set by the signal watcher before it takes the lock: from then on no writer takes it again.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Held while a file or directory is created (or a registered path removed) under a path
+/// registered with [`RemoveOnSignal`]: a signal's cleanup waits for it, so nothing is created
+/// after the removal. Once a signal has arrived the caller never gets it: it waits for the
+/// process to end, so a writer cannot outrun the cleanup (the lock is not fair).
+pub(crate) fn writing() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    let guard = (!stopping()).then(pending);
+    match guard {
+        Some(g) if !stopping() => g,
+        _ => loop {
+            std::thread::park();
+        },
+    }
+}
+
+fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Removes a path (a temporary directory or file) if SIGTERM, SIGINT or SIGHUP ends the
+/// process while this value lives, then lets the process die of that signal as it would have.
+/// A thread waits for the signals (signal-hook), so the removal runs outside a signal handler.
+/// SIGKILL cannot be caught: what it leaves is bounded by [`UnpackLimits`].
+pub(crate) struct RemoveOnSignal(PathBuf);
+
+impl RemoveOnSignal {
+    pub(crate) fn new(path: &Path) -> RemoveOnSignal {
+        watch_signals();
+        pending().push(path.to_path_buf());
+        RemoveOnSignal(path.to_path_buf())
+    }
+}
+
+impl Drop for RemoveOnSignal {
+    fn drop(&mut self) {
+        pending().retain(|d| *d != self.0);
+    }
+}
+
+fn watch_signals() {
     CLEANUP.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
-            tracing::warn!("cannot watch for signals: a killed unpack may leave its directory");
+            tracing::warn!(
+                "cannot watch for signals: a killed unpack or snapshot may leave its files"
+            );
             return;
         };
         let spawned = std::thread::Builder::new()
             .name("snapshot-cleanup".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    // Held to the end: no entry is written after the removal.
-                    let dirs = pending();
-                    for d in dirs.iter() {
-                        let _ = std::fs::remove_dir_all(d);
+                    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+                    // Held to the end: nothing is written after the removal.
+                    let paths = pending();
+                    for p in paths.iter() {
+                        if std::fs::remove_dir_all(p).is_err() {
+                            let _ = std::fs::remove_file(p);
+                        }
                     }
                     let _ = signal_hook::low_level::emulate_default_handler(sig);
                     std::process::exit(128 + sig);
@@ -84,15 +143,10 @@ fn remove_on_signal(dir: &Path) {
             });
         if spawned.is_err() {
             tracing::warn!(
-                "cannot start the signal watcher: a killed unpack may leave its directory"
+                "cannot start the signal watcher: a killed unpack or snapshot may leave its files"
             );
         }
     });
-    pending().push(dir.to_path_buf());
-}
-
-fn forget_on_signal(dir: &Path) {
-    pending().retain(|d| d != dir);
 }
 
 /// Counts what goes through a reader, and stops the stream when a limit is passed.
@@ -157,10 +211,18 @@ pub fn unpack(tarball: &Path) -> Result<Unpacked, SnapshotError> {
 
 /// Unpacks a `.tar.gz` snapshot within `limits`. Only directories, regular files and symlinks
 /// are written (a snapshot holds nothing else: FIFOs, devices and hard links are skipped); names
-/// with `..` are skipped and nothing is written through a link (the tar crate checks that every
-/// parent is inside the directory). A single top entry that is a link is refused: `snap -> /`
-/// would otherwise make the host the snapshot. Links below the top stay, and are read through
-/// [`crate::confined`], which keeps them inside the root.
+/// with `..` are skipped, and nothing is written through a link: every directory on the way is
+/// opened with `O_NOFOLLOW` from its parent's descriptor. A name deeper than
+/// [`UnpackLimits::max_depth`], longer than [`UnpackLimits::max_name_bytes`], not UTF-8, or
+/// holding a control character or a line break is refused: no snapshot has one, and a device
+/// name with a newline would otherwise travel from someone's tarball into a launch file. A
+/// single top entry that is a link is refused: `snap -> /` would otherwise make the host the
+/// snapshot. Links below the top stay, and are read through [`crate::confined`], which keeps
+/// them inside the root.
+///
+/// The cost is linear in the entries: the directories of the current path stay open, so an
+/// entry costs the components it does not share with the one before (at most `max_depth`
+/// opens), and no name is looked up from the root.
 ///
 /// The archive is unpacked rather than read in place: every reader of a root (the probe, the
 /// counter reader) works on a directory descriptor, and a tarball is small once bounded.
@@ -172,10 +234,10 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
         reason,
     };
     let dir = tempfile::tempdir().map_err(io_err("creating a temporary directory for", tarball))?;
-    remove_on_signal(dir.path());
     let mut unpacked = Unpacked {
+        cleanup: Some(RemoveOnSignal::new(dir.path())),
         root: dir.path().to_path_buf(),
-        _dir: dir,
+        dir: Some(dir),
     };
     let dest = unpacked.root.clone();
     let file = std::fs::File::open(tarball).map_err(io_err("opening", tarball))?;
@@ -196,9 +258,6 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
         }),
     };
     let mut archive = tar::Archive::new(stream);
-    archive.set_preserve_permissions(false);
-    archive.set_preserve_mtime(false);
-    archive.set_unpack_xattrs(false);
     let stopped = |e: std::io::Error| match why.borrow().clone() {
         Some(reason) => refuse(reason),
         None => SnapshotError::Io {
@@ -207,6 +266,7 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
             source: e,
         },
     };
+    let mut writer = Writer::open(&dest).map_err(io_err("opening", &dest))?;
     let (mut entries, mut bytes) = (0u64, 0u64);
     for entry in archive.entries().map_err(stopped)? {
         let mut entry = entry.map_err(stopped)?;
@@ -218,14 +278,15 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
         if !(kind.is_file() || kind.is_dir() || kind.is_symlink()) {
             continue;
         }
+        let raw = entry.path_bytes().into_owned();
+        let Some(names) = entry_names(&raw, limits).map_err(refuse)? else {
+            continue;
+        };
         let size = entry.header().entry_size().unwrap_or(u64::MAX);
         if size > limits.max_entry_bytes {
             return Err(refuse(format!(
                 "{} claims {size} bytes, more than the {} a snapshot file can hold",
-                entry
-                    .path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
+                String::from_utf8_lossy(&raw),
                 limits.max_entry_bytes
             )));
         }
@@ -236,29 +297,36 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
                 limits.max_bytes
             )));
         }
-        let written = {
-            let _no_cleanup_meanwhile = pending();
-            entry.unpack_in(&dest).map_err(stopped)?
-        };
-        if written && kind.is_dir() {
-            // A directory archived without search permission would block its own removal.
-            let mut p = dest.clone();
-            p.extend(
-                entry
-                    .path()
-                    .iter()
-                    .flat_map(|p| p.components())
-                    .filter_map(|c| match c {
-                        std::path::Component::Normal(n) => Some(n.to_os_string()),
-                        _ => None,
-                    }),
-            );
-            if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+        let target = if kind.is_symlink() {
+            let t = entry
+                .link_name_bytes()
+                .map(|t| t.into_owned())
+                .unwrap_or_default();
+            if t.is_empty() || t.len() > limits.max_name_bytes || t.contains(&0) {
+                continue;
             }
-        }
+            Some(t)
+        } else {
+            None
+        };
+        let _no_cleanup_meanwhile = writing();
+        let Some((parent, leaf)) = names.split_last().map(|(l, p)| (p, *l)) else {
+            continue;
+        };
+        let Some(dir) = writer.enter(parent).map_err(stopped)? else {
+            // A parent is a file or a link: nothing is written through it.
+            continue;
+        };
+        let written = if kind.is_dir() {
+            mkdir(dir, leaf)
+        } else if let Some(t) = target {
+            replace(dir, leaf, |d, n| rustix::fs::symlinkat(t.as_slice(), d, n))
+        } else {
+            write_file(dir, leaf, &mut entry)
+        };
+        written.map_err(stopped)?;
     }
+    drop(writer);
     let mut tops: Vec<PathBuf> = std::fs::read_dir(&dest)
         .map_err(io_err("reading", &dest))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -287,6 +355,160 @@ pub fn unpack_with(tarball: &Path, limits: &UnpackLimits) -> Result<Unpacked, Sn
     };
     unpacked.root = root;
     Ok(unpacked)
+}
+
+/// The components of an entry's name, `None` for a name to skip (`..`, the top itself), or why
+/// the archive is refused.
+fn entry_names<'a>(raw: &'a [u8], limits: &UnpackLimits) -> Result<Option<Vec<&'a [u8]>>, String> {
+    let shown = || String::from_utf8_lossy(raw).escape_debug().to_string();
+    if raw.len() > limits.max_name_bytes {
+        return Err(format!(
+            "an entry's name is {} bytes long, more than {}",
+            raw.len(),
+            limits.max_name_bytes
+        ));
+    }
+    let text =
+        std::str::from_utf8(raw).map_err(|_| format!("entry \"{}\" is not UTF-8", shown()))?;
+    if let Some(c) = text
+        .chars()
+        .find(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return Err(format!(
+            "entry \"{}\" holds the control character U+{:04X}; no snapshot's names do",
+            shown(),
+            u32::from(c)
+        ));
+    }
+    let names: Vec<&[u8]> = raw
+        .split(|b| *b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .collect();
+    if names.len() > limits.max_depth {
+        return Err(format!(
+            "entry \"{}...\" is {} directories deep, more than {}",
+            shown().chars().take(80).collect::<String>(),
+            names.len(),
+            limits.max_depth
+        ));
+    }
+    if names.is_empty() || names.iter().any(|c| *c == b"..") {
+        return Ok(None);
+    }
+    Ok(Some(names))
+}
+
+/// Writes entries under the destination. The directories of the current path stay open (one
+/// descriptor per level, at most `max_depth`), each opened from its parent with `O_NOFOLLOW`,
+/// so nothing is written through a link and an entry costs only the levels it does not share
+/// with the one before.
+struct Writer {
+    root: rustix::fd::OwnedFd,
+    stack: Vec<(Vec<u8>, rustix::fd::OwnedFd)>,
+}
+
+impl Writer {
+    fn open(dest: &Path) -> std::io::Result<Writer> {
+        use rustix::fs::{open, Mode, OFlags};
+        let root = open(
+            dest,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Writer {
+            root,
+            stack: Vec::new(),
+        })
+    }
+
+    /// The directory `names` (made where missing), or `None` when one of them is not a
+    /// directory (a file or a link of the archive stands there).
+    fn enter(&mut self, names: &[&[u8]]) -> std::io::Result<Option<rustix::fd::BorrowedFd<'_>>> {
+        use rustix::fd::AsFd;
+        use rustix::fs::{openat, Mode, OFlags};
+        let shared = self
+            .stack
+            .iter()
+            .zip(names)
+            .take_while(|((open, _), name)| open.as_slice() == **name)
+            .count();
+        self.stack.truncate(shared);
+        for name in &names[shared..] {
+            let parent = self
+                .stack
+                .last()
+                .map_or(self.root.as_fd(), |(_, fd)| fd.as_fd());
+            mkdir(parent, name)?;
+            match openat(
+                parent,
+                *name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => self.stack.push((name.to_vec(), fd)),
+                Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Some(
+            self.stack
+                .last()
+                .map_or(self.root.as_fd(), |(_, fd)| fd.as_fd()),
+        ))
+    }
+}
+
+/// Makes a directory, searchable whatever the archive said; one already there is kept.
+fn mkdir(dir: rustix::fd::BorrowedFd<'_>, name: &[u8]) -> std::io::Result<()> {
+    match rustix::fs::mkdirat(dir, name, rustix::fs::Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates `name` with `make`; a file or link already there (a later entry of the same name)
+/// is replaced, a directory is kept and the entry skipped.
+fn replace(
+    dir: rustix::fd::BorrowedFd<'_>,
+    name: &[u8],
+    make: impl Fn(rustix::fd::BorrowedFd<'_>, &[u8]) -> rustix::io::Result<()>,
+) -> std::io::Result<()> {
+    match make(dir, name) {
+        Err(rustix::io::Errno::EXIST) => {
+            match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
+                Ok(()) => make(dir, name).map_err(Into::into),
+                Err(rustix::io::Errno::ISDIR | rustix::io::Errno::PERM) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        other => other.map_err(Into::into),
+    }
+}
+
+/// A regular file's contents, created without following a link at its name.
+fn write_file(
+    dir: rustix::fd::BorrowedFd<'_>,
+    name: &[u8],
+    contents: &mut impl Read,
+) -> std::io::Result<()> {
+    use rustix::fs::{openat, Mode, OFlags};
+    let created = std::cell::RefCell::new(None);
+    replace(dir, name, |d, n| {
+        let fd = openat(
+            d,
+            n,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )?;
+        *created.borrow_mut() = Some(fd);
+        Ok(())
+    })?;
+    let Some(fd) = created.into_inner() else {
+        return Ok(());
+    };
+    let mut file = std::fs::File::from(fd);
+    std::io::copy(contents, &mut file)?;
+    Ok(())
 }
 
 /// Whether a path names a snapshot tarball.

@@ -351,3 +351,114 @@ fn signals_leave_no_temporary_directory() {
         assert_eq!(entries_under(tmp.path()), 0, "{signal} left files behind");
     }
 }
+
+/// A tar header for `name` however long (GNU long-name records), as an attacker writes it.
+fn raw_entry(t: &mut TarGz, name: &str, kind: tar::EntryType, data: &[u8]) {
+    let mut h = TarGz::header(kind, data.len() as u64);
+    t.builder.append_data(&mut h, name, data).unwrap();
+}
+
+#[test]
+fn deep_names_are_refused_at_their_header() {
+    let dir = tempfile::tempdir().unwrap();
+    // The report's attack: one entry 2,000 directories deep (took 68 s).
+    let mut t = TarGz::new(dir.path(), "deep.tar.gz");
+    let deep = format!("snap/{}f", "d/".repeat(2000));
+    raw_entry(&mut t, &deep, tar::EntryType::Regular, b"1\n");
+    let tgz = t.finish();
+    let start = Instant::now();
+    let why = refused(unpack(&tgz));
+    eprintln!(
+        "an entry 2,000 directories deep ({} bytes packed) refused in {:?}",
+        std::fs::metadata(&tgz).unwrap().len(),
+        start.elapsed()
+    );
+    assert!(why.contains("2002 directories deep, more than 64"), "{why}");
+    assert!(start.elapsed() < Duration::from_secs(5));
+
+    // At the cap it is unpacked; one level more is refused.
+    let limits = UnpackLimits::default();
+    for (depth, ok) in [(limits.max_depth, true), (limits.max_depth + 1, false)] {
+        let mut t = TarGz::new(dir.path(), &format!("d{depth}.tar.gz"));
+        let name = format!("snap/{}f", "d/".repeat(depth - 2));
+        raw_entry(&mut t, &name, tar::EntryType::Regular, b"1\n");
+        let tgz = t.finish();
+        assert_eq!(unpack(&tgz).is_ok(), ok, "depth {depth}");
+    }
+}
+
+#[test]
+fn unpacking_costs_linear_in_the_entries() {
+    // The worst order for the unpacker: consecutive entries share nothing below the top, each
+    // 64 levels deep, so every entry opens its whole path. Twice the entries must take about
+    // twice the time (the tar crate's own unpacking grew with the cube of the depth).
+    let dir = tempfile::tempdir().unwrap();
+    let mut times = Vec::new();
+    for n in [1_000usize, 2_000] {
+        let mut t = TarGz::new(dir.path(), &format!("wide{n}.tar.gz"));
+        for i in 0..n {
+            let branch = format!("b{}/", i % 2);
+            let name = format!("snap/{branch}{}f{i}", "d/".repeat(61));
+            raw_entry(&mut t, &name, tar::EntryType::Regular, b"1\n");
+        }
+        let tgz = t.finish();
+        let start = Instant::now();
+        let u = unpack(&tgz).unwrap();
+        let took = start.elapsed();
+        let last = format!("b{}/{}f{}", (n - 1) % 2, "d/".repeat(61), n - 1);
+        assert_eq!(std::fs::read(u.root.join(last)).unwrap(), b"1\n");
+        drop(u);
+        eprintln!(
+            "{n} entries 64 deep, alternating branches ({} bytes packed): unpacked in {took:?}",
+            std::fs::metadata(&tgz).unwrap().len()
+        );
+        times.push(took);
+    }
+    // Generous: the machine is shared, but a quadratic cost would be 4x.
+    assert!(
+        times[1] < times[0] * 3 + Duration::from_millis(500),
+        "{times:?}"
+    );
+}
+
+#[test]
+fn names_with_control_characters_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, shown) in [
+        ("snap/sys/class/infiniband/mlx5\n0/node_type", "U+000A"),
+        ("snap/sys/class/net/eth0\u{1b}[2J/mtu", "U+001B"),
+        ("snap/sys/class/net/eth\u{2028}0/mtu", "U+2028"),
+        ("snap/sys/class/net/eth\u{85}0/mtu", "U+0085"),
+    ] {
+        let mut t = TarGz::new(dir.path(), "ctl.tar.gz");
+        t.file("snap/sys/class/net/lo/mtu", b"65536\n");
+        raw_entry(&mut t, name, tar::EntryType::Regular, b"1\n");
+        let tgz = t.finish();
+        let why = refused(unpack(&tgz));
+        assert!(why.contains(shown), "{name:?}: {why}");
+        std::fs::remove_file(&tgz).unwrap();
+    }
+}
+
+#[test]
+fn nothing_is_written_through_a_link_of_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let mut t = TarGz::new(dir.path(), "through.tar.gz");
+    t.file("snap/sys/class/net/lo/mtu", b"65536\n");
+    t.link("snap/sys/escape", outside.to_str().unwrap());
+    t.file("snap/sys/escape/planted", b"x\n");
+    t.link("snap/sys/rel", "../../../../../../../../../..");
+    t.file("snap/sys/rel/tmp/planted2", b"x\n");
+    let tgz = t.finish();
+    let u = unpack(&tgz).unwrap();
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(u
+        .root
+        .join("sys/escape")
+        .symlink_metadata()
+        .unwrap()
+        .is_symlink());
+    assert!(!Path::new("/tmp/planted2").exists());
+}

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod exit;
+mod input;
 mod output;
 
 #[derive(Parser)]

@@ -74,21 +74,26 @@ fn indexed_job_spec(
     }
 }
 
+/// The manifest's head comment; every line goes through YAML's comment quoting whole, since
+/// profile notes carry node facts (device and interface names, kept values).
 fn header(env: &Env, shape: &JobShape) -> String {
     let launcher = format!("k8s ({})", shape.k8s_kind);
-    let mut out = format!(
-        "# {}, profile {}\n# {}\n",
-        crate::torchrun::job_line(&launcher, shape),
-        env.profile,
-        env.summary
-    );
+    let mut lines = vec![
+        format!(
+            "{}, profile {}",
+            crate::torchrun::job_line(&launcher, shape),
+            env.profile
+        ),
+        env.summary.clone(),
+    ];
     if pod::uses_dev_infiniband_host_path(&env.runtime, shape) {
-        out.push_str("# RDMA: /dev/infiniband from the host (privileged); pass --rdma-resource NAME to use a device plugin instead\n");
+        lines.push("RDMA: /dev/infiniband from the host (privileged); pass --rdma-resource NAME to use a device plugin instead".into());
     }
-    for n in &env.notes {
-        out.push_str(&format!("# {}\n", n.message.replace(['\n', '\r'], " ")));
-    }
-    out
+    lines.extend(env.notes.iter().map(|n| n.message.clone()));
+    lines
+        .iter()
+        .map(|l| format!("# {}\n", fabrik_quote::yaml::comment(l)))
+        .collect()
 }
 
 /// The manifests for `shape.k8s_kind`, as multi-document YAML.

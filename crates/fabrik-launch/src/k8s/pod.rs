@@ -22,10 +22,12 @@ pub(crate) struct Rendezvous {
     pub command: Vec<Word>,
 }
 
+/// An env entry with a literal value: the kubelet expands `$(VAR)` in env values, so every
+/// `$` is doubled ([`fabrik_quote::kube::literal`]).
 pub(crate) fn env_value(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.into(),
-        value: Some(value.into()),
+        value: Some(fabrik_quote::kube::literal(value).into_owned()),
         ..EnvVar::default()
     }
 }
@@ -148,6 +150,14 @@ fn known_efa() -> String {
         .join(", ")
 }
 
+/// Words the kubelet must not expand (see [`env_value`]).
+fn literals(words: &[String]) -> Vec<String> {
+    words
+        .iter()
+        .map(|w| fabrik_quote::kube::literal(w).into_owned())
+        .collect()
+}
+
 pub(crate) fn pod_template(
     env: &Env,
     shape: &JobShape,
@@ -244,8 +254,8 @@ pub(crate) fn pod_template(
         vec![Container {
             name: s.name.clone(),
             image: Some(s.image.clone()),
-            command: Some(s.command.clone()),
-            args: Some(s.args.clone()),
+            command: Some(literals(&s.command)),
+            args: Some(literals(&s.args)),
             restart_policy: Some("Always".into()),
             env: Some(s.env.iter().map(|(k, v)| env_value(k, v)).collect()),
             security_context: Some(SecurityContext {

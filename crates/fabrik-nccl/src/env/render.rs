@@ -23,48 +23,50 @@ pub enum RenderError {
     Serialize(String),
 }
 
-/// Quotes `s` for POSIX shells: bare when every character is plain, else in single quotes
-/// (`'` written as `'\''`). Hand-written because shlex also quotes `=` and `,`, which would
-/// turn `--nnodes=2` and `eth1,eth2` into noise; this quoter is only used for words after the
-/// command name, where `=` has no special meaning. Only a NUL byte cannot be quoted.
+/// Quotes `s` as one POSIX shell word ([`fabrik_quote::sh::word`]); only a NUL byte cannot be
+/// quoted.
 pub fn shell_quote(s: &str) -> Result<String, String> {
-    if s.contains('\0') {
-        return Err("contains a NUL byte".into());
-    }
-    if s.is_empty() {
-        return Ok("''".into());
-    }
-    let plain = s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain {
-        Ok(s.to_string())
-    } else {
-        Ok(format!("'{}'", s.replace('\'', "'\\''")))
-    }
+    fabrik_quote::sh::word(s)
+        .map(|w| w.into_owned())
+        .map_err(|e| e.reason)
 }
 
 fn quoted(name: &str, value: &str) -> Result<String, RenderError> {
-    shell_quote(value).map_err(|reason| RenderError::Unquotable {
-        name: name.into(),
-        reason,
+    fabrik_quote::sh::word(value)
+        .map(|w| w.into_owned())
+        .map_err(|e| RenderError::Unquotable {
+            name: name.into(),
+            reason: e.reason,
+        })
+}
+
+/// A variable's name as the shell and docker's `-e` need it; the process environment can hold
+/// names no shell can export (`--keep-env` reads it).
+fn var_name(name: &str) -> Result<&str, RenderError> {
+    fabrik_quote::sh::var_name(name).map_err(|e| RenderError::Unquotable {
+        name: format!("{name:?}"),
+        reason: e.reason,
     })
 }
 
 /// Comments never span lines, whatever the message holds.
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+    fabrik_quote::sh::comment(s)
 }
 
-fn header(env: &Env, out: &mut String) {
-    let _ = writeln!(
-        out,
-        "# fabrik env: profile {} (requested {}), transport {}",
+/// The `#` lines every text form starts with; `comment` is the output language's comment
+/// quoting (shell or YAML), through which every line goes whole.
+fn header(env: &Env, out: &mut String, comment: fn(&str) -> String) {
+    let mut line = |text: String| {
+        let _ = writeln!(out, "# {}", comment(&text));
+    };
+    line(format!(
+        "fabrik env: profile {} (requested {}), transport {}",
         env.profile,
         env.requested_profile,
         env.transport.as_str()
-    );
-    let _ = writeln!(out, "# {}", one_line(&env.summary));
+    ));
+    line(env.summary.clone());
     for n in &env.notes {
         let tag = match n.level {
             NoteLevel::Warning => "warning",
@@ -75,46 +77,39 @@ fn header(env: &Env, out: &mut String) {
             .as_deref()
             .map(|s| format!(" ({s})"))
             .unwrap_or_default();
-        let _ = writeln!(out, "# {tag}: {}{src}", one_line(&n.message));
+        line(format!("{tag}: {}{src}", n.message));
     }
 }
 
 /// `export K=V` lines, each preceded by `# reason (source)`.
 pub fn shell(env: &Env) -> Result<String, RenderError> {
     let mut out = String::new();
-    header(env, &mut out);
+    header(env, &mut out, one_line);
     for v in &env.vars {
-        let _ = writeln!(out, "# {} ({})", one_line(&v.reason), v.source);
-        let _ = writeln!(out, "export {}={}", v.name, quoted(&v.name, &v.value)?);
+        let _ = writeln!(out, "# {} ({})", one_line(&v.reason), one_line(&v.source));
+        let _ = writeln!(
+            out,
+            "export {}={}",
+            var_name(&v.name)?,
+            quoted(&v.name, &v.value)?
+        );
     }
     Ok(out)
 }
 
-fn dotenv_value(v: &str) -> String {
-    let plain = v
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "=:,._/-+@%^".contains(c));
-    if plain {
-        v.to_string()
-    } else {
-        let escaped = v
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-            .replace('$', "\\$");
-        format!("\"{escaped}\"")
-    }
-}
-
 /// `K=V` lines (docker `--env-file` and most dotenv readers).
-pub fn dotenv(env: &Env) -> String {
+pub fn dotenv(env: &Env) -> Result<String, RenderError> {
     let mut out = String::new();
-    header(env, &mut out);
+    header(env, &mut out, one_line);
     for v in &env.vars {
-        let _ = writeln!(out, "# {} ({})", one_line(&v.reason), v.source);
-        let _ = writeln!(out, "{}={}", v.name, dotenv_value(&v.value));
+        let value = fabrik_quote::dotenv::value(&v.value).map_err(|e| RenderError::Unquotable {
+            name: v.name.clone(),
+            reason: e.reason,
+        })?;
+        let _ = writeln!(out, "# {} ({})", one_line(&v.reason), one_line(&v.source));
+        let _ = writeln!(out, "{}={value}", var_name(&v.name)?);
     }
-    out
+    Ok(out)
 }
 
 /// `-e K=V` flags for `docker run`, shell-quoted, on one line.
@@ -122,7 +117,10 @@ pub fn docker_flags(env: &Env) -> Result<String, RenderError> {
     let mut parts = Vec::new();
     for v in &env.vars {
         parts.push("-e".to_string());
-        parts.push(quoted(&v.name, &format!("{}={}", v.name, v.value))?);
+        parts.push(quoted(
+            &v.name,
+            &format!("{}={}", var_name(&v.name)?, v.value),
+        )?);
     }
     Ok(parts.join(" "))
 }
@@ -130,7 +128,7 @@ pub fn docker_flags(env: &Env) -> Result<String, RenderError> {
 #[derive(Serialize)]
 struct K8sEnvVar<'a> {
     name: &'a str,
-    value: &'a str,
+    value: std::borrow::Cow<'a, str>,
 }
 
 #[derive(Serialize)]
@@ -144,14 +142,17 @@ pub fn k8s_env(env: &Env) -> Result<String, RenderError> {
         env: env
             .vars
             .iter()
-            .map(|v| K8sEnvVar {
-                name: &v.name,
-                value: &v.value,
+            .map(|v| {
+                Ok(K8sEnvVar {
+                    name: var_name(&v.name)?,
+                    // The kubelet expands `$(VAR)` in env values.
+                    value: fabrik_quote::kube::literal(&v.value),
+                })
             })
-            .collect(),
+            .collect::<Result<_, RenderError>>()?,
     };
     let mut out = String::new();
-    header(env, &mut out);
+    header(env, &mut out, fabrik_quote::yaml::comment);
     out.push_str(
         &crate::yaml::to_string(&list).map_err(|e| RenderError::Serialize(e.to_string()))?,
     );

@@ -653,7 +653,7 @@ mod render_tests {
     #[test]
     fn dotenv_quotes_only_when_needed() {
         let env = gen(Profile::GcpA3Tcpx, None);
-        let text = render::dotenv(&env);
+        let text = render::dotenv(&env).unwrap();
         assert!(text.contains("\nNCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4\n"));
     }
 }

@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
 use fabrik_model::Finding;
 use fabrik_monitor::Thresholds;
@@ -50,8 +49,7 @@ impl EnvArgs {
     /// The environment the flags give, or `None`.
     pub fn load(&self) -> anyhow::Result<Option<PlannedEnv>> {
         if let Some(path) = &self.env_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading env file {}", path.display()))?;
+            let text = crate::input::read_text(path, "env file", crate::input::cap::ENV_FILE)?;
             return Ok(Some(PlannedEnv::parse(
                 format!("env file {}", path.display()),
                 &text,

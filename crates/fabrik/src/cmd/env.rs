@@ -52,14 +52,14 @@ pub struct Args {
 }
 
 fn read_node_json(path: &Path) -> anyhow::Result<Node> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading node file {}", path.display()))?;
+    let text = crate::input::read_text(path, "node file", crate::input::cap::NODE)?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a fabrik node document", path.display()))
 }
 
+/// The node at `root`: a live root, a snapshot directory or a snapshot tarball.
 pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
-    fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
+    crate::cmd::inventory::load_node(root)
 }
 
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
@@ -72,6 +72,9 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
         (None, None) if profile == Profile::Auto => Some(probe_root(Path::new("/"))?),
         (None, None) => None,
     };
+    // A snapshot or a node document is someone else's data: names that can never be valid
+    // are refused before they reach an environment or a launch file.
+    node.as_ref().map(fabrik_launch::check_node).transpose()?;
     let existing: BTreeMap<String, String> = std::env::vars().collect();
     let env = fabrik_nccl::generate(&Request {
         profile,
@@ -91,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let text = match args.format {
         Format::Shell => render::shell(&env)?,
-        Format::Dotenv => render::dotenv(&env),
+        Format::Dotenv => render::dotenv(&env)?,
         Format::Docker => {
             let mut s = render::docker_flags(&env)?;
             s.push('\n');

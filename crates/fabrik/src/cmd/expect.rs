@@ -35,8 +35,8 @@ impl ExpectArgs {
     pub fn load(&self) -> anyhow::Result<Option<Expectations>> {
         let mut e = match &self.expect {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading expectations {}", path.display()))?;
+                let text =
+                    crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
                 Expectations::parse(&path.display().to_string(), &text)?
             }
             None => Expectations::default(),
@@ -106,8 +106,7 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading expectations {}", path.display()))?;
+    let text = crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
     Ok(Some(Expectations::parse(
         &path.display().to_string(),
         &text,

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use fabrik_monitor::server::{Exporter, ExporterConfig};
+use fabrik_monitor::server::{Exporter, ExporterConfig, Sampling};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,6 +28,14 @@ pub struct Args {
     pub doctor_every: Duration,
     #[command(flatten)]
     pub thresholds: crate::cmd::diff::ThresholdArgs,
+    /// How often the exporter samples the counters; every scrape is answered from the latest
+    /// sample, so all scrapers see the same values and findings.
+    #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+    pub sample_every: Duration,
+    /// The counter rules judge rates over this window of the exporter's own samples; a finding
+    /// stays exported about this long, so every scraper sees it.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub rate_window: Duration,
 }
 
 /// The doctor's node rules on `root`, re-run at most every `every` (a probe reads far more
@@ -64,6 +72,9 @@ fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.sample_every.is_zero() || args.rate_window < args.sample_every {
+        anyhow::bail!("--sample-every must be more than zero and --rate-window at least as long");
+    }
     crate::cmd::inventory::check_root(&args.root)?;
     let options = crate::cmd::top::sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let config = ExporterConfig {
@@ -72,7 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         thresholds: args.thresholds.get(),
         findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
     };
-    let mut exporter = Exporter::bind(&args.listen, config).context("starting the exporter")?;
+    let mut exporter = Exporter::bind(&args.listen, config)
+        .context("starting the exporter")?
+        .with_sampling(Sampling {
+            every: args.sample_every,
+            window: args.rate_window,
+        });
     // /healthz answers for the root, not only for the process: a root that has become
     // unreadable (an unmounted snapshot, a /sys gone from a container) is unhealthy.
     exporter.set_health(Box::new(|root: &Path| {
@@ -84,9 +100,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_err(|e| e.to_string())
     }));
     eprintln!(
-        "fabrik exporter: serving http://{}/metrics (root {})",
+        "fabrik exporter: serving http://{}/metrics (root {}, {}; a sample every {}, rates over {})",
         exporter.local_addr(),
-        args.root.display()
+        args.root.display(),
+        if fabrik_monitor::is_live(&args.root) {
+            "live: this process reaches its interfaces"
+        } else {
+            "not live: values as the root holds them"
+        },
+        humantime::format_duration(args.sample_every),
+        humantime::format_duration(args.rate_window),
     );
     exporter.run().context("serving the exporter")?;
     Ok(ExitCode::SUCCESS)

@@ -30,8 +30,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::new();
     for path in &args.inputs {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = crate::input::read_text(path, "result file", crate::input::cap::REPORT_INPUT)?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -1,0 +1,152 @@
+//! Files named by options (`report RESULT.json`, `--expect`, `--node`, `--env-file`, pasted
+//! command outputs), read whole through one bounded reader: only regular files, never more
+//! than a cap that fits the format, and never a wait.
+//!
+//! The file is opened with `O_NONBLOCK`, so a FIFO without a writer does not hold the open,
+//! and its type is checked on the open descriptor before a byte is read: `/dev/zero`, a FIFO,
+//! a socket or a directory is refused at once. Its size is checked before reading and the read
+//! stops one byte past the cap, so neither a 2 GiB file nor one that grows while read can make
+//! memory grow past the cap. Every refusal is an error, which the CLI turns into exit 2.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use anyhow::{bail, Context};
+
+/// The most each kind of file may hold: several times the largest real one.
+pub mod cap {
+    /// An expectations file (`--expect`, TOML): a real one is a few KiB.
+    pub const EXPECT: u64 = 1 << 20;
+    /// A node document (`--node`, `inventory --format json`): an 8-GPU, 8-HCA node's is a few
+    /// hundred KiB.
+    pub const NODE: u64 = 16 << 20;
+    /// An environment file (`--env-file`): a few dozen variables.
+    pub const ENV_FILE: u64 = 1 << 20;
+    /// A result file for `fabrik report` (JSON): a 64-rank matrix or a long log's report
+    /// stays in single MiB.
+    pub const REPORT_INPUT: u64 = 64 << 20;
+}
+
+/// `path`'s bytes, or an error naming `what` (`expectations`, `node file`) and the path: not a
+/// regular file, larger than `cap` bytes, or unreadable.
+pub fn read(path: &Path, what: &str, cap: u64) -> anyhow::Result<Vec<u8>> {
+    let file = open_regular(path, what)?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("reading {what} {}", path.display()))?
+        .len();
+    if len > cap {
+        bail!(
+            "{what} {}: {len} bytes, more than the {cap} such a file can hold",
+            path.display()
+        );
+    }
+    let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(cap + 1)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {what} {}", path.display()))?;
+    if buf.len() as u64 > cap {
+        bail!(
+            "{what} {}: grew past the {cap} bytes such a file can hold while it was read",
+            path.display()
+        );
+    }
+    Ok(buf)
+}
+
+/// [`read`] as UTF-8 text (JSON, TOML and env files are text).
+pub fn read_text(path: &Path, what: &str, cap: u64) -> anyhow::Result<String> {
+    let bytes = read(path, what, cap)?;
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{what} {}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Refuses a named input that is not a regular file, without waiting on it, for readers that
+/// open the path themselves (`-`, standard input, is left to them).
+pub fn check_regular(path: &Path, what: &str) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    open_regular(path, what).map(drop)
+}
+
+fn open_regular(path: &Path, what: &str) -> anyhow::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // A FIFO opens at once instead of waiting for a writer; a terminal does not become the
+        // controlling one. Regular files ignore both.
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .with_context(|| format!("opening {what} {}", path.display()))?;
+    let ft = file
+        .metadata()
+        .with_context(|| format!("reading {what} {}", path.display()))?
+        .file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        bail!(
+            "{what} {}: {kind}, not a regular file; give the file itself",
+            path.display()
+        );
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_files_are_read_within_their_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.toml");
+        std::fs::write(&p, "a = 1\n").unwrap();
+        assert_eq!(read_text(&p, "expectations", 6).unwrap(), "a = 1\n");
+        let e = read_text(&p, "expectations", 5).unwrap_err().to_string();
+        assert!(e.contains("6 bytes, more than the 5"), "{e}");
+        std::fs::write(&p, b"\xff\xfe").unwrap();
+        let e = read_text(&p, "expectations", 5).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(Path::new("/dev/zero"), "node file", 10).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
+        let e = read(dir.path(), "node file", 10).unwrap_err();
+        assert!(e.to_string().contains("a directory"), "{e}");
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let t = std::time::Instant::now();
+        let e = read(&fifo, "env file", 10).unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        assert!(check_regular(&fifo, "env file").is_err());
+        assert!(check_regular(Path::new("-"), "input").is_ok());
+    }
+}
