@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod check;
 pub mod commands;
 pub mod error;
+pub mod formats;
 pub mod input;
 pub mod nccl_log;
 pub mod nccl_tests;

@@ -283,7 +283,7 @@ impl RootFs {
             let p = join(logical, &name);
             if let Some(v) = self
                 .attr_quiet(&p)
-                .and_then(|s| crate::parse::parse_u64(&s))
+                .and_then(|s| fabrik_parse::formats::parse_u64(&s))
             {
                 out.insert(name, v);
             }

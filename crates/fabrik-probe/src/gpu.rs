@@ -4,8 +4,8 @@
 use fabrik_model::Gpu;
 
 use crate::fs::{join, RootFs};
-use crate::parse::parse_nvidia_gpu_information;
 use crate::pci::{pci_dir_of, read_function};
+use fabrik_parse::formats::parse_nvidia_gpu_information;
 
 /// Where PCI functions are listed.
 pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";

@@ -10,7 +10,6 @@ pub mod confined;
 pub mod fs;
 pub mod gpu;
 pub mod net;
-pub mod parse;
 pub mod pci;
 pub mod rdma;
 pub mod root;
@@ -26,7 +25,7 @@ use fabrik_model::{Node, PciFunction, SCHEMA_VERSION};
 
 use crate::captures::Captures;
 use crate::fs::RootFs;
-use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
+use fabrik_parse::formats::{parse_ibv_devinfo_mtu, parse_lspci_acs};
 
 /// Why a root could not be probed at all (a missing file inside it is only a [`fabrik_model::ProbeWarning`]).
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +118,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let single_numa_node = system::single_numa_node(fs);
     let mut gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics, single_numa_node);
     if let Some(text) = caps.get("nvidia-smi-topo-m") {
-        let smi = parse::parse_nvidia_smi_topo(text);
+        let smi = fabrik_parse::formats::parse_nvidia_smi_topo(text);
         topology::cross_check(&mut gpu_nic_paths, &gpus, &smi, fs);
     }
     let mut acs = std::collections::BTreeMap::new();

@@ -8,11 +8,11 @@ use fabrik_model::{NetInterface, NetKind, RoceEcn};
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
-use crate::parse::{
+use crate::pci::function_behind;
+use fabrik_parse::formats::{
     parse_addresses_file, parse_fib_trie_local, parse_if_inet6, parse_ip_o_addr, parse_mlnx_qos,
     parse_proc_route, parse_u64, RouteEntry,
 };
-use crate::pci::function_behind;
 
 /// Where network interfaces are listed.
 pub const CLASS_DIR: &str = "/sys/class/net";

@@ -3,7 +3,7 @@
 use fabrik_model::{PciFunction, PciLink};
 
 use crate::fs::{base_name, join, RootFs};
-use crate::parse::{is_bdf, parse_numa, parse_pci_speed, parse_u64};
+use fabrik_parse::formats::{is_bdf, parse_numa, parse_pci_speed, parse_u64};
 
 /// The PCI addresses along a resolved `/sys/devices/pci0000:00/0000:00:01.0/...` path, root port
 /// first. Non-PCI components (`virtio2`, `net`, `pci0000:00`) are skipped.

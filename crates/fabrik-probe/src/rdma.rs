@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use fabrik_model::{Gid, GidType, LinkLayer, Port, RdmaDevice, StateValue};
 
 use crate::fs::{join, RootFs};
-use crate::parse::{gid_ipv4, gid_is_zero, parse_rate, parse_u64};
 use crate::pci::function_behind;
+use fabrik_parse::formats::{gid_ipv4, gid_is_zero, parse_rate, parse_u64};
 
 /// Where RDMA devices are listed.
 pub const CLASS_DIR: &str = "/sys/class/infiniband";

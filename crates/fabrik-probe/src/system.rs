@@ -5,7 +5,7 @@ use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInf
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
-use crate::parse::{
+use fabrik_parse::formats::{
     iommu_cmdline_flags, parse_memlock, parse_nvidia_open_module, parse_nvidia_version,
     parse_ofed_info, parse_os_release, parse_proc_modules,
 };

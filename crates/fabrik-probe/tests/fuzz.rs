@@ -16,7 +16,7 @@ mod fuzz_trees;
 
 use std::path::{Path, PathBuf};
 
-use fabrik_probe::parse as p;
+use fabrik_parse::formats as p;
 use fuzz_support::{campaign, check, mutated};
 
 fn fixtures() -> PathBuf {

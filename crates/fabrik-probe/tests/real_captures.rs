@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use fabrik_probe::parse::{
+use fabrik_parse::formats::{
     parse_ibv_devinfo_mtu, parse_mlnx_qos, parse_nvidia_open_module, parse_nvidia_smi_topo,
     parse_nvidia_version,
 };
@@ -90,7 +90,7 @@ fn nvidia_version_files() {
 
 #[test]
 fn lspci_acs_blocks_as_pasted() {
-    use fabrik_probe::parse::parse_lspci_acs;
+    use fabrik_parse::formats::parse_lspci_acs;
     let m = parse_lspci_acs(&capture("lspci-vv.openvmm-3461.txt"));
     assert_eq!(m.len(), 1, "{m:?}");
     assert!(
@@ -105,7 +105,7 @@ fn lspci_acs_blocks_as_pasted() {
 
 #[test]
 fn proc_limits_with_a_huge_memlock_number() {
-    let m = fabrik_probe::parse::parse_memlock(&capture("proc-limits.procfs-26231.txt")).unwrap();
+    let m = fabrik_parse::formats::parse_memlock(&capture("proc-limits.procfs-26231.txt")).unwrap();
     assert_eq!(m.soft_bytes, Some(18446744073708503040));
     assert_eq!(m.hard_bytes, Some(18446744073708503040));
 }

@@ -1,7 +1,7 @@
 //! Pure parsers for the texts the kernel and the helper tools write, one module per format.
 //! Each takes a `&str` and never panics; what it cannot read it leaves out (`None` or an empty
 //! list) so the caller can warn. Every parser is re-exported here, so callers name
-//! `fabrik_probe::parse::parse_rate` whatever module holds it.
+//! `fabrik_parse::formats::parse_rate` whatever module holds it.
 
 mod addresses;
 mod attr;
@@ -35,11 +35,11 @@ pub use pci::{is_bdf, normalize_bdf, parse_pci_speed};
 pub use rate::parse_rate;
 pub use route::{parse_proc_route, RouteEntry};
 
-// The command-output parsers live with `fabrik parse` (one home per format); the probe reads its
-// captures under `fabrik/cmd/` through the same functions.
-pub use fabrik_parse::commands::ibv_devinfo::parse_ibv_devinfo_mtu;
-pub use fabrik_parse::commands::mlnx_qos::parse_mlnx_qos;
-pub use fabrik_parse::commands::topo::parse_nvidia_smi_topo;
+// The command-output parsers live in `commands` with the rest of `fabrik parse`; the probe reads
+// its captures under `fabrik/cmd/` through the same functions.
+pub use crate::commands::ibv_devinfo::parse_ibv_devinfo_mtu;
+pub use crate::commands::mlnx_qos::parse_mlnx_qos;
+pub use crate::commands::topo::parse_nvidia_smi_topo;
 
 #[cfg(test)]
 mod tests;
