@@ -59,6 +59,22 @@ const ACS_ISSUE: Source = Source {
     title: "NVIDIA/nccl#199: multi-GPU hang, fixed by disabling ACS",
     url: "https://github.com/NVIDIA/nccl/issues/199",
 };
+const PCIUTILS_LS_CAPS: Source = Source {
+    title: "pciutils: ls-caps.c, the DevCtl (RlxdOrd, MaxReadReq), LnkCap and LnkSta lines of lspci -vvv",
+    url: "https://github.com/pciutils/pciutils/blob/master/ls-caps.c",
+};
+const PCIUTILS_LS_ECAPS: Source = Source {
+    title: "pciutils: ls-ecaps.c, the AER (UESta, UESvrt, CESta) and ACS lines of lspci -vvv",
+    url: "https://github.com/pciutils/pciutils/blob/master/ls-ecaps.c",
+};
+const LINUX_PCI_QUIRKS: Source = Source {
+    title: "Linux: drivers/pci/quirks.c, relaxed ordering disabled below root ports with errata (PCI_DEV_FLAGS_NO_RELAXED_ORDERING)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/pci/quirks.c",
+};
+const LINUX_AER_HOWTO: Source = Source {
+    title: "Linux kernel documentation: The PCI Express Advanced Error Reporting Driver Guide (aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal)",
+    url: "https://docs.kernel.org/PCI/pcieaer-howto.html",
+};
 const NCCL_1731: Source = Source {
     title: "NVIDIA/nccl#1731: dual-port ConnectX-7, 84 Gb/s from cudaMalloc memory until IBV_ACCESS_RELAXED_ORDERING",
     url: "https://github.com/NVIDIA/nccl/issues/1731",
@@ -753,6 +769,39 @@ pub static RULES: &[Rule] = &[
         evidence: "gc_thresh3 of the node; the count of peer addresses on its subnets.",
         fix: "Raise gc_thresh1/2/3 on every node above the on-link peer count (the table holds other neighbours too), e.g. with a file in /etc/sysctl.d/.",
         sources: &[KERNEL_NEIGH_SYSCTL],
+    },
+    Rule {
+        id: "FAB-PCIE-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Relaxed ordering disabled on an RDMA NIC's PCIe function",
+        checks: "The PCIe Device Control register of an RDMA NIC's function has Enable Relaxed Ordering clear (`RlxdOrd-` on the `DevCtl:` lines of `lspci -vvv`).",
+        why: "A memory region registered with IBV_ACCESS_RELAXED_ORDERING (NCCL does it by default where the device supports it, NCCL_IB_PCI_RELAXED_ORDERING) only gets relaxed writes if the function may issue them. Without relaxed ordering, writes into GPU memory over some root complexes and in VMs run far below line rate: one ConnectX-7 VF measured 84 Gb/s from cudaMalloc memory against ~400 Gb/s with relaxed ordering. The kernel itself clears the bit below root ports with relaxed-ordering errata, so the finding asks to check why before changing it.",
+        evidence: "`lspci -vvv -s <addr>`: `DevCtl:` ... `RlxdOrd-`.",
+        fix: "Check `dmesg` for the kernel's relaxed-ordering quirk on the root port; otherwise set bit 4 of Device Control (`setpci -s <addr> CAP_EXP+08.w=0010:0010`, not persistent) or the BIOS/hypervisor setting that clears it.",
+        sources: &[PCIUTILS_LS_CAPS, LINUX_PCI_QUIRKS, NCCL_ENV, NCCL_1731],
+    },
+    Rule {
+        id: "FAB-PCIE-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "PCIe uncorrectable errors logged (AER)",
+        checks: "A GPU's or NIC's Advanced Error Reporting shows uncorrectable errors: status bits set in `UESta` (`lspci -vvv`), or the kernel's `aer_dev_fatal`/`aer_dev_nonfatal` counts above zero. Error when the severity register (`UESvrt`) makes one fatal or a fatal count is above zero; warning for non-fatal ones; a lone Unsupported Request, which configuration probing sets, is noted as info.",
+        why: "An uncorrectable error means a transaction was lost or corrupted on the link: the driver may reset the device, NCCL over it hangs or fails (NCCL's own troubleshooting lists PCIe errors among the causes of hangs).",
+        evidence: "`lspci -vvv -s <addr>`: `UESta:`/`UESvrt:`; /sys/bus/pci/devices/<addr>/aer_dev_fatal and aer_dev_nonfatal.",
+        fix: "Find the events in the kernel log (`dmesg | grep -i aer`), reseat the card or riser, check the slot, update firmware and BIOS; clear the status once fixed.",
+        sources: &[PCIUTILS_LS_ECAPS, LINUX_AER_HOWTO, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-PCIE-003",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "PCIe correctable errors logged (AER)",
+        checks: "A GPU's or NIC's `CESta` shows correctable errors (`RxErr`, `BadTLP`, `BadDLLP`, `Rollover`, `Timeout`...; `AdvNonFatalErr`, an advisory for an uncorrectable error, is left out).",
+        why: "Correctable errors are recovered by replay, at a cost in bandwidth; a link that keeps producing them is marginal (signal integrity, a riser or slot) and tends to get worse. A status bit says it happened since the last clear, not how often.",
+        evidence: "`lspci -vvv -s <addr>`: `CESta:`.",
+        fix: "Watch /sys/bus/pci/devices/<addr>/aer_dev_correctable over time; errors that keep rising point at the slot, riser or card.",
+        sources: &[PCIUTILS_LS_ECAPS, LINUX_AER_HOWTO],
     },
 ];
 

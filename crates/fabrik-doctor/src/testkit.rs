@@ -52,6 +52,7 @@ pub fn pci(address: &str, numa: i32, path: &[&str]) -> PciFunction {
         },
         physfn: None,
         path: path.iter().map(|s| s.to_string()).collect(),
+        ..PciFunction::default()
     }
 }
 
@@ -76,6 +77,7 @@ pub fn ib_port(number: u32, rate_text: &str) -> Port {
         }],
         counters: zero_counters(),
         hw_counters: BTreeMap::new(),
+        ..Port::default()
     }
 }
 
@@ -149,6 +151,7 @@ pub fn roce_port(number: u32, netdev: &str, ip: &str) -> Port {
         .iter()
         .map(|k| (k.to_string(), 0))
         .collect(),
+        ..Port::default()
     }
 }
 

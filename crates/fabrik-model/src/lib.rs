@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod cluster;
+pub mod facts;
 pub mod finding;
 pub mod gid;
 pub mod nccl;
@@ -17,6 +18,7 @@ pub mod text;
 
 pub use bench::*;
 pub use cluster::*;
+pub use facts::{Fact, FactTable};
 pub use finding::*;
 pub use node::*;
 pub use rule::{Rule, Scope, Source};

@@ -49,6 +49,10 @@ pub struct Node {
     pub command_captures: Vec<String>,
     /// Why a fact is unknown: unreadable or malformed files, never fatal.
     pub warnings: Vec<ProbeWarning>,
+    /// For a node assembled from pasted tool outputs, the kinds of fact it holds; `None` for a
+    /// probed node, which holds them all (or a warning for each it could not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<std::collections::BTreeSet<crate::Fact>>,
 }
 
 impl Node {
@@ -60,6 +64,12 @@ impl Node {
     /// The network interface named `name` (`eth0`).
     pub fn net_interface(&self, name: &str) -> Option<&NetInterface> {
         self.net_interfaces.iter().find(|i| i.name == name)
+    }
+
+    /// Whether the node holds facts of this kind: always for a probed node, and for a node
+    /// assembled from pastes when they gave it.
+    pub fn knows(&self, fact: crate::Fact) -> bool {
+        self.known.as_ref().is_none_or(|k| k.contains(&fact))
     }
 
     /// Whether kernel module `name` is loaded (listed in `/proc/modules`).
@@ -208,6 +218,33 @@ pub struct PciFunction {
     /// PCI addresses from the root port down to this function (this one last), as the
     /// `/sys/devices/pci…` path shows them.
     pub path: Vec<String>,
+    /// PCIe Device Control: whether the function may issue relaxed-ordering writes (`RlxdOrd`
+    /// in `lspci -vvv`), where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaxed_ordering: Option<bool>,
+    /// PCIe Device Control: the largest read request, bytes (`MaxReadReq`), where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_read_request: Option<u32>,
+    /// PCIe Advanced Error Reporting, where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aer: Option<PciAer>,
+}
+
+/// PCIe Advanced Error Reporting of one function: the status bits `lspci -vvv` shows (set
+/// since the last clear), and the kernel's counts (`aer_dev_correctable`, `aer_dev_nonfatal`,
+/// `aer_dev_fatal`) where read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PciAer {
+    /// Correctable error status bits set (`CESta`: `RxErr`, `BadTLP`, `BadDLLP`...).
+    pub correctable: Vec<String>,
+    /// Uncorrectable error status bits set that the severity register makes non-fatal.
+    pub nonfatal: Vec<String>,
+    /// Uncorrectable error status bits set that the severity register makes fatal (`UESvrt`).
+    pub fatal: Vec<String>,
+    /// Counts by error name from sysfs (`TOTAL_ERR_COR`, `TOTAL_ERR_NONFATAL`,
+    /// `TOTAL_ERR_FATAL` and each error's own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
 }
 
 impl PciFunction {
@@ -325,6 +362,9 @@ pub struct Port {
     pub counters: BTreeMap<String, u64>,
     /// `ports/N/hw_counters/*`.
     pub hw_counters: BTreeMap<String, u64>,
+    /// The port GUID, where a tool printed it (`ibstat`'s `Port GUID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guid: Option<String>,
 }
 
 /// A numbered state as sysfs writes it: `4: ACTIVE`, `5: LinkUp`.
@@ -581,6 +621,29 @@ pub struct NetInterface {
     pub pfc: Option<Pfc>,
     /// `statistics/*`.
     pub statistics: BTreeMap<String, u64>,
+}
+
+impl NetInterface {
+    /// An interface known by its name and kind alone, every other fact unknown.
+    pub fn new(name: impl Into<String>, kind: NetKind) -> Self {
+        NetInterface {
+            name: name.into(),
+            kind,
+            mtu: None,
+            operstate: None,
+            speed_mbps: None,
+            mac: None,
+            ipv4: vec![],
+            ipv6: vec![],
+            driver: None,
+            pci: None,
+            rdma_device: None,
+            default_route: false,
+            ecn: None,
+            pfc: None,
+            statistics: BTreeMap::new(),
+        }
+    }
 }
 
 /// mlx5 RoCE ECN switches: `ecn/roce_np/enable/P` and `ecn/roce_rp/enable/P` for priority P.

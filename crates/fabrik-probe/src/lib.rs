@@ -25,7 +25,7 @@ use fabrik_model::{Node, PciFunction, SCHEMA_VERSION};
 
 use crate::captures::Captures;
 use crate::fs::RootFs;
-use fabrik_parse::formats::{parse_ibv_devinfo_mtu, parse_lspci_acs};
+use fabrik_parse::formats::{Format, IbvDevinfo, Lspci, NvidiaSmiTopo};
 
 /// Why a root could not be probed at all (a missing file inside it is only a [`fabrik_model::ProbeWarning`]).
 #[derive(Debug, thiserror::Error)]
@@ -118,14 +118,16 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
     let single_numa_node = system::single_numa_node(fs);
     let mut gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics, single_numa_node);
     if let Some(text) = caps.get("nvidia-smi-topo-m") {
-        let smi = fabrik_parse::formats::parse_nvidia_smi_topo(text);
+        let smi = NvidiaSmiTopo::parse(text)
+            .map(|t| t.gpu_nic_cells())
+            .unwrap_or_default();
         topology::cross_check(&mut gpu_nic_paths, &gpus, &smi, fs);
     }
     let mut acs = std::collections::BTreeMap::new();
     let mut have_lspci = false;
     for (_, text) in caps.with_prefix("lspci") {
         have_lspci = true;
-        acs.extend(parse_lspci_acs(text));
+        acs.extend(Lspci::parse(text).map(|l| l.acs()).unwrap_or_default());
     }
     let functions: Vec<&PciFunction> = gpus
         .iter()
@@ -160,6 +162,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         versions,
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
+        known: None,
     }
 }
 
@@ -173,7 +176,8 @@ fn read_nics(
 ) {
     let mtus = caps
         .get("ibv_devinfo-v")
-        .map(parse_ibv_devinfo_mtu)
+        .and_then(IbvDevinfo::parse)
+        .map(|d| d.mtus())
         .unwrap_or_default();
     let mut rdma_devices = rdma::read_devices(fs, &mtus);
     let mut net_interfaces = net::read_interfaces(fs, caps);

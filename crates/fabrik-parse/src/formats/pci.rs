@@ -1,15 +1,24 @@
 //! PCI addresses (`DDDD:BB:DD.F`) and a device's `current_link_speed`.
 
-/// `current_link_speed`: `16.0 GT/s PCIe`, `8 GT/s`, `2.5 GT/s`, `Unknown`.
-pub fn parse_pci_speed(raw: &str) -> Option<f64> {
-    let text = raw.trim();
-    if !text.contains("GT/s") {
-        return None;
+use super::Format;
+
+/// `current_link_speed`/`max_link_speed`: `16.0 GT/s PCIe`, `8 GT/s`, `2.5 GT/s`, `Unknown`.
+pub struct PciSpeed;
+
+impl Format for PciSpeed {
+    type Facts = f64;
+    const EXPECTED: &'static str = "a PCIe speed (`16.0 GT/s PCIe`)";
+
+    fn parse(text: &str) -> Option<f64> {
+        let text = text.trim();
+        if !text.contains("GT/s") {
+            return None;
+        }
+        text.split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v > 0.0)
     }
-    text.split_whitespace()
-        .next()
-        .and_then(|n| n.parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v > 0.0)
 }
 
 /// Normalises an lspci address: `17:00.0` → `0000:17:00.0`.

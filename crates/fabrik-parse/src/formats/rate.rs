@@ -2,9 +2,23 @@
 
 use fabrik_model::LinkRate;
 
+use super::Format;
+
 /// `ports/N/rate` as the kernel writes it: `400 Gb/sec (4X NDR)`, `2.5 Gb/sec (1X)` (SDR has no
-/// speed name), `56 Gb/sec (4X FDR)`. Returns `None` for an empty text.
-pub fn parse_rate(raw: &str) -> Option<LinkRate> {
+/// speed name), `56 Gb/sec (4X FDR)`. `None` for an empty text; a text without a number keeps
+/// it whole with no Gb/s.
+pub struct IbRate;
+
+impl Format for IbRate {
+    type Facts = LinkRate;
+    const EXPECTED: &'static str = "an InfiniBand rate (`400 Gb/sec (4X NDR)`)";
+
+    fn parse(text: &str) -> Option<LinkRate> {
+        parse_rate(text)
+    }
+}
+
+fn parse_rate(raw: &str) -> Option<LinkRate> {
     let text = raw.trim();
     if text.is_empty() {
         return None;

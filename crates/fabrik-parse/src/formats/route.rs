@@ -2,6 +2,8 @@
 
 use std::net::Ipv4Addr;
 
+use super::Format;
+
 /// One line of `/proc/net/route`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteEntry {
@@ -31,7 +33,18 @@ impl RouteEntry {
 }
 
 /// `/proc/net/route`: addresses are little-endian hex as the kernel stores them.
-pub fn parse_proc_route(raw: &str) -> Vec<RouteEntry> {
+pub struct ProcRoute;
+
+impl Format for ProcRoute {
+    type Facts = Vec<RouteEntry>;
+    const EXPECTED: &'static str = "/proc/net/route";
+
+    fn parse(text: &str) -> Option<Vec<RouteEntry>> {
+        Some(parse_proc_route(text))
+    }
+}
+
+fn parse_proc_route(raw: &str) -> Vec<RouteEntry> {
     let hex_addr = |s: &str| {
         u32::from_str_radix(s, 16)
             .ok()

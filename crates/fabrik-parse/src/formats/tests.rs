@@ -4,7 +4,79 @@
 use std::net::Ipv4Addr;
 
 use super::*;
+use fabrik_model::{LinkRate, MemlockLimit, Pfc};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+// The formats by the names these tests were written with.
+fn parse_rate(t: &str) -> Option<LinkRate> {
+    IbRate::parse(t)
+}
+fn parse_pci_speed(t: &str) -> Option<f64> {
+    PciSpeed::parse(t)
+}
+fn parse_numa(t: &str) -> Option<Option<i32>> {
+    NumaNode::parse(t)
+}
+fn parse_int_auto(t: &str) -> Option<u64> {
+    DecimalOrHex::parse(t)
+}
+fn parse_mlnx_qos(t: &str, source: &str) -> Option<Pfc> {
+    mlnx_qos::MlnxQos::parse(t).and_then(|q| q.pfc(source))
+}
+fn parse_lspci_acs(t: &str) -> BTreeMap<String, Vec<String>> {
+    lspci::Lspci::parse(t).map(|l| l.acs()).unwrap_or_default()
+}
+fn parse_proc_modules(t: &str) -> Vec<(String, Option<u32>)> {
+    ProcModules::parse(t).unwrap_or_default()
+}
+fn parse_memlock(t: &str) -> Option<MemlockLimit> {
+    ProcLimits::parse(t)
+}
+fn parse_fib_trie_local(t: &str) -> Vec<Ipv4Addr> {
+    FibTrieLocal::parse(t).unwrap_or_default()
+}
+fn parse_proc_route(t: &str) -> Vec<RouteEntry> {
+    ProcRoute::parse(t).unwrap_or_default()
+}
+fn parse_if_inet6(t: &str) -> Vec<(String, String)> {
+    IfInet6::parse(t).unwrap_or_default()
+}
+fn parse_ip_o_addr(t: &str) -> Vec<(String, String, String)> {
+    IpOAddr::parse(t).unwrap_or_default()
+}
+fn parse_addresses_file(t: &str) -> Vec<(String, String, String)> {
+    AddressesFile::parse(t).unwrap_or_default()
+}
+fn parse_nvidia_smi_topo(t: &str) -> BTreeMap<(usize, String), String> {
+    nvidia_smi_topo::NvidiaSmiTopo::parse(t)
+        .map(|f| f.gpu_nic_cells())
+        .unwrap_or_default()
+}
+fn parse_os_release(t: &str, key: &str) -> Option<String> {
+    OsRelease::parse(t).and_then(|m| m.get(key).cloned())
+}
+fn parse_ibv_devinfo_mtu(t: &str) -> BTreeMap<(String, u32), (Option<u32>, Option<u32>)> {
+    ibv_devinfo::IbvDevinfo::parse(t)
+        .map(|d| d.mtus())
+        .unwrap_or_default()
+}
+fn parse_ofed_info(t: &str) -> Option<String> {
+    OfedInfo::parse(t)
+}
+fn parse_nvidia_version(t: &str) -> Option<String> {
+    NvidiaVersion::parse(t).and_then(|v| v.version)
+}
+fn parse_nvidia_open_module(t: &str) -> Option<bool> {
+    NvidiaVersion::parse(t).and_then(|v| v.open_module)
+}
+fn parse_nvidia_gpu_information(t: &str) -> (Option<String>, Option<String>, Option<u32>) {
+    NvidiaGpuInformation::parse(t).unwrap_or_default()
+}
+fn iommu_cmdline_flags(t: &str) -> Vec<String> {
+    IommuCmdline::parse(t).unwrap_or_default()
+}
+use fabrik_model::gid::{ipv4_of_text as gid_ipv4, is_zero_text as gid_is_zero};
 
 #[test]
 fn rates_as_the_kernel_prints_them() {

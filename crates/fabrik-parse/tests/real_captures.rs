@@ -1,13 +1,18 @@
-//! The capture parsers on real tool outputs pasted in public reports (fixtures/doctor/captures/,
+//! The parsers on real tool outputs pasted in public reports (fixtures/doctor/captures/,
 //! each file's source in fixtures/doctor/README.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 
-use fabrik_parse::formats::{
-    parse_ibv_devinfo_mtu, parse_mlnx_qos, parse_nvidia_open_module, parse_nvidia_smi_topo,
-    parse_nvidia_version,
-};
+use std::collections::BTreeMap;
+
+use fabrik_parse::formats::{Format, IbvDevinfo, Lspci, MlnxQos, NvidiaSmiTopo, NvidiaVersion};
+
+fn parse_nvidia_smi_topo(t: &str) -> BTreeMap<(usize, String), String> {
+    NvidiaSmiTopo::parse(t)
+        .map(|f| f.gpu_nic_cells())
+        .unwrap_or_default()
+}
 
 fn capture(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -54,14 +59,18 @@ fn topo_without_nics_has_no_cells() {
 
 #[test]
 fn mlnx_qos_ofed_4_2_with_dscp_map_and_tc_blocks() {
-    let pfc = parse_mlnx_qos(&capture("mlnx_qos.mellanox-doc-2792.txt"), "x").unwrap();
+    let pfc = MlnxQos::parse(&capture("mlnx_qos.mellanox-doc-2792.txt"))
+        .and_then(|q| q.pfc("x"))
+        .unwrap();
     assert_eq!(pfc.enabled_priorities, vec![0, 2, 6, 7]);
     assert_eq!(pfc.trust.as_deref(), Some("dscp"));
 }
 
 #[test]
 fn ibv_devinfo_roce_ports() {
-    let m = parse_ibv_devinfo_mtu(&capture("ibv_devinfo.deepep-60.txt"));
+    let m = IbvDevinfo::parse(&capture("ibv_devinfo.deepep-60.txt"))
+        .unwrap()
+        .mtus();
     assert_eq!(m[&("mlx5_12".to_string(), 1)], (Some(1024), Some(4096)));
     assert!(!m.contains_key(&("mlx5_13".to_string(), 1)));
 }
@@ -78,20 +87,16 @@ fn nvidia_version_files() {
             false,
         ),
     ] {
-        let text = capture(file);
-        assert_eq!(
-            parse_nvidia_version(&text).as_deref(),
-            Some(version),
-            "{file}"
-        );
-        assert_eq!(parse_nvidia_open_module(&text), Some(open), "{file}");
+        let v = NvidiaVersion::parse(&capture(file)).unwrap();
+        assert_eq!(v.version.as_deref(), Some(version), "{file}");
+        assert_eq!(v.open_module, Some(open), "{file}");
     }
 }
 
 #[test]
 fn lspci_acs_blocks_as_pasted() {
-    use fabrik_parse::formats::parse_lspci_acs;
-    let m = parse_lspci_acs(&capture("lspci-vv.openvmm-3461.txt"));
+    let acs = |t: &str| Lspci::parse(t).map(|l| l.acs()).unwrap_or_default();
+    let m = acs(&capture("lspci-vv.openvmm-3461.txt"));
     assert_eq!(m.len(), 1, "{m:?}");
     assert!(
         m["0000:00:00.0"].is_empty(),
@@ -99,13 +104,14 @@ fn lspci_acs_blocks_as_pasted() {
     );
     // A paste that starts inside a device block: the ACS lines belong to no known address and
     // are dropped rather than given to the next header.
-    let m = parse_lspci_acs(&capture("lspci-vvv.heymeco-6.txt"));
+    let m = acs(&capture("lspci-vvv.heymeco-6.txt"));
     assert!(m.is_empty(), "{m:?}");
 }
 
 #[test]
 fn proc_limits_with_a_huge_memlock_number() {
-    let m = fabrik_parse::formats::parse_memlock(&capture("proc-limits.procfs-26231.txt")).unwrap();
+    let m =
+        fabrik_parse::formats::ProcLimits::parse(&capture("proc-limits.procfs-26231.txt")).unwrap();
     assert_eq!(m.soft_bytes, Some(18446744073708503040));
     assert_eq!(m.hard_bytes, Some(18446744073708503040));
 }
