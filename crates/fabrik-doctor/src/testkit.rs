@@ -193,6 +193,7 @@ pub fn gpu(address: &str, numa: i32, path: &[&str]) -> Gpu {
         model: Some("NVIDIA H100 80GB HBM3".into()),
         uuid: None,
         minor: Some(0),
+        ..Default::default()
     }
 }
 
@@ -213,6 +214,7 @@ pub fn netif(name: &str, kind: NetKind, ip: Option<&str>, operstate: &str) -> Ne
         ecn: None,
         pfc: None,
         statistics: BTreeMap::new(),
+        ..Default::default()
     }
 }
 

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod facts;
 pub mod finding;
 pub mod gid;
+pub mod health;
 pub mod nccl;
 pub mod node;
 pub mod rule;
@@ -20,6 +21,7 @@ pub use bench::*;
 pub use cluster::*;
 pub use facts::{Fact, FactTable};
 pub use finding::*;
+pub use health::*;
 pub use node::*;
 pub use rule::{Rule, Scope, Source};
 

@@ -49,6 +49,18 @@ pub struct Node {
     pub command_captures: Vec<String>,
     /// Why a fact is unknown: unreadable or malformed files, never fatal.
     pub warnings: Vec<ProbeWarning>,
+    /// NIC firmware settings (`mstconfig q`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nic_firmware: Vec<crate::NicFirmware>,
+    /// Physical link quality of NIC ports (`mstlink`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_quality: Vec<crate::LinkQuality>,
+    /// Kernel log events that matter to GPU networking, where the log was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<crate::KernelLog>,
+    /// The InfiniBand fabric's links and checks (`iblinkinfo`, `ibdiagnet`), where captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<crate::Fabric>,
     /// For a node assembled from pasted tool outputs, the kinds of fact it holds; `None` for a
     /// probed node, which holds them all (or a warning for each it could not read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -571,7 +583,7 @@ impl GidType {
 }
 
 /// What kind of network interface a netdev is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NetKind {
     /// A physical (or SR-IOV) Ethernet port.
@@ -585,11 +597,12 @@ pub enum NetKind {
     /// veth, bond, macvlan, tun, docker0-like software devices.
     Virtual,
     /// Anything not recognised.
+    #[default]
     Unknown,
 }
 
 /// A network interface (`/sys/class/net/NAME`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NetInterface {
     /// Interface name (`eth0`, `ib0`).
     pub name: String,
@@ -621,6 +634,13 @@ pub struct NetInterface {
     pub pfc: Option<Pfc>,
     /// `statistics/*`.
     pub statistics: BTreeMap<String, u64>,
+    /// Link settings as `ethtool IF` prints them, where captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_settings: Option<crate::EthLinkSettings>,
+    /// The NIC's own statistics (`ethtool -S IF`: physical-layer errors, per-priority pause
+    /// frames), where captured.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nic_stats: BTreeMap<String, u64>,
 }
 
 impl NetInterface {
@@ -642,6 +662,8 @@ impl NetInterface {
             ecn: None,
             pfc: None,
             statistics: BTreeMap::new(),
+            link_settings: None,
+            nic_stats: BTreeMap::new(),
         }
     }
 }
@@ -667,7 +689,7 @@ pub struct Pfc {
 }
 
 /// An NVIDIA GPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gpu {
     /// Its PCI function.
     pub pci: PciFunction,
@@ -677,6 +699,22 @@ pub struct Gpu {
     pub uuid: Option<String>,
     /// `/dev/nvidiaN`.
     pub minor: Option<u32>,
+    /// NVLinks and their speed (`nvidia-smi nvlink -s`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvlinks: Vec<crate::NvLink>,
+}
+
+impl Gpu {
+    /// A GPU known by its PCI function alone, every other fact unknown.
+    pub fn new(pci: PciFunction) -> Self {
+        Gpu {
+            pci,
+            model: None,
+            uuid: None,
+            minor: None,
+            nvlinks: vec![],
+        }
+    }
 }
 
 /// `nvidia-smi topo -m` connection types, nearest first.

@@ -35,10 +35,10 @@ pub fn read_gpus(fs: &mut RootFs) -> Vec<Gpu> {
             None => (None, None, None),
         };
         out.push(Gpu {
-            pci,
             model,
             uuid,
             minor,
+            ..Gpu::new(pci)
         });
     }
     out

@@ -162,7 +162,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         versions,
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
-        known: None,
+        ..Node::default()
     }
 }
 

@@ -132,6 +132,7 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
         ecn: read_ecn(fs, &base),
         pfc,
         statistics: fs.numeric_dir(&join(&base, "statistics")),
+        ..NetInterface::new(name, kind)
     }
 }
 

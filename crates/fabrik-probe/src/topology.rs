@@ -252,6 +252,7 @@ mod tests {
             model: None,
             uuid: None,
             minor: None,
+            ..Default::default()
         };
         let near = (
             "mlx5_0".to_string(),

@@ -321,10 +321,8 @@ impl Paste for Lspci {
                 });
             } else if f.is_nvidia_gpu() {
                 node.gpus.push(Gpu {
-                    pci: f.pci_function(),
                     model: f.name.clone(),
-                    uuid: None,
-                    minor: None,
+                    ..Gpu::new(f.pci_function())
                 });
             } else if f.is_rdma_nic() {
                 node.rdma_devices.push(RdmaDevice {

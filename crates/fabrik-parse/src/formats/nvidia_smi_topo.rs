@@ -238,15 +238,12 @@ impl Paste for NvidiaSmiTopo {
         let gpus = facts
             .affinity
             .iter()
-            .map(|a| Gpu {
-                pci: PciFunction {
+            .map(|a| {
+                Gpu::new(PciFunction {
                     address: a.gpu.to_string(),
                     numa_node: a.numa,
                     ..PciFunction::default()
-                },
-                model: None,
-                uuid: None,
-                minor: None,
+                })
             })
             .collect();
         let gpu_nic_paths = facts
