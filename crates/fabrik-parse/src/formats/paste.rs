@@ -94,6 +94,8 @@ tools! {
     Topo => super::nvidia_smi_topo::NvidiaSmiTopo,
     /// `ibstat`.
     Ibstat => super::ibstat::Ibstat,
+    /// `ibstatus`.
+    Ibstatus => super::ibstatus::Ibstatus,
     /// `ibv_devinfo [-v]`.
     IbvDevinfo => super::ibv_devinfo::IbvDevinfo,
     /// `show_gids`.
@@ -104,6 +106,26 @@ tools! {
     MlnxQos => super::mlnx_qos::MlnxQos,
     /// `lspci -vvv`.
     Lspci => super::lspci::Lspci,
+    /// `mstconfig q` / `mlxconfig q`.
+    Mstconfig => super::mstconfig::Mstconfig,
+    /// `mstlink` / `mlxlink`.
+    Mstlink => super::mstlink::Mstlink,
+    /// `ethtool IF`.
+    Ethtool => super::ethtool::Ethtool,
+    /// `ethtool -S IF`.
+    EthtoolStats => super::ethtool::EthtoolStats,
+    /// The kernel log.
+    Dmesg => super::dmesg::Dmesg,
+    /// `nvidia-smi nvlink -s`.
+    Nvlink => super::nvlink::NvlinkStatus,
+    /// `mst status [-v]`.
+    MstStatus => super::mst_status::MstStatus,
+    /// `ibdiagnet`.
+    Ibdiagnet => super::ibdiagnet::Ibdiagnet,
+    /// `iblinkinfo`.
+    Iblinkinfo => super::iblinkinfo::Iblinkinfo,
+    /// `rocm-smi --showtopo`.
+    RocmTopo => super::rocm_topo::RocmTopo,
 }
 
 impl Tool {
