@@ -941,7 +941,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "NVLink inactive or slower than the GPU's other links",
-        checks: "`nvidia-smi nvlink -s` shows a link `<inactive>` (error) or slower than the GPU's fastest link (warning).",
+        checks: "`nvidia-smi nvlink -s` shows a link `<inactive>` (error) or slower than the GPU's fastest link (warning). A PCIe card (H100 PCIe, GeForce, RTX, Quadro) lists links its NVLink bridges do not wire: there only a link inactive on one GPU and up on another counts.",
         why: "NCCL's intra-node traffic runs over NVLink; a GPU missing links has less bandwidth, or falls back to PCIe when none is up. Meta's GCM health checks fail a node with a down or disabled NVLink.",
         evidence: "`nvidia-smi nvlink -s`: `Link N: <inactive>`, `Link N: S GB/s`.",
         fix: "On NVSwitch systems check nvidia-fabricmanager; reset the GPU or reboot; check `nvidia-smi nvlink -e`; a link that stays down is a hardware fault.",

@@ -763,12 +763,16 @@ pub struct GpuNicPath {
 }
 
 /// A PCIe bridge or switch port between GPUs and NICs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PciBridge {
     /// PCI address (`0000:16:02.0`).
     pub address: String,
     /// ACS control bits reported enabled (`SrcValid`, `ReqRedir`, `CmpltRedir`...) from `lspci -vvv`.
     pub acs_ctl_enabled: Option<Vec<String>>,
+    /// The bridge's own PCIe function (its link and AER status), where a pasted `lspci -vvv`
+    /// showed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<PciFunction>,
 }
 
 impl PciBridge {
@@ -814,11 +818,13 @@ mod tests {
         let b = PciBridge {
             address: "0000:00:01.0".into(),
             acs_ctl_enabled: Some(vec!["SrcValid".into(), "ReqRedir".into()]),
+            function: None,
         };
         assert_eq!(b.acs_redirects(), Some(true));
         let quiet = PciBridge {
             address: "0000:00:01.0".into(),
             acs_ctl_enabled: Some(vec![]),
+            function: None,
         };
         assert_eq!(quiet.acs_redirects(), Some(false));
     }

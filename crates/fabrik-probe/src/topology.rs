@@ -108,6 +108,7 @@ pub fn bridges(
         .map(|address| PciBridge {
             acs_ctl_enabled: acs.and_then(|m| m.get(&address).cloned()),
             address,
+            function: None,
         })
         .collect()
 }

@@ -23,7 +23,9 @@ pub const PIN_FAILURE: &str = "FAB-KLOG-005";
 const MAX_EVIDENCE: usize = 5;
 
 fn events(node: &Node) -> &[KernelEvent] {
-    node.kernel_log.as_ref().map_or(&[], |l| l.events.as_slice())
+    node.kernel_log
+        .as_ref()
+        .map_or(&[], |l| l.events.as_slice())
 }
 
 fn evidence(list: &[&KernelEvent]) -> Vec<fabrik_model::Evidence> {
@@ -32,13 +34,19 @@ fn evidence(list: &[&KernelEvent]) -> Vec<fabrik_model::Evidence> {
         .take(MAX_EVIDENCE)
         .map(|x| {
             ev(
-                format!("kernel log{}", x.time.as_ref().map(|t| format!(" {t}")).unwrap_or_default()),
+                format!(
+                    "kernel log{}",
+                    x.time.as_ref().map(|t| format!(" {t}")).unwrap_or_default()
+                ),
                 x.line.clone(),
             )
         })
         .collect();
     if list.len() > MAX_EVIDENCE {
-        e.push(ev("kernel log", format!("... {} more", list.len() - MAX_EVIDENCE)));
+        e.push(ev(
+            "kernel log",
+            format!("... {} more", list.len() - MAX_EVIDENCE),
+        ));
     }
     e
 }
@@ -98,7 +106,9 @@ pub fn mlx5_health(node: &Node) -> Vec<Finding> {
     let mut by: BTreeMap<String, Vec<&KernelEvent>> = BTreeMap::new();
     for e in events(node) {
         if e.kind == KernelEventKind::Mlx5Health {
-            by.entry(e.device.clone().unwrap_or_default()).or_default().push(e);
+            by.entry(e.device.clone().unwrap_or_default())
+                .or_default()
+                .push(e);
         }
     }
     let mut out = vec![];
@@ -109,7 +119,11 @@ pub fn mlx5_health(node: &Node) -> Vec<Finding> {
                 || e.line.contains("synd 0x")
                 || e.line.contains("FW fatal")
         });
-        let nic = if device.is_empty() { "an mlx5 NIC".to_string() } else { device.clone() };
+        let nic = if device.is_empty() {
+            "an mlx5 NIC".to_string()
+        } else {
+            device.clone()
+        };
         out.push(finding(
             MLX5_HEALTH,
             if fatal { Severity::Error } else { Severity::Warning },
@@ -134,7 +148,9 @@ pub fn link_flaps(node: &Node) -> Vec<Finding> {
         // The driver brings its ports down and up while it starts: not a flap.
         let after_boot = e.seconds.is_none_or(|s| s > BOOT_GRACE_SECONDS);
         if e.kind == KernelEventKind::LinkDown && after_boot {
-            by.entry(e.device.clone().unwrap_or_default()).or_default().push(e);
+            by.entry(e.device.clone().unwrap_or_default())
+                .or_default()
+                .push(e);
         }
     }
     let mut out = vec![];

@@ -1,7 +1,7 @@
 //! Below the port state: the physical quality of NIC links (`mstlink`), Ethernet link settings
 //! and NIC statistics (`ethtool`), NVLink, and the InfiniBand fabric's own links and checks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fabrik_model::{Finding, LinkQuality, Node, Severity};
 
@@ -150,7 +150,8 @@ pub fn recommendation(node: &Node) -> Vec<Finding> {
             continue;
         }
         let tolerated = r.contains("Bad signal integrity")
-            && l.raw_ber.is_some_and(|b| b < SIGNAL_INTEGRITY_TOLERATED_BER);
+            && l.raw_ber
+                .is_some_and(|b| b < SIGNAL_INTEGRITY_TOLERATED_BER);
         out.push(finding(
             RECOMMENDATION,
             if tolerated {
@@ -229,7 +230,9 @@ pub fn module_temperature(node: &Node) -> Vec<Finding> {
 pub fn eth_link(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for nif in interfaces(node) {
-        let Some(s) = &nif.link_settings else { continue };
+        let Some(s) = &nif.link_settings else {
+            continue;
+        };
         let path = format!("ethtool {}", nif.name);
         if s.link_detected == Some(false) {
             out.push(finding(
@@ -291,7 +294,12 @@ pub fn nic_stats(node: &Node) -> Vec<Finding> {
         let pick = |names: &[&str]| -> BTreeMap<String, u64> {
             names
                 .iter()
-                .filter_map(|n| nif.nic_stats.get(*n).filter(|v| **v > 0).map(|v| (n.to_string(), *v)))
+                .filter_map(|n| {
+                    nif.nic_stats
+                        .get(*n)
+                        .filter(|v| **v > 0)
+                        .map(|v| (n.to_string(), *v))
+                })
                 .collect()
         };
         let errors = pick(PHY_ERRORS);
@@ -330,19 +338,34 @@ pub fn nic_stats(node: &Node) -> Vec<Finding> {
 }
 
 /// Rule [`NVLINK`]: "NVLink inactive or slower than the GPU's other links".
+///
+/// A PCIe card (`H100 PCIe`, GeForce, RTX, Quadro) lists every link its chip has but only the
+/// ones its NVLink bridges wire come up: links inactive on every such GPU alike are its wiring,
+/// not a fault. A link inactive on one GPU and up on another is a fault on any board.
 pub fn nvlink(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
-    for gpu in &node.gpus {
-        if gpu.nvlinks.is_empty() {
-            continue;
-        }
-        let label = format!("GPU {}", gpu.pci.address);
-        let inactive: Vec<u32> = gpu
-            .nvlinks
+    let inactive_of = |g: &fabrik_model::Gpu| -> BTreeSet<u32> {
+        g.nvlinks
             .iter()
             .filter(|l| l.gbps.is_none())
             .map(|l| l.link)
-            .collect();
+            .collect()
+    };
+    let with_links: Vec<&fabrik_model::Gpu> =
+        node.gpus.iter().filter(|g| !g.nvlinks.is_empty()).collect();
+    // Links up on some GPU of the node.
+    let up_somewhere: BTreeSet<u32> = with_links
+        .iter()
+        .flat_map(|g| {
+            g.nvlinks
+                .iter()
+                .filter(|l| l.gbps.is_some())
+                .map(|l| l.link)
+        })
+        .collect();
+    for gpu in &with_links {
+        let label = format!("GPU {}", gpu.pci.address);
+        let inactive = inactive_of(gpu);
         let fastest = gpu
             .nvlinks
             .iter()
@@ -351,21 +374,50 @@ pub fn nvlink(node: &Node) -> Vec<Finding> {
         let slow: Vec<String> = gpu
             .nvlinks
             .iter()
-            .filter_map(|l| l.gbps.filter(|g| *g + 0.01 < fastest).map(|g| format!("link {} at {g} GB/s", l.link)))
+            .filter_map(|l| {
+                l.gbps
+                    .filter(|g| *g + 0.01 < fastest)
+                    .map(|g| format!("link {} at {g} GB/s", l.link))
+            })
             .collect();
-        if !inactive.is_empty() {
+        let up_elsewhere: Vec<u32> = inactive
+            .iter()
+            .copied()
+            .filter(|l| up_somewhere.contains(l))
+            .collect();
+        let bridged_card = gpu.model.as_deref().is_some_and(|m| {
+            let m = m.to_ascii_lowercase();
+            ["pcie", "geforce", "rtx", "quadro"]
+                .iter()
+                .any(|k| m.contains(k))
+        });
+        let faulty: Vec<u32> = if bridged_card {
+            up_elsewhere
+        } else {
+            inactive.iter().copied().collect()
+        };
+        if !faulty.is_empty() {
+            let links = faulty
+                .iter()
+                .map(|l| format!("link {l}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let elsewhere = if bridged_card {
+                " while another GPU of the node has them up"
+            } else {
+                ""
+            };
             out.push(finding(
                 NVLINK,
                 Severity::Error,
                 label.clone(),
                 format!(
-                    "{label} has {} of {} NVLinks inactive ({}): GPU-to-GPU traffic loses that bandwidth, or falls back to PCIe when none is up",
-                    inactive.len(),
+                    "{label} has {} of {} NVLinks inactive ({links}){elsewhere}: GPU-to-GPU traffic loses that bandwidth, or falls back to PCIe when none is up",
+                    faulty.len(),
                     gpu.nvlinks.len(),
-                    inactive.iter().map(|l| format!("link {l}")).collect::<Vec<_>>().join(", ")
                 ),
-                inactive.iter().map(|l| ev(format!("nvidia-smi nvlink -s: GPU {} Link {l}", gpu.pci.address), "<inactive>")).collect(),
-                "On NVSwitch systems check that nvidia-fabricmanager runs; otherwise reset the GPU (`nvidia-smi -r`) or reboot, and check `nvidia-smi nvlink -e` for errors; a link that stays down is a hardware fault.",
+                faulty.iter().map(|l| ev(format!("nvidia-smi nvlink -s: GPU {} Link {l}", gpu.pci.address), "<inactive>")).collect(),
+                "On NVSwitch systems check that nvidia-fabricmanager runs; otherwise reset the GPU (`nvidia-smi -r`) or reboot, and check `nvidia-smi nvlink -e` for errors; a link that stays down is a hardware fault (on a PCIe card: the bridge).",
             ));
         } else if !slow.is_empty() {
             out.push(finding(
@@ -390,9 +442,19 @@ pub fn ibdiagnet(node: &Node) -> Vec<Finding> {
     }
     let mut evidence: Vec<_> = failing
         .iter()
-        .map(|c| ev(format!("ibdiagnet: {}", c.stage), format!("{} errors", c.errors)))
+        .map(|c| {
+            ev(
+                format!("ibdiagnet: {}", c.stage),
+                format!("{} errors", c.errors),
+            )
+        })
         .collect();
-    evidence.extend(f.errors.iter().take(5).map(|e| ev("ibdiagnet -E-", e.clone())));
+    evidence.extend(
+        f.errors
+            .iter()
+            .take(5)
+            .map(|e| ev("ibdiagnet -E-", e.clone())),
+    );
     vec![finding(
         IBDIAGNET,
         Severity::Warning,

@@ -158,7 +158,11 @@ fn functions(node: &Node) -> Vec<(String, &PciFunction)> {
     let nets = interfaces(node)
         .into_iter()
         .filter_map(|n| Some((n.name.clone(), n.pci.as_ref()?)));
-    for (label, pci) in nics.chain(gpus).chain(nets) {
+    let bridges = node
+        .pci_bridges
+        .iter()
+        .filter_map(|b| Some((format!("bridge {}", b.address), b.function.as_ref()?)));
+    for (label, pci) in nics.chain(gpus).chain(nets).chain(bridges) {
         if seen.insert(pci.address.as_str()) {
             out.push((label, pci));
         }
@@ -166,9 +170,9 @@ fn functions(node: &Node) -> Vec<(String, &PciFunction)> {
     out
 }
 
-/// `NAME (0000:17:00.0)`, or the address alone when it is the name.
+/// `NAME (0000:17:00.0)`, or the label alone when it names the address (`bridge 0000:17:00.0`).
 fn labelled(label: &str, pci: &PciFunction) -> String {
-    if label == pci.address {
+    if label.ends_with(pci.address.as_str()) {
         label.to_string()
     } else {
         format!("{label} ({})", pci.address)
@@ -330,8 +334,13 @@ pub fn acs_redirect(node: &Node) -> Vec<Finding> {
             severity,
             format!("bridge {}", bridge.address),
             format!(
-                "ACS redirect is enabled {where_} on PCIe bridge {} between GPUs and NICs: peer-to-peer traffic (GPUDirect RDMA, GPU-to-GPU over PCIe) is forced up to the root complex, which cuts bandwidth and can hang NCCL",
-                bridge.address
+                "ACS redirect is enabled {where_} on PCIe bridge {}{}: peer-to-peer traffic (GPUDirect RDMA, GPU-to-GPU over PCIe) through it is forced up to the root complex, which cuts bandwidth and can hang NCCL",
+                bridge.address,
+                if on_paths.is_empty() {
+                    " (which devices sit below it is not known here)"
+                } else {
+                    " between GPUs and NICs"
+                }
             ),
             vec![ev(
                 format!("lspci -vvv -s {} (ACSCtl)", bridge.address),
@@ -440,10 +449,12 @@ mod tests {
                 "ReqRedir".into(),
                 "CmpltRedir".into(),
             ]),
+            function: None,
         });
         n.pci_bridges.push(PciBridge {
             address: "0000:ff:00.0".into(),
             acs_ctl_enabled: Some(vec!["ReqRedir".into()]),
+            function: None,
         });
         let f = acs_redirect(&n);
         assert_eq!(f.len(), 1);

@@ -78,11 +78,18 @@ fn monotonic(line: &str) -> (Option<f64>, Option<String>, &str) {
     if let Some(rest) = t.strip_prefix('[') {
         if let Some((stamp, after)) = rest.split_once(']') {
             let secs = stamp.trim().parse::<f64>().ok();
-            return (secs, Some(format!("[{}]", stamp.trim())), after.trim_start());
+            return (
+                secs,
+                Some(format!("[{}]", stamp.trim())),
+                after.trim_start(),
+            );
         }
     }
     // `Mar  5 10:00:01 host kernel: ...` (syslog, journalctl): the time is the first 3 words.
-    let w: Vec<&str> = t.splitn(4, char::is_whitespace).filter(|s| !s.is_empty()).collect();
+    let w: Vec<&str> = t
+        .splitn(4, char::is_whitespace)
+        .filter(|s| !s.is_empty())
+        .collect();
     if w.len() >= 3 && w[0].len() == 3 && w[0].chars().all(|c| c.is_ascii_alphabetic()) {
         if let Some(pos) = t.find(" kernel: ") {
             let time = t[..pos].rsplit_once(' ').map(|(a, _)| a.to_string());

@@ -50,7 +50,10 @@ impl Format for Ethtool {
 fn fastest(modes: &str) -> Option<u64> {
     modes
         .split_whitespace()
-        .filter_map(|m| m.split_once("base").and_then(|(n, _)| n.parse::<u64>().ok()))
+        .filter_map(|m| {
+            m.split_once("base")
+                .and_then(|(n, _)| n.parse::<u64>().ok())
+        })
         .max()
 }
 
@@ -90,7 +93,9 @@ fn parse_settings(text: &str) -> Vec<EthtoolInterface> {
         key.clone_from(&k);
         let s = &mut i.settings;
         match k.as_str() {
-            "Supported link modes" | "Advertised link modes" | "Link partner advertised link modes" => {
+            "Supported link modes"
+            | "Advertised link modes"
+            | "Link partner advertised link modes" => {
                 let e = modes.entry(k).or_default();
                 e.push(' ');
                 e.push_str(v);

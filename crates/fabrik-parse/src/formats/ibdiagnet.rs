@@ -48,9 +48,7 @@ impl Format for Ibdiagnet {
                 continue;
             }
             let words: Vec<&str> = t.split_whitespace().collect();
-            let e = words
-                .iter()
-                .position(|w| w.eq_ignore_ascii_case("errors"));
+            let e = words.iter().position(|w| w.eq_ignore_ascii_case("errors"));
             let w = words
                 .iter()
                 .position(|x| x.eq_ignore_ascii_case("warnings"));
@@ -69,9 +67,9 @@ impl Format for Ibdiagnet {
             };
             // `Links Check  0  2` or `Links Check  0  2  comment`: the first two numbers in a
             // row after the stage's name.
-            let Some(i) = (1..words.len().saturating_sub(1)).find(|&i| {
-                words[i].parse::<u64>().is_ok() && words[i + 1].parse::<u64>().is_ok()
-            }) else {
+            let Some(i) = (1..words.len().saturating_sub(1))
+                .find(|&i| words[i].parse::<u64>().is_ok() && words[i + 1].parse::<u64>().is_ok())
+            else {
                 continue;
             };
             let (Ok(a), Ok(b)) = (words[i].parse::<u64>(), words[i + 1].parse::<u64>()) else {
@@ -112,7 +110,11 @@ impl Paste for Ibdiagnet {
     fn table(facts: &IbdiagnetFacts) -> FactTable {
         let mut t = FactTable::new(["stage", "errors", "warnings"]);
         for c in &facts.checks {
-            t.row([c.stage.clone(), c.errors.to_string(), c.warnings.to_string()]);
+            t.row([
+                c.stage.clone(),
+                c.errors.to_string(),
+                c.warnings.to_string(),
+            ]);
         }
         for e in facts.errors.iter().take(10) {
             t.note(format!("-E- {e}"));

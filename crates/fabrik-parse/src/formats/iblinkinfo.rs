@@ -129,7 +129,12 @@ fn port_line(t: &str, node: &str) -> Option<FabricLink> {
         }
         let msg = after[1..]
             .split_once('"')
-            .map(|(_, m)| m.trim().trim_start_matches('(').trim_end_matches(')').trim())
+            .map(|(_, m)| {
+                m.trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+                    .trim()
+            })
             .unwrap_or("");
         l.could_be = (!msg.is_empty()).then(|| msg.to_string());
     }
@@ -167,7 +172,11 @@ impl Paste for Iblinkinfo {
         {
             t.row([
                 l.node.clone(),
-                format!("{}{}", l.lid.map(|x| format!("{x}/")).unwrap_or_default(), l.port),
+                format!(
+                    "{}{}",
+                    l.lid.map(|x| format!("{x}/")).unwrap_or_default(),
+                    l.port
+                ),
                 cell(&l.width),
                 cell(&l.speed),
                 format!(

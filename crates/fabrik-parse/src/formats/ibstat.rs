@@ -104,7 +104,11 @@ fn parse(text: &str) -> IbstatFacts {
             continue;
         };
         let key = key.trim();
-        if let Some(n) = key.strip_prefix("Port ") {
+        // `Port 1:` opens a port; `Port GUID:` is one of its lines.
+        if let Some(n) = key
+            .strip_prefix("Port ")
+            .filter(|n| n.trim().parse::<u32>().is_ok())
+        {
             if let (Some(d), Ok(p)) = (&ca, n.trim().parse::<u32>()) {
                 out.ports.push(IbstatPort {
                     device: d.clone(),

@@ -32,7 +32,7 @@ pub struct DevinfoGid {
 pub struct DevinfoPort {
     /// The RDMA device (`mlx5_0`; `?` when the paste starts after its `hca_id:` line).
     pub device: String,
-    /// The port number.
+    /// The port number; 0 where the paste cut its `port:` line.
     pub port: u32,
     /// `PORT_ACTIVE`, `PORT_DOWN`, `PORT_INIT`... without the number.
     pub state: Option<String>,
@@ -171,7 +171,25 @@ fn parse(text: &str) -> Vec<DevinfoPort> {
         let (key, value) = (key.trim(), value.trim());
         let first = value.split_whitespace().next();
         let num = || first.and_then(|n| n.parse::<u32>().ok());
-        let in_port = out.last().is_some_and(|p| p.device == dev.device) && in_device;
+        let mut in_port = out.last().is_some_and(|p| p.device == dev.device) && in_device;
+        // A port key before any `port:` line of its device: the paste cut or elided that line.
+        // The port's number is unknown (0).
+        let port_only = matches!(
+            key,
+            "phys_state" | "active_mtu" | "max_mtu" | "port_lid" | "active_width" | "active_speed"
+        ) || key.starts_with("GID[")
+            || (key == "state" && value.starts_with("PORT_"));
+        if port_only && !in_port {
+            if !in_device {
+                dev.device = UNNAMED.to_string();
+                in_device = true;
+            }
+            out.push(DevinfoPort {
+                port: 0,
+                ..dev.clone()
+            });
+            in_port = true;
+        }
         match key {
             "hca_id" => {
                 dev = DevinfoPort {

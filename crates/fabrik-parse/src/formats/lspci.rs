@@ -176,6 +176,36 @@ impl Format for Lspci {
     }
 }
 
+/// The device an `lspci` command line selects with `-s BDF` (or `-vvs BDF`, `-s BDF`), when
+/// the line pipes its output through `grep` (so the device header will be missing).
+fn selected_device(line: &str) -> Option<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "lspci" || w.ends_with("/lspci"))?;
+    if !words[at..].iter().any(|w| w.contains("grep")) {
+        return None;
+    }
+    let mut it = words[at + 1..].iter().take_while(|w| !w.starts_with('|'));
+    while let Some(w) = it.next() {
+        // `-s BDF`, `-vvs BDF`, `-s03:00.0`; not `--long` options.
+        let Some(opts) = w.strip_prefix('-').filter(|o| !o.starts_with('-')) else {
+            continue;
+        };
+        let Some((flags, rest)) = opts.split_once('s') else {
+            continue;
+        };
+        if !flags.chars().all(|c| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let bdf = if rest.is_empty() { *it.next()? } else { rest };
+        if let Some(address) = normalize_bdf(bdf) {
+            return Some(address);
+        }
+    }
+    None
+}
+
 /// The words of a flag list that end in `+` (`SrcValid+ TransBlk-` → `SrcValid`).
 fn plus(words: &str) -> Vec<String> {
     words
@@ -216,7 +246,7 @@ fn ids(header: &str) -> Option<(String, String)> {
                 && v.chars().chain(d.chars()).all(|c| c.is_ascii_hexdigit())
         })
         .map(|(v, d)| (v.to_ascii_lowercase(), d.to_ascii_lowercase()))
-        .last()
+        .next_back()
 }
 
 fn parse(text: &str) -> Vec<LspciFunction> {
@@ -225,6 +255,16 @@ fn parse(text: &str) -> Vec<LspciFunction> {
     let mut key = String::new();
     for line in lines(text) {
         let t = line.trim();
+        // `$ sudo lspci -vvs 03:00.0 | grep LnkSta`: the device of the lines that follow, whose
+        // header the `grep` dropped.
+        if let Some(address) = selected_device(t) {
+            out.push(LspciFunction {
+                address,
+                ..LspciFunction::default()
+            });
+            key.clear();
+            continue;
+        }
         let first = t.split_whitespace().next().unwrap_or("");
         if let Some(address) = normalize_bdf(first) {
             let rest = t[first.len()..].trim();
@@ -246,21 +286,25 @@ fn parse(text: &str) -> Vec<LspciFunction> {
             continue;
         }
         let Some(f) = out.last_mut() else { continue };
+        // Whether this line starts with its key (a continuation line does not).
+        let mut fresh = false;
         let value = match t.split_once(':') {
             Some((k, v)) if !k.contains('+') && !k.contains('-') || k.starts_with("Kernel") => {
                 key = k.trim().to_string();
+                fresh = true;
                 v
             }
             _ => t,
         };
         match key.as_str() {
             "Capabilities" if value.contains("<access denied>") => f.access_denied = true,
-            "Kernel driver in use" => {
+            "Kernel driver in use" if fresh => {
                 f.driver = value.split_whitespace().next().map(str::to_string)
             }
-            "NUMA node" => f.numa_node = value.trim().parse().ok(),
-            "LnkCap" => f.link_cap = Some(lnk(value)),
-            "LnkSta" if f.link_status.is_none() => f.link_status = Some(lnk(value)),
+            "NUMA node" if fresh => f.numa_node = value.trim().parse().ok(),
+            // Their continuation lines (`ClockPM- Surprise-`, `TrErr- Train-`) hold no link.
+            "LnkCap" if fresh => f.link_cap = Some(lnk(value)),
+            "LnkSta" if fresh && f.link_status.is_none() => f.link_status = Some(lnk(value)),
             "DevCtl" => {
                 for w in value.split_whitespace() {
                     match w {
@@ -318,6 +362,7 @@ impl Paste for Lspci {
                 node.pci_bridges.push(PciBridge {
                     address: f.address.clone(),
                     acs_ctl_enabled: f.acs_ctl.clone(),
+                    function: Some(f.pci_function()),
                 });
             } else if f.is_nvidia_gpu() {
                 node.gpus.push(Gpu {
@@ -365,7 +410,7 @@ impl Paste for Lspci {
                 link(&f.link_status),
                 link(&f.link_cap),
                 f.relaxed_ordering
-                    .map(|r| if r { "+" } else { "-" }.to_string())
+                    .map(|r| if r { "on" } else { "off" }.to_string())
                     .unwrap_or_default(),
                 cell(&f.max_read_request),
                 f.acs_ctl

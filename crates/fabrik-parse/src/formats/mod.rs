@@ -53,10 +53,10 @@ pub use attr::{Decimal, DecimalOrHex, NumaNode};
 pub use cmdline::IommuCmdline;
 pub use dmesg::Dmesg;
 pub use ethtool::{Ethtool, EthtoolStats};
-pub use ibdiagnet::Ibdiagnet;
-pub use iblinkinfo::Iblinkinfo;
 pub use fib_trie::FibTrieLocal;
 pub use ibdev2netdev::Ibdev2netdev;
+pub use ibdiagnet::Ibdiagnet;
+pub use iblinkinfo::Iblinkinfo;
 pub use ibstat::Ibstat;
 pub use ibstatus::Ibstatus;
 pub use ibv_devinfo::IbvDevinfo;
@@ -64,10 +64,10 @@ pub use if_inet6::IfInet6;
 pub use limits::ProcLimits;
 pub use lspci::Lspci;
 pub use mlnx_qos::MlnxQos;
+pub use modules::ProcModules;
 pub use mst_status::MstStatus;
 pub use mstconfig::Mstconfig;
 pub use mstlink::Mstlink;
-pub use modules::ProcModules;
 pub use nvidia::{NvidiaGpuInformation, NvidiaVersion, NvidiaVersionFacts};
 pub use nvidia_smi_topo::NvidiaSmiTopo;
 pub use nvlink::NvlinkStatus;
@@ -115,7 +115,8 @@ pub const MAX_INPUT: usize = 16 << 20;
 /// or C comment markers (`# `, ` * `), in any nesting.
 pub fn unquote(line: &str) -> &str {
     let mut t = line;
-    for _ in 0..4 {
+    // E-mail threads quote a message once per reply: `> > > > > ` is common.
+    for _ in 0..8 {
         let s = t.trim_start();
         let next = if let Some(r) = s.strip_prefix('>') {
             r

@@ -100,7 +100,9 @@ impl Format for MstStatus {
                         .map(|s| s.to_string()),
                     rdma: rest
                         .iter()
-                        .find(|w| !w.starts_with("net-") && w.parse::<i64>().is_err() && **w != "NA")
+                        .find(|w| {
+                            !w.starts_with("net-") && w.parse::<i64>().is_err() && **w != "NA"
+                        })
                         .map(|s| s.to_string()),
                     net,
                     numa: rest

@@ -48,8 +48,7 @@ enum Column {
 fn is_name(w: &str) -> bool {
     w.len() > 1
         && w.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || "_[]".contains(c))
 }
 

@@ -67,7 +67,9 @@ fn command_device(line: &str) -> Option<String> {
     let at = w
         .iter()
         .position(|x| x.ends_with("mlxlink") || x.ends_with("mstlink"))?;
-    let d = w[at..].iter().position(|x| *x == "-d" || *x == "--device")?;
+    let d = w[at..]
+        .iter()
+        .position(|x| *x == "-d" || *x == "--device")?;
     w.get(at + d + 1).map(|s| s.to_string())
 }
 
@@ -159,7 +161,10 @@ fn parse(text: &str) -> Vec<LinkQuality> {
             "Symbol Errors" => l.symbol_errors = int(value),
             "Link Down Counter" => l.link_down = int(value),
             "Link Error Recovery Counter" => l.link_error_recovery = int(value),
-            "Cable Type" | "Vendor Name" | "Vendor Part Number" | "Vendor Serial Number"
+            "Cable Type"
+            | "Vendor Name"
+            | "Vendor Part Number"
+            | "Vendor Serial Number"
             | "Temperature [C]" => {
                 let m = l.module.get_or_insert_with(TransceiverModule::default);
                 match key {
@@ -214,7 +219,9 @@ impl Paste for Mstlink {
                 cell(&l.speed),
                 cell(&l.fec),
                 cell(&l.effective_errors),
-                l.effective_ber.map(|b| format!("{b:e}")).unwrap_or_default(),
+                l.effective_ber
+                    .map(|b| format!("{b:e}"))
+                    .unwrap_or_default(),
                 l.raw_ber.map(|b| format!("{b:e}")).unwrap_or_default(),
                 l.raw_errors_per_lane
                     .iter()
@@ -228,7 +235,9 @@ impl Paste for Mstlink {
                             "{} {}{}",
                             m.vendor.as_deref().unwrap_or(""),
                             m.part_number.as_deref().unwrap_or(""),
-                            m.temperature_c.map(|c| format!(" {c}C")).unwrap_or_default()
+                            m.temperature_c
+                                .map(|c| format!(" {c}C"))
+                                .unwrap_or_default()
                         )
                         .trim()
                         .to_string()

@@ -50,7 +50,9 @@ impl Format for NvlinkStatus {
                 };
                 let Ok(gpu) = n.trim().parse() else { continue };
                 let (name, uuid) = match after.split_once("(UUID:") {
-                    Some((name, u)) => (name.trim(), Some(u.trim().trim_end_matches(')').trim())),
+                    Some((name, u)) => {
+                        (name.trim(), Some(u.split(')').next().unwrap_or("").trim()))
+                    }
                     None => (after.trim(), None),
                 };
                 gpus.push(GpuLinks {
@@ -74,7 +76,10 @@ impl Format for NvlinkStatus {
             let gbps = if v.contains("inactive") {
                 None
             } else {
-                match v.strip_suffix("GB/s").and_then(|x| x.trim().parse::<f64>().ok()) {
+                match v
+                    .strip_suffix("GB/s")
+                    .and_then(|x| x.trim().parse::<f64>().ok())
+                {
                     Some(x) => Some(x),
                     None => continue,
                 }

@@ -29,6 +29,8 @@ pub struct GpuPair {
 /// What `rocm-smi --showtopo` printed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RocmTopoFacts {
+    /// Every GPU of a matrix (a one-GPU node has a matrix but no pair).
+    pub gpus: BTreeSet<u32>,
     /// Every pair of different GPUs.
     pub pairs: Vec<GpuPair>,
     /// Each GPU's NUMA node.
@@ -54,6 +56,7 @@ impl Format for RocmTopo {
     fn parse(text: &str) -> Option<RocmTopoFacts> {
         let mut pairs: BTreeMap<(u32, u32), GpuPair> = BTreeMap::new();
         let mut numa = BTreeMap::new();
+        let mut gpus = BTreeSet::new();
         let mut matrix = Matrix::Other;
         let mut columns: Vec<u32> = Vec::new();
         let gpu = |w: &str| -> Option<u32> { w.strip_prefix("GPU")?.parse().ok() };
@@ -75,12 +78,21 @@ impl Format for RocmTopo {
                 }
                 continue;
             }
-            // `GPU[0]          : (Topology) Numa Node: 0`.
-            if let Some(rest) = t.strip_prefix("GPU[") {
-                if let (Some((n, after)), true) = (rest.split_once(']'), t.contains("Numa Node:")) {
+            // `GPU[0]          : (Topology) Numa Node: 0`; older releases print `GPU 0  : ...`.
+            if t.contains("(Topology)") {
+                let index = t
+                    .strip_prefix("GPU[")
+                    .and_then(|r| r.split_once(']'))
+                    .map(|(n, _)| n)
+                    .or_else(|| {
+                        t.strip_prefix("GPU ")
+                            .and_then(|r| r.split_once(':'))
+                            .map(|(n, _)| n)
+                    });
+                if let (Some(n), true) = (index, t.contains("Numa Node:")) {
                     if let (Ok(n), Some(v)) = (
-                        n.parse::<u32>(),
-                        after.rsplit_once(':').and_then(|(_, v)| v.trim().parse().ok()),
+                        n.trim().parse::<u32>(),
+                        t.rsplit_once(':').and_then(|(_, v)| v.trim().parse().ok()),
                     ) {
                         numa.insert(n, v);
                     }
@@ -98,6 +110,9 @@ impl Format for RocmTopo {
             let Some(from) = words.first().and_then(|w| gpu(w)) else {
                 continue;
             };
+            if columns.contains(&from) {
+                gpus.insert(from);
+            }
             for (to, cell) in columns.iter().zip(words.iter().skip(1)) {
                 if *to == from {
                     continue;
@@ -115,7 +130,8 @@ impl Format for RocmTopo {
                 }
             }
         }
-        (!pairs.is_empty()).then(|| RocmTopoFacts {
+        (!gpus.is_empty()).then(|| RocmTopoFacts {
+            gpus,
             pairs: pairs.into_values().collect(),
             numa,
         })
@@ -130,7 +146,7 @@ impl Paste for RocmTopo {
         "`rocm-smi --showtopo` output: link type (XGMI, PCIE), weight and hops between AMD GPUs, NUMA nodes; `-` reads stdin";
 
     fn node(facts: &RocmTopoFacts) -> Node {
-        let mut gpus: BTreeSet<u32> = facts.pairs.iter().map(|p| p.from).collect();
+        let mut gpus = facts.gpus.clone();
         gpus.extend(facts.numa.keys());
         Node {
             gpus: gpus
@@ -150,8 +166,7 @@ impl Paste for RocmTopo {
 
     fn table(facts: &RocmTopoFacts) -> FactTable {
         let mut t = FactTable::new(["GPU", "XGMI to", "PCIE to", "NUMA"]);
-        let gpus: BTreeSet<u32> = facts.pairs.iter().map(|p| p.from).collect();
-        for g in gpus {
+        for &g in &facts.gpus {
             let to = |kind: &str| {
                 facts
                     .pairs
@@ -165,11 +180,7 @@ impl Paste for RocmTopo {
                 format!("GPU{g}"),
                 to("XGMI"),
                 to("PCIE"),
-                facts
-                    .numa
-                    .get(&g)
-                    .map(i32::to_string)
-                    .unwrap_or_default(),
+                facts.numa.get(&g).map(i32::to_string).unwrap_or_default(),
             ]);
         }
         t
