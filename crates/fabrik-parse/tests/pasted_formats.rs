@@ -226,6 +226,15 @@ fn ethtool_stats_counters() {
     assert_eq!(names, ["enp139s0f1np1", "lan0"]);
     assert_eq!(f.interfaces[1].stats["rx_corrected_bits_phy"], 191_025_837);
 
+    // What the monitor reads from a captured `ethtool -S`: complaints and per-ring names too.
+    let f = EthtoolStats::read("Cannot get stats strings information: Operation not supported\n");
+    assert_eq!(f.interfaces[0].complaints.len(), 1);
+    assert!(EthtoolStats::parse("no stats available\n").is_none());
+    let f =
+        EthtoolStats::read("NIC statistics:\n     [0]: rx_ucast_packets: 5\n     rx_bytes: n/a\n");
+    assert_eq!(f.interfaces[0].stats["[0]: rx_ucast_packets"], 5);
+    assert_eq!(f.interfaces[0].unreadable["rx_bytes"], "n/a");
+
     let f = EthtoolStats::parse(&text("ethtool_stats", "03")).unwrap();
     assert_eq!(f.interfaces[0].stats.len(), 12);
     assert!(f.interfaces[0].stats.values().all(|v| *v == 0));

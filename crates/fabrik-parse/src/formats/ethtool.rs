@@ -184,8 +184,11 @@ pub struct NicStatistics {
     pub interface: Option<String>,
     /// `name: value` lines whose value is a number.
     pub stats: BTreeMap<String, u64>,
-    /// Lines that are neither the header nor a counter
-    /// (`Cannot get stats strings information: Operation not supported`).
+    /// `name: value` lines whose value is not a number, as printed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unreadable: BTreeMap<String, String>,
+    /// What ethtool said instead of counters (`no stats available`,
+    /// `Cannot get stats strings information: Operation not supported`).
     pub complaints: Vec<String>,
 }
 
@@ -205,12 +208,28 @@ impl Format for EthtoolStats {
     const EXPECTED: &'static str = "`NIC statistics:` followed by `name: value` lines";
 
     fn parse(text: &str) -> Option<EthtoolStatsFacts> {
-        let interfaces = parse_stats(text);
-        interfaces
+        let facts = EthtoolStats::read(text);
+        facts
+            .interfaces
             .iter()
             .any(|i| !i.stats.is_empty())
-            .then_some(EthtoolStatsFacts { interfaces })
+            .then_some(facts)
     }
+}
+
+impl EthtoolStats {
+    /// Every run of the text, counters or not: what a reader of one captured `ethtool -S IF`
+    /// (the monitor's `ROOT/fabrik/cmd/ethtool-S-IF.txt`) needs, complaints included.
+    pub fn read(text: &str) -> EthtoolStatsFacts {
+        EthtoolStatsFacts {
+            interfaces: parse_stats(text),
+        }
+    }
+}
+
+/// ethtool's own messages when it has no counters to print (ethtool.c `do_gstats`).
+fn is_complaint(line: &str) -> bool {
+    line.eq_ignore_ascii_case("no stats available") || line.starts_with("Cannot get ")
 }
 
 /// The interface of an `ethtool -S IF` command line.
@@ -244,32 +263,48 @@ fn parse_stats(text: &str) -> Vec<NicStatistics> {
         if t.is_empty() {
             continue;
         }
+        // A grepped paste (`ethtool -S eth0 | grep err`) has no header: a run starts at its
+        // first counter (or complaint).
+        let mut current = |out: &mut Vec<NicStatistics>| {
+            if out.is_empty() || pending.is_some() {
+                out.push(NicStatistics {
+                    interface: pending.take(),
+                    ..NicStatistics::default()
+                });
+            }
+        };
+        if is_complaint(t) {
+            current(&mut out);
+            if let Some(cur) = out.last_mut().filter(|c| c.complaints.len() < 16) {
+                cur.complaints.push(t.chars().take(120).collect());
+            }
+            continue;
+        }
         // Names may hold `.`, `-`, `[`; the split is at the last `:` so a value is never
         // taken for part of a name.
         let Some((name, value)) = t.rsplit_once(':') else {
             continue;
         };
         let (name, value) = (name.trim(), value.trim());
-        if name.is_empty() || name.contains(' ') && value.parse::<u64>().is_err() {
-            if let Some(cur) = out.last_mut() {
-                if cur.complaints.len() < 16 {
-                    cur.complaints.push(t.chars().take(120).collect());
-                }
+        // Prose (`Missing counters are zero: see below`) and section headers (`Queue stats:`);
+        // bnxt's per-ring names hold a space (`[0]: rx_ucast_packets: 5`) but a number.
+        if name.is_empty()
+            || value.is_empty()
+            || name.contains(' ') && value.parse::<u64>().is_err()
+        {
+            continue;
+        }
+        current(&mut out);
+        let Some(cur) = out.last_mut() else { continue };
+        match value.parse::<u64>() {
+            Ok(v) => {
+                cur.stats.insert(name.to_string(), v);
             }
-            continue;
-        }
-        let Ok(v) = value.parse::<u64>() else {
-            continue;
-        };
-        if out.is_empty() || pending.is_some() {
-            // A grepped paste (`ethtool -S eth0 | grep err`) has no header.
-            out.push(NicStatistics {
-                interface: pending.take(),
-                ..NicStatistics::default()
-            });
-        }
-        if let Some(cur) = out.last_mut() {
-            cur.stats.insert(name.to_string(), v);
+            Err(_) if cur.unreadable.len() < 64 => {
+                cur.unreadable
+                    .insert(name.to_string(), value.chars().take(40).collect());
+            }
+            Err(_) => {}
         }
     }
     out
