@@ -59,6 +59,78 @@ const ACS_ISSUE: Source = Source {
     title: "NVIDIA/nccl#199: multi-GPU hang, fixed by disabling ACS",
     url: "https://github.com/NVIDIA/nccl/issues/199",
 };
+const PCIUTILS_LS_CAPS: Source = Source {
+    title: "pciutils: ls-caps.c, the DevCtl (RlxdOrd, MaxReadReq), LnkCap and LnkSta lines of lspci -vvv",
+    url: "https://github.com/pciutils/pciutils/blob/master/ls-caps.c",
+};
+const PCIUTILS_LS_ECAPS: Source = Source {
+    title: "pciutils: ls-ecaps.c, the AER (UESta, UESvrt, CESta) and ACS lines of lspci -vvv",
+    url: "https://github.com/pciutils/pciutils/blob/master/ls-ecaps.c",
+};
+const LINUX_PCI_QUIRKS: Source = Source {
+    title: "Linux: drivers/pci/quirks.c, relaxed ordering disabled below root ports with errata (PCI_DEV_FLAGS_NO_RELAXED_ORDERING)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/pci/quirks.c",
+};
+const ORACLE_OCI_DR_HPC: Source = Source {
+    title: "oracle/oci-dr-hpc-v2, link_check: mlxlink effective physical BER below 1E-12 and raw physical BER below 1E-5 pass; effective physical errors above the shape's limit (0) fail, raw physical errors per lane above it (10,000) warn",
+    url: "https://github.com/oracle/oci-dr-hpc-v2",
+};
+const ORACLE_OCI_HPC_HC: Source = Source {
+    title: "oracle-quickstart/oci-hpc health checks (check_gpu_setup.py): mlxlink State must be Active and the Recommendation 'No issue was observed'; 'Bad signal integrity' is tolerated below a raw physical BER of 1e-7",
+    url: "https://github.com/oracle-quickstart/oci-hpc/blob/master/playbooks/roles/healthchecks/files/check_gpu_setup.py",
+};
+const ORACLE_OCI_HPC_FLAP: Source = Source {
+    title: "oracle-quickstart/oci-hpc health checks (rdma_link_flapping.py): 'mlx5_core ... Link down' kernel lines after a 30-minute boot grace are link flaps",
+    url: "https://github.com/oracle-quickstart/oci-hpc/blob/master/playbooks/roles/healthchecks/files/rdma_link_flapping.py",
+};
+const MSTFLINT_MLXLINK: Source = Source {
+    title: "mstflint: mlxlink_commander.cpp, the Operational Info, Troubleshooting Info and Physical Counters and BER Info of mstlink",
+    url: "https://github.com/Mellanox/mstflint/blob/master/mlxlink/modules/mlxlink_commander.cpp",
+};
+const MSTFLINT_MLXCONFIG_DB: Source = Source {
+    title: "mstflint: mlxconfig's parameter database (mlxconfig_host.db): PCI_WR_ORDERING per_mkey/force_relax, ATS_ENABLED, MAX_ACC_OUT_READ...",
+    url: "https://github.com/Mellanox/mstflint/tree/master/mlxconfig/mlxconfig_dbs",
+};
+const DELL_PAM4_BER: Source = Source {
+    title: "Dell KB 000286734: ConnectX-6 Dx PAM4 links report high corrected bits by design; IEEE requires a pre-FEC BER of 2.4E-04 or better and RS544 FEC gives 1E-12 or better",
+    url: "https://www.dell.com/support/kbdoc/en-us/000286734/100-gb-nic",
+};
+const META_GCM: Source = Source {
+    title: "Meta GCM (GPU Cluster Monitoring) health checks",
+    url: "https://facebookresearch.github.io/gcm/docs/GCM_Health_Checks/health_checks/",
+};
+const META_GCM_NVLINK: Source = Source {
+    title: "Meta GCM health checks: check-dcgmi nvlink (links down or disabled are CRITICAL)",
+    url: "https://facebookresearch.github.io/gcm/docs/GCM_Health_Checks/health_checks/check-dcgmi/nvlink",
+};
+const ETHTOOL_SRC: Source = Source {
+    title: "ethtool source: the Speed, link-mode and Link detected lines of `ethtool IF`",
+    url: "https://git.kernel.org/pub/scm/network/ethtool/ethtool.git/tree/ethtool.c",
+};
+const LINUX_MLX5_COUNTERS: Source = Source {
+    title: "Linux kernel documentation: mlx5 ethtool counters (rx_crc_errors_phy, rx_symbol_err_phy, rx_discards_phy, rx_out_of_buffer)",
+    url: "https://docs.kernel.org/networking/device_drivers/ethernet/mellanox/mlx5/counters.html",
+};
+const IBDIAGNET_DOC: Source = Source {
+    title: "NVIDIA: ibdiagnet InfiniBand Fabric Diagnostic Tool User Manual v2.13.0 (error detection per stage)",
+    url: "https://docs.nvidia.com/networking/display/ibdiagnetUserManualv213",
+};
+const IBLINKINFO_SRC: Source = Source {
+    title: "rdma-core: infiniband-diags/iblinkinfo.c, port lines and the 'Could be' note of links that could run wider or faster",
+    url: "https://github.com/linux-rdma/rdma-core/blob/master/infiniband-diags/iblinkinfo.c",
+};
+const NVIDIA_XID: Source = Source {
+    title: "NVIDIA: Xid catalog (each Xid's description and recommended action)",
+    url: "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
+};
+const LINUX_MLX5_HEALTH: Source = Source {
+    title: "Linux: drivers/net/ethernet/mellanox/mlx5/core/health.c (health compromised, fatal errors, syndromes, recovery)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/net/ethernet/mellanox/mlx5/core/health.c",
+};
+const LINUX_AER_HOWTO: Source = Source {
+    title: "Linux kernel documentation: The PCI Express Advanced Error Reporting Driver Guide (aer_dev_correctable, aer_dev_fatal, aer_dev_nonfatal)",
+    url: "https://docs.kernel.org/PCI/pcieaer-howto.html",
+};
 const NCCL_1731: Source = Source {
     title: "NVIDIA/nccl#1731: dual-port ConnectX-7, 84 Gb/s from cudaMalloc memory until IBV_ACCESS_RELAXED_ORDERING",
     url: "https://github.com/NVIDIA/nccl/issues/1731",
@@ -804,6 +876,237 @@ pub static RULES: &[Rule] = &[
         evidence: "NCCL_IB_HCA, /sys/class/infiniband/*/ports/*/state.",
         fix: "Name every rail (`NCCL_IB_HCA=mlx5` selects them all) or leave it unset; exclude only NICs that are not rails (`^mlx5_8`).",
         sources: &[NCCL_ENV],
+    },
+    Rule {
+        id: "FAB-PCIE-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Relaxed ordering disabled on an RDMA NIC's PCIe function",
+        checks: "The PCIe Device Control register of an RDMA NIC's function has Enable Relaxed Ordering clear (`RlxdOrd-` on the `DevCtl:` lines of `lspci -vvv`).",
+        why: "A memory region registered with IBV_ACCESS_RELAXED_ORDERING (NCCL does it by default where the device supports it, NCCL_IB_PCI_RELAXED_ORDERING) only gets relaxed writes if the function may issue them. Without relaxed ordering, writes into GPU memory over some root complexes and in VMs run far below line rate: one ConnectX-7 VF measured 84 Gb/s from cudaMalloc memory against ~400 Gb/s with relaxed ordering. The kernel itself clears the bit below root ports with relaxed-ordering errata, so the finding asks to check why before changing it.",
+        evidence: "`lspci -vvv -s <addr>`: `DevCtl:` ... `RlxdOrd-`.",
+        fix: "Check `dmesg` for the kernel's relaxed-ordering quirk on the root port; otherwise set bit 4 of Device Control (`setpci -s <addr> CAP_EXP+08.w=0010:0010`, not persistent) or the BIOS/hypervisor setting that clears it.",
+        sources: &[PCIUTILS_LS_CAPS, LINUX_PCI_QUIRKS, NCCL_ENV, NCCL_1731],
+    },
+    Rule {
+        id: "FAB-PCIE-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "PCIe uncorrectable errors logged (AER)",
+        checks: "A GPU's or NIC's Advanced Error Reporting shows uncorrectable errors: status bits set in `UESta` (`lspci -vvv`), or the kernel's `aer_dev_fatal`/`aer_dev_nonfatal` counts above zero. Error when the severity register (`UESvrt`) makes one fatal or a fatal count is above zero; warning for non-fatal ones; a lone Unsupported Request, which configuration probing sets, is noted as info.",
+        why: "An uncorrectable error means a transaction was lost or corrupted on the link: the driver may reset the device, NCCL over it hangs or fails (NCCL's own troubleshooting lists PCIe errors among the causes of hangs).",
+        evidence: "`lspci -vvv -s <addr>`: `UESta:`/`UESvrt:`; /sys/bus/pci/devices/<addr>/aer_dev_fatal and aer_dev_nonfatal.",
+        fix: "Find the events in the kernel log (`dmesg | grep -i aer`), reseat the card or riser, check the slot, update firmware and BIOS; clear the status once fixed.",
+        sources: &[PCIUTILS_LS_ECAPS, LINUX_AER_HOWTO, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-PCIE-003",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "PCIe correctable errors logged (AER)",
+        checks: "A GPU's or NIC's `CESta` shows correctable errors (`RxErr`, `BadTLP`, `BadDLLP`, `Rollover`, `Timeout`...; `AdvNonFatalErr`, an advisory for an uncorrectable error, is left out).",
+        why: "Correctable errors are recovered by replay, at a cost in bandwidth; a link that keeps producing them is marginal (signal integrity, a riser or slot) and tends to get worse. A status bit says it happened since the last clear, not how often.",
+        evidence: "`lspci -vvv -s <addr>`: `CESta:`.",
+        fix: "Watch /sys/bus/pci/devices/<addr>/aer_dev_correctable over time; errors that keep rising point at the slot, riser or card.",
+        sources: &[PCIUTILS_LS_ECAPS, LINUX_AER_HOWTO],
+    },
+    Rule {
+        id: "FAB-LINK-001",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "Errors left after FEC on a link",
+        checks: "A port's `Effective Physical Errors` (mstlink/mlxlink) is above 0, or its `Effective Physical BER` is at or above 1E-12: the limits of Oracle's OCI GPU health checks.",
+        why: "Effective errors are the ones forward error correction could not repair: the packet is lost and RDMA retransmits it (go-back-N on RoCE), which stalls the collective that waits for it. A healthy link shows none.",
+        evidence: "`mstlink -d DEV -c`: `Effective Physical Errors`, `Effective Physical BER`.",
+        fix: "Clean or replace the optic or cable and check the switch side; clear the counters (`mlxlink -d DEV -pc`) and watch whether they return.",
+        sources: &[ORACLE_OCI_DR_HPC, MSTFLINT_MLXLINK],
+    },
+    Rule {
+        id: "FAB-LINK-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "High raw (pre-FEC) error rate on a link",
+        checks: "A port's `Raw Physical BER` is at or above 1E-5 (error), or, where no raw BER is printed, one lane counts more than 10,000 `Raw Physical Errors Per Lane` (warning): Oracle's OCI GPU health-check limits. Lane counts are cumulative since the last clear, so where the BER is known it decides: a PAM4 link at a raw BER of 1E-8 counts millions of corrected errors over weeks and is healthy (IEEE asks PAM4 links for a pre-FEC BER of 2.4E-4 or better).",
+        why: "FEC hides raw errors until it cannot: a link this noisy is marginal (a dirty or failing optic, a bent cable), loses packets under load and gets worse; Meta measured that one degraded port costs 5-30 % of NCCL bandwidth.",
+        evidence: "`mstlink -d DEV -c`: `Raw Physical BER`, `Raw Physical Errors Per Lane`, `Time Since Last Clear [Min]`.",
+        fix: "Clean the connectors and reseat or replace the module; compare with the node's other ports.",
+        sources: &[ORACLE_OCI_DR_HPC, MSTFLINT_MLXLINK, META_GCM, DELL_PAM4_BER],
+    },
+    Rule {
+        id: "FAB-LINK-003",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "mlxlink recommends action on a link",
+        checks: "mlxlink's `Troubleshooting Info` gives a `Recommendation` other than `No issue was observed.`; `Bad signal integrity` with a raw BER below 1E-7 is info, as Oracle's health check tolerates it.",
+        why: "mlxlink reads the port's own diagnosis (PDDR): the recommendation names what the firmware saw (signal integrity, a cable it does not support, the far end).",
+        evidence: "`mstlink -d DEV`: `Recommendation`.",
+        fix: "Follow the recommendation; usually the cable and module first, then the far end.",
+        sources: &[ORACLE_OCI_HPC_HC, MSTFLINT_MLXLINK],
+    },
+    Rule {
+        id: "FAB-LINK-004",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "NIC physical link not up (mlxlink)",
+        checks: "mlxlink's `State` of a port is not `Active` (`Polling`, `Disable`...).",
+        why: "A port whose physical layer is not up carries no traffic; Oracle's health check fails a node on it.",
+        evidence: "`mstlink -d DEV`: `State`, `Physical state`.",
+        fix: "Check the cable, the module and the switch port.",
+        sources: &[ORACLE_OCI_HPC_HC, MSTFLINT_MLXLINK],
+    },
+    Rule {
+        id: "FAB-LINK-005",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Transceiver temperature above its alarm threshold",
+        checks: "The module's `Temperature [C]` (mstlink -m) is above the high end of the alarm range the module itself reports in brackets.",
+        why: "An optic past its temperature limit loses signal (raw errors rise) and fails early.",
+        evidence: "`mstlink -d DEV -m`: `Temperature [C] : T [LOW..HIGH]`.",
+        fix: "Check the airflow at the NIC and the switch; replace a module that keeps running hot.",
+        sources: &[MSTFLINT_MLXLINK],
+    },
+    Rule {
+        id: "FAB-LINK-006",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Ethernet link down or below what both ends support",
+        checks: "`ethtool IF` shows `Link detected: no`, or a `Speed` below the fastest mode both the interface (`Supported link modes`) and its partner (`Link partner advertised link modes`) support.",
+        why: "A RoCE port trained below its speed, or not at all, caps the rail and NCCL runs at the pace of the slowest one.",
+        evidence: "`ethtool IF`: `Speed`, `Supported link modes`, `Link partner advertised link modes`, `Link detected`.",
+        fix: "Check the cable or module (a lower-rated one caps the speed) and whether the speed or autonegotiation was forced (`ethtool -s`).",
+        sources: &[ETHTOOL_SRC],
+    },
+    Rule {
+        id: "FAB-LINK-007",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Physical-layer errors or discards in NIC statistics",
+        checks: "`ethtool -S IF` counts damaged frames (`rx_crc_errors_phy`, `rx_symbol_err_phy`, `rx_pcs_symbol_err_phy`, length and fragment errors) or frames dropped for lack of buffers (`rx_discards_phy`, `rx_out_of_buffer`, `tx_discards_phy`) above 0.",
+        why: "Damaged frames are a physical link fault; discards on a lossless RoCE fabric mean PFC did not hold the traffic back. Either way RoCE retransmits and collectives stall. The counters are cumulative: a second reading tells whether it is still happening.",
+        evidence: "`ethtool -S IF`: the counters named.",
+        fix: "Errors: check cable and module (`mlxlink`). Discards: check PFC on host and switch (`mlnx_qos`), NCCL's traffic class, the NIC's PCIe link.",
+        sources: &[LINUX_MLX5_COUNTERS],
+    },
+    Rule {
+        id: "FAB-LINK-008",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "NVLink inactive or slower than the GPU's other links",
+        checks: "`nvidia-smi nvlink -s` shows a link `<inactive>` (error) or slower than the GPU's fastest link (warning). A PCIe card (H100 PCIe, GeForce, RTX, Quadro) lists links its NVLink bridges do not wire: there only a link inactive on one GPU and up on another counts.",
+        why: "NCCL's intra-node traffic runs over NVLink; a GPU missing links has less bandwidth, or falls back to PCIe when none is up. Meta's GCM health checks fail a node with a down or disabled NVLink.",
+        evidence: "`nvidia-smi nvlink -s`: `Link N: <inactive>`, `Link N: S GB/s`.",
+        fix: "On NVSwitch systems check nvidia-fabricmanager; reset the GPU or reboot; check `nvidia-smi nvlink -e`; a link that stays down is a hardware fault.",
+        sources: &[META_GCM_NVLINK],
+    },
+    Rule {
+        id: "FAB-LINK-009",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "ibdiagnet reported errors",
+        checks: "A stage of ibdiagnet's summary (`Stages Status Report`) counts errors above 0.",
+        why: "ibdiagnet checks the whole fabric (links, LIDs, the subnet manager, counters, speed and width): its errors name faults that slow or break jobs across nodes.",
+        evidence: "ibdiagnet's summary table and its `-E-` lines.",
+        fix: "Read ibdiagnet2.log for the links and nodes it names, fix them, clear counters (`ibdiagnet -pc`) and run it again.",
+        sources: &[IBDIAGNET_DOC],
+    },
+    Rule {
+        id: "FAB-LINK-010",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Fabric link slower than both its ends support",
+        checks: "`iblinkinfo` marks a link `Could be ...`: both ends support a wider or faster link than the one that trained.",
+        why: "A link that trained at 1X or at a lower speed gives a fraction of its bandwidth; traffic over that switch port runs at its pace.",
+        evidence: "`iblinkinfo`: the `( Could be 4X)` or `( Could be 25.78125 Gbps)` note of a port line.",
+        fix: "Reseat or replace the cable of that link.",
+        sources: &[IBLINKINFO_SRC],
+    },
+    Rule {
+        id: "FAB-FW-001",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "ATS disabled in the NIC firmware",
+        checks: "`mstconfig q` shows `ATS_ENABLED` False.",
+        why: "Address Translation Services let a NIC cache IOMMU translations; without it GPUDirect RDMA from a VM that owns the NIC or its VF goes through the host IOMMU on every access, far below line rate. On bare metal without an IOMMU in translation mode it does not matter.",
+        evidence: "`mstconfig -d DEV q`: `ATS_ENABLED`.",
+        fix: "Where VMs use GPUDirect RDMA: `mstconfig -d DEV set ATS_ENABLED=true`, reboot, and set ACS for ATS on the host.",
+        sources: &[MSTFLINT_MLXCONFIG_DB, NV_VM_ATS],
+    },
+    Rule {
+        id: "FAB-FW-002",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Firmware settings differ between NICs of one node",
+        checks: "Among NICs of one device type, a setting that shapes traffic (PCI_WR_ORDERING, ATS_ENABLED, ADVANCED_PCI_SETTINGS, MAX_ACC_OUT_READ, SRIOV_EN, NUM_OF_VFS, LINK_TYPE, ROCE_CONTROL, ROCE_CC_*, CNP_*, PCI_ATOMIC_MODE, CQE_COMPRESSION) has different values.",
+        why: "Rails are meant to be identical; one configured differently (relaxed ordering, link type, congestion control) behaves differently, and the odd one is usually the one nobody meant to change.",
+        evidence: "`mstconfig -d DEV q` of each NIC.",
+        fix: "Set the setting alike on every rail and reboot or `mstfwreset`.",
+        sources: &[MSTFLINT_MLXCONFIG_DB],
+    },
+    Rule {
+        id: "FAB-FW-003",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "Firmware setting changed, waiting for a reboot",
+        checks: "`mstconfig -e q` shows a setting whose `Next Boot` value differs from its `Current` one.",
+        why: "Firmware settings take effect at the next boot or firmware reset: until then the NIC runs with the old value, whatever `q` shows for next boot.",
+        evidence: "`mstconfig -d DEV -e q`: `Current` and `Next Boot`.",
+        fix: "Reboot or `mstfwreset -d DEV reset` when the node is idle.",
+        sources: &[MSTFLINT_MLXCONFIG_DB],
+    },
+    Rule {
+        id: "FAB-KLOG-001",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "NVIDIA Xid errors in the kernel log",
+        checks: "`NVRM: Xid (PCI:...): N, ...` lines, one finding per Xid and GPU, with the Xid's meaning and recommended action from NVIDIA's Xid catalog: error when the catalog says to reset the GPU, restart the machine or contact support, warning when it says to restart the application, info when it says to ignore.",
+        why: "Xids are the driver's record of GPU faults: a GPU that fell off the bus (79), uncontained memory errors (95), GSP timeouts (119) leave the GPU unusable until it is reset.",
+        evidence: "Kernel log lines.",
+        fix: "Follow NVIDIA's Xid catalog for the Xid; keep the node out of jobs until the GPU is reset or the machine rebooted.",
+        sources: &[NVIDIA_XID],
+    },
+    Rule {
+        id: "FAB-KLOG-002",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "mlx5 firmware health events in the kernel log",
+        checks: "mlx5_core reports `device's health compromised`, `Fatal error`, a health syndrome (`synd 0x..`), `Health issue observed` (error), or command timeouts and recoveries (warning).",
+        why: "The NIC's firmware stopped responding or reported a fault: RDMA traffic on it stops, the driver resets the device, queue pairs are lost.",
+        evidence: "Kernel log lines of mlx5_core (`drivers/net/ethernet/mellanox/mlx5/core/health.c`).",
+        fix: "Collect the firmware dump (`devlink health`), update the NIC firmware, replace the NIC if it repeats.",
+        sources: &[LINUX_MLX5_HEALTH],
+    },
+    Rule {
+        id: "FAB-KLOG-003",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Links going down in the kernel log",
+        checks: "`Link down` (mlx5e) or `NIC Link is Down` lines more than 30 minutes after boot (the grace Oracle's link-flapping check gives the driver to bring ports up), per interface.",
+        why: "A link that goes down drops its NCCL connections; a flapping link stalls collectives each time it retrains and is the first sign of a failing cable or optic.",
+        evidence: "Kernel log lines.",
+        fix: "Check the cable, module and switch port (`mlxlink -c -m`); replace a cable or optic that keeps flapping.",
+        sources: &[ORACLE_OCI_HPC_FLAP],
+    },
+    Rule {
+        id: "FAB-KLOG-004",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "PCIe AER errors in the kernel log",
+        checks: "`PCIe Bus Error: severity=...` lines, per device and severity: fatal ones are errors, non-fatal uncorrectable ones warnings, correctable ones info.",
+        why: "AER logs PCIe transactions that were lost (uncorrectable) or had to be replayed (correctable) on the path between CPU, switches, GPUs and NICs.",
+        evidence: "Kernel log lines (`drivers/pci/pcie/aer.c`).",
+        fix: "Reseat the card or riser, check the slot, update firmware and BIOS; correctable errors that keep coming mean a marginal link.",
+        sources: &[LINUX_AER_HOWTO],
+    },
+    Rule {
+        id: "FAB-KLOG-005",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "Memory pinning for GPUDirect RDMA failed",
+        checks: "nvidia-peermem or nv_peer_mem log an error from `nvidia_p2p_get_pages()` or `nvidia_p2p_dma_map_pages()`.",
+        why: "Registering GPU memory with the NIC failed: NCCL cannot use GPUDirect RDMA for that buffer and the job aborts or stages through host memory.",
+        evidence: "Kernel log lines.",
+        fix: "Reload nvidia-peermem after driver updates, check BAR1 usage, or use dma-buf.",
+        sources: &[GDR_MANUAL, GPU_OPERATOR_RDMA],
     },
 ];
 

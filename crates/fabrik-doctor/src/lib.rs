@@ -22,7 +22,7 @@ pub mod waive;
 #[cfg(test)]
 pub(crate) mod testkit;
 
-use fabrik_model::{sort_findings, Finding, Node, Severity, SCHEMA_VERSION};
+use fabrik_model::{sort_findings, Fact, Finding, Node, Severity, SCHEMA_VERSION};
 use serde::Serialize;
 
 pub use cluster::NamedNode;
@@ -30,46 +30,105 @@ pub use env::PlannedEnv;
 pub use expect::{check_expectations, Expectations};
 pub use waive::{apply_waivers, Waived, Waiver};
 
-/// Runs every single-node rule. `env`, when given, lets node rules that depend on settings
-/// (socket interface, cloud plugins) take them into account.
+/// A single-node rule and the kinds of fact it reads: on a node assembled from pastes it runs
+/// only when the node holds them all (see [`fabrik_model::Node::known`]).
+type NodeRule = (fn(&Node) -> Vec<Finding>, &'static [Fact]);
+
+/// Every single-node rule that needs no planned environment, with the facts it reads.
+const NODE_RULES: &[NodeRule] = {
+    use rules::*;
+    use Fact::*;
+    &[
+        (unchecked::not_checked, &[]),
+        (rdma::no_rdma, &[Inventory]),
+        (rdma::no_stack, &[Inventory]),
+        (rdma::no_uverbs, &[Inventory, DevInfiniband]),
+        (rdma::memlock, &[Inventory, Memlock]),
+        (rdma::sriov_vf, &[Inventory]),
+        (ports::port_state, &[PortState]),
+        (ports::netdev_down, &[NetdevState]),
+        (ports::phys_state, &[PortState]),
+        (ports::below_capable, &[PortState, PortRate]),
+        (ports::mixed_rates, &[PortState, PortRate]),
+        (ports::unknown_values, &[]),
+        (ports::unreadable, &[]),
+        (pci::pcie_link, &[PciLinks]),
+        (pci::acs_redirect, &[Acs]),
+        (pci::iommu_translated, &[Inventory, Iommu]),
+        (pci::relaxed_ordering, &[PciDevCtl]),
+        (pci::aer_uncorrectable, &[Aer]),
+        (pci::aer_correctable, &[Aer]),
+        (roce::no_v2_gid, &[Gids]),
+        (roce::gid_index_differs, &[Gids]),
+        (roce::mtu, &[Mtu]),
+        (roce::pfc_off, &[Pfc]),
+        (roce::ecn_off, &[Ecn]),
+        (gdr::no_peer_memory, &[Inventory, Modules]),
+        (gdr::far_nic, &[GpuNicPaths]),
+        (counters::link_errors, &[Counters]),
+        (counters::roce_loss, &[Counters]),
+        (counters::congestion, &[Counters]),
+        (link::effective_errors, &[LinkQuality]),
+        (link::raw_errors, &[LinkQuality]),
+        (link::recommendation, &[LinkQuality]),
+        (link::link_not_up, &[LinkQuality]),
+        (link::module_temperature, &[LinkQuality]),
+        (link::eth_link, &[LinkQuality]),
+        (link::nic_stats, &[Counters]),
+        (link::nvlink, &[NvLink]),
+        (link::ibdiagnet, &[Fabric]),
+        (link::fabric_link, &[Fabric]),
+        (firmware::ats_off, &[Firmware]),
+        (firmware::settings_differ, &[Firmware]),
+        (firmware::pending, &[Firmware]),
+        (klog::xid, &[KernelLog]),
+        (klog::mlx5_health, &[KernelLog]),
+        (klog::link_flaps, &[KernelLog]),
+        (klog::aer, &[KernelLog]),
+        (klog::pin_failure, &[KernelLog]),
+    ]
+};
+
+/// Runs every single-node rule whose facts the node holds (all of them on a probed node).
+/// `env`, when given, lets node rules that depend on settings (socket interface, cloud
+/// plugins) take them into account.
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 25] = [
-        unchecked::not_checked,
-        rdma::no_rdma,
-        rdma::no_stack,
-        rdma::no_uverbs,
-        rdma::memlock,
-        rdma::sriov_vf,
-        ports::port_state,
-        ports::phys_state,
-        ports::below_capable,
-        ports::mixed_rates,
-        ports::unknown_values,
-        ports::unreadable,
-        pci::pcie_link,
-        pci::acs_redirect,
-        pci::iommu_translated,
-        roce::no_v2_gid,
-        roce::gid_index_differs,
-        roce::mtu,
-        roce::pfc_off,
-        roce::ecn_off,
-        gdr::no_peer_memory,
-        gdr::far_nic,
-        counters::link_errors,
-        counters::roce_loss,
-        counters::congestion,
-    ];
-    for rule in plain {
-        out.extend(rule(node));
+    for (rule, needs) in NODE_RULES {
+        if needs.iter().all(|f| node.knows(*f)) {
+            out.extend(rule(node));
+        }
     }
-    out.extend(sockets::socket_interface(node, env));
-    out.extend(sockets::socket_bad_default(node, env));
-    out.extend(cloud::gcp_a3(node, env));
-    out.extend(cloud::aws_efa(node, env));
+    if node.knows(Fact::Inventory) {
+        out.extend(sockets::socket_interface(node, env));
+        out.extend(sockets::socket_bad_default(node, env));
+        out.extend(cloud::gcp_a3(node, env));
+        out.extend(cloud::aws_efa(node, env));
+    }
     sort_findings(&mut out);
+    out
+}
+
+/// The doctor's rules on a node assembled from a pasted tool output (`source`, the tool's
+/// name): the rules whose facts the paste gave, with evidence named after the tool rather
+/// than the sysfs file a probed node would have shown.
+pub fn check_paste(node: &Node, source: &str) -> Vec<Finding> {
+    let mut out = check_node(node, None);
+    for f in &mut out {
+        for e in &mut f.evidence {
+            for prefix in [
+                "/sys/class/infiniband/",
+                "/sys/class/net/",
+                "/sys/bus/pci/devices/",
+            ] {
+                if let Some(rest) = e.path.strip_prefix(prefix) {
+                    e.path = format!("{source}: {rest}");
+                    break;
+                }
+            }
+        }
+    }
     out
 }
 

@@ -52,7 +52,7 @@ pub fn pci(address: &str, numa: i32, path: &[&str]) -> PciFunction {
         },
         physfn: None,
         path: path.iter().map(|s| s.to_string()).collect(),
-        relaxed_ordering: None,
+        ..PciFunction::default()
     }
 }
 
@@ -77,6 +77,7 @@ pub fn ib_port(number: u32, rate_text: &str) -> Port {
         }],
         counters: zero_counters(),
         hw_counters: BTreeMap::new(),
+        ..Port::default()
     }
 }
 
@@ -150,6 +151,7 @@ pub fn roce_port(number: u32, netdev: &str, ip: &str) -> Port {
         .iter()
         .map(|k| (k.to_string(), 0))
         .collect(),
+        ..Port::default()
     }
 }
 
@@ -191,6 +193,7 @@ pub fn gpu(address: &str, numa: i32, path: &[&str]) -> Gpu {
         model: Some("NVIDIA H100 80GB HBM3".into()),
         uuid: None,
         minor: Some(0),
+        ..Default::default()
     }
 }
 
@@ -211,6 +214,7 @@ pub fn netif(name: &str, kind: NetKind, ip: Option<&str>, operstate: &str) -> Ne
         ecn: None,
         pfc: None,
         statistics: BTreeMap::new(),
+        ..Default::default()
     }
 }
 

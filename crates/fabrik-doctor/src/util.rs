@@ -85,6 +85,12 @@ pub(crate) fn is_active(port: &Port) -> bool {
     )
 }
 
+/// Active, or of unknown state (a GID table or QoS settings pasted without the port's state):
+/// rules about a port's configuration judge it unless it is known not to be in use.
+pub(crate) fn maybe_active(port: &Port) -> bool {
+    port.state.is_none() || is_active(port)
+}
+
 pub(crate) fn is_link_up(port: &Port) -> bool {
     matches!(
         port.phys_state.as_ref().map(|s| s.phys_state()),

@@ -8,8 +8,10 @@
 pub mod bench;
 pub mod cluster;
 pub mod counters;
+pub mod facts;
 pub mod finding;
 pub mod gid;
+pub mod health;
 pub mod nccl;
 pub mod node;
 pub mod rule;
@@ -19,7 +21,9 @@ pub mod text;
 
 pub use bench::*;
 pub use cluster::*;
+pub use facts::{Fact, FactTable};
 pub use finding::*;
+pub use health::*;
 pub use node::*;
 pub use rule::{Rule, Scope, Source};
 

@@ -57,6 +57,22 @@ pub struct Node {
     /// rather than passing in silence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_read: Vec<NotRead>,
+    /// NIC firmware settings (`mstconfig q`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nic_firmware: Vec<crate::NicFirmware>,
+    /// Physical link quality of NIC ports (`mstlink`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link_quality: Vec<crate::LinkQuality>,
+    /// Kernel log events that matter to GPU networking, where the log was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<crate::KernelLog>,
+    /// The InfiniBand fabric's links and checks (`iblinkinfo`, `ibdiagnet`), where captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<crate::Fabric>,
+    /// For a node assembled from pasted tool outputs, the kinds of fact it holds; `None` for a
+    /// probed node, which holds them all (or a warning for each it could not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<std::collections::BTreeSet<crate::Fact>>,
 }
 
 /// A fact the probe could not read for one subject (a bridge's ACS, a netdev's PFC, a port's
@@ -80,6 +96,12 @@ impl Node {
     /// The network interface named `name` (`eth0`).
     pub fn net_interface(&self, name: &str) -> Option<&NetInterface> {
         self.net_interfaces.iter().find(|i| i.name == name)
+    }
+
+    /// Whether the node holds facts of this kind: always for a probed node, and for a node
+    /// assembled from pastes when they gave it.
+    pub fn knows(&self, fact: crate::Fact) -> bool {
+        self.known.as_ref().is_none_or(|k| k.contains(&fact))
     }
 
     /// Whether kernel module `name` is loaded (listed in `/proc/modules`).
@@ -228,10 +250,33 @@ pub struct PciFunction {
     /// PCI addresses from the root port down to this function (this one last), as the
     /// `/sys/devices/pci…` path shows them.
     pub path: Vec<String>,
-    /// Whether relaxed ordering is enabled in the PCI Express Device Control register
-    /// (`DevCtl: RlxdOrd+`), read from the function's config space; `None` when unread.
+    /// PCIe Device Control: whether the function may issue relaxed-ordering writes (`RlxdOrd`
+    /// in `lspci -vvv`), where read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relaxed_ordering: Option<bool>,
+    /// PCIe Device Control: the largest read request, bytes (`MaxReadReq`), where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_read_request: Option<u32>,
+    /// PCIe Advanced Error Reporting, where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aer: Option<PciAer>,
+}
+
+/// PCIe Advanced Error Reporting of one function: the status bits `lspci -vvv` shows (set
+/// since the last clear), and the kernel's counts (`aer_dev_correctable`, `aer_dev_nonfatal`,
+/// `aer_dev_fatal`) where read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PciAer {
+    /// Correctable error status bits set (`CESta`: `RxErr`, `BadTLP`, `BadDLLP`...).
+    pub correctable: Vec<String>,
+    /// Uncorrectable error status bits set that the severity register makes non-fatal.
+    pub nonfatal: Vec<String>,
+    /// Uncorrectable error status bits set that the severity register makes fatal (`UESvrt`).
+    pub fatal: Vec<String>,
+    /// Counts by error name from sysfs (`TOTAL_ERR_COR`, `TOTAL_ERR_NONFATAL`,
+    /// `TOTAL_ERR_FATAL` and each error's own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
 }
 
 impl PciFunction {
@@ -349,6 +394,9 @@ pub struct Port {
     pub counters: BTreeMap<String, u64>,
     /// `ports/N/hw_counters/*`.
     pub hw_counters: BTreeMap<String, u64>,
+    /// The port GUID, where a tool printed it (`ibstat`'s `Port GUID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guid: Option<String>,
 }
 
 /// A numbered state as sysfs writes it: `4: ACTIVE`, `5: LinkUp`.
@@ -555,7 +603,7 @@ impl GidType {
 }
 
 /// What kind of network interface a netdev is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NetKind {
     /// A physical (or SR-IOV) Ethernet port.
@@ -569,11 +617,12 @@ pub enum NetKind {
     /// veth, bond, macvlan, tun, docker0-like software devices.
     Virtual,
     /// Anything not recognised.
+    #[default]
     Unknown,
 }
 
 /// A network interface (`/sys/class/net/NAME`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NetInterface {
     /// Interface name (`eth0`, `ib0`).
     pub name: String,
@@ -605,6 +654,38 @@ pub struct NetInterface {
     pub pfc: Option<Pfc>,
     /// `statistics/*`.
     pub statistics: BTreeMap<String, u64>,
+    /// Link settings as `ethtool IF` prints them, where captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_settings: Option<crate::EthLinkSettings>,
+    /// The NIC's own statistics (`ethtool -S IF`: physical-layer errors, per-priority pause
+    /// frames), where captured.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nic_stats: BTreeMap<String, u64>,
+}
+
+impl NetInterface {
+    /// An interface known by its name and kind alone, every other fact unknown.
+    pub fn new(name: impl Into<String>, kind: NetKind) -> Self {
+        NetInterface {
+            name: name.into(),
+            kind,
+            mtu: None,
+            operstate: None,
+            speed_mbps: None,
+            mac: None,
+            ipv4: vec![],
+            ipv6: vec![],
+            driver: None,
+            pci: None,
+            rdma_device: None,
+            default_route: false,
+            ecn: None,
+            pfc: None,
+            statistics: BTreeMap::new(),
+            link_settings: None,
+            nic_stats: BTreeMap::new(),
+        }
+    }
 }
 
 /// mlx5 RoCE ECN switches: `ecn/roce_np/enable/P` and `ecn/roce_rp/enable/P` for priority P.
@@ -628,7 +709,7 @@ pub struct Pfc {
 }
 
 /// An NVIDIA GPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gpu {
     /// Its PCI function.
     pub pci: PciFunction,
@@ -638,6 +719,22 @@ pub struct Gpu {
     pub uuid: Option<String>,
     /// `/dev/nvidiaN`.
     pub minor: Option<u32>,
+    /// NVLinks and their speed (`nvidia-smi nvlink -s`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvlinks: Vec<crate::NvLink>,
+}
+
+impl Gpu {
+    /// A GPU known by its PCI function alone, every other fact unknown.
+    pub fn new(pci: PciFunction) -> Self {
+        Gpu {
+            pci,
+            model: None,
+            uuid: None,
+            minor: None,
+            nvlinks: vec![],
+        }
+    }
 }
 
 /// `nvidia-smi topo -m` connection types, nearest first.
@@ -686,12 +783,16 @@ pub struct GpuNicPath {
 }
 
 /// A PCIe bridge or switch port between GPUs and NICs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PciBridge {
     /// PCI address (`0000:16:02.0`).
     pub address: String,
     /// ACS control bits reported enabled (`SrcValid`, `ReqRedir`, `CmpltRedir`...) from `lspci -vvv`.
     pub acs_ctl_enabled: Option<Vec<String>>,
+    /// The bridge's own PCIe function (its link and AER status), where a pasted `lspci -vvv`
+    /// showed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<PciFunction>,
 }
 
 impl PciBridge {
@@ -737,11 +838,13 @@ mod tests {
         let b = PciBridge {
             address: "0000:00:01.0".into(),
             acs_ctl_enabled: Some(vec!["SrcValid".into(), "ReqRedir".into()]),
+            function: None,
         };
         assert_eq!(b.acs_redirects(), Some(true));
         let quiet = PciBridge {
             address: "0000:00:01.0".into(),
             acs_ctl_enabled: Some(vec![]),
+            function: None,
         };
         assert_eq!(quiet.acs_redirects(), Some(false));
     }

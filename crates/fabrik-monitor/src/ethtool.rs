@@ -17,7 +17,7 @@ pub struct EthtoolStats {
     pub complaints: Vec<String>,
 }
 
-/// Parses `ethtool -S IF` output as every ethtool version prints it:
+/// Reads `ethtool -S IF` output with fabrik-parse's reader of it (one home per format):
 ///
 /// ```text
 /// NIC statistics:
@@ -25,41 +25,18 @@ pub struct EthtoolStats {
 ///      rx_prio3_pause: 17
 /// ```
 ///
-/// Names may contain `:`-free punctuation (`rx-0.packets`, `tx_queue_0_bytes`); the split is at the
-/// last `": "` so that a value is never taken for part of a name.
+/// A value that is not a number is kept as [`Reading::Unreadable`]; ethtool's own complaints
+/// (`no stats available`) are kept for the exporter to report.
 pub fn parse_ethtool_stats(text: &str) -> EthtoolStats {
     let mut out = EthtoolStats::default();
-    for raw in text.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.eq_ignore_ascii_case("NIC statistics:") {
-            continue;
+    for run in fabrik_parse::formats::EthtoolStats::read(text).interfaces {
+        for (name, v) in run.stats {
+            out.stats.insert(name, Reading::Value(v));
         }
-        let Some((name, value)) = line.rsplit_once(':') else {
-            out.complaints.push(line.chars().take(120).collect());
-            continue;
-        };
-        let name = name.trim();
-        let value = value.trim();
-        if name.is_empty() {
-            out.complaints.push(line.chars().take(120).collect());
-            continue;
+        for (name, v) in run.unreadable {
+            out.stats.insert(name, Reading::parse(&v));
         }
-        if value.is_empty() {
-            // A section header some drivers print (`Queue stats:`); not a counter.
-            continue;
-        }
-        match value.parse::<u64>() {
-            Ok(v) => {
-                out.stats.insert(name.to_string(), Reading::Value(v));
-            }
-            Err(_) if value.chars().all(|c| c.is_ascii_alphabetic() || c == ' ') => {
-                // `Cannot get stats strings information: Operation not supported`.
-                out.complaints.push(line.chars().take(120).collect());
-            }
-            Err(_) => {
-                out.stats.insert(name.to_string(), Reading::parse(value));
-            }
-        }
+        out.complaints.extend(run.complaints);
     }
     out
 }

@@ -135,18 +135,13 @@ pub fn state_number(s: &str) -> Option<i64> {
     s.split(':').next()?.trim().parse().ok()
 }
 
-/// `100 Gb/sec (4X EDR)` / `2.5 Gb/sec (1X SDR)` to bytes per second.
+/// `100 Gb/sec (4X EDR)` / `2.5 Gb/sec (1X SDR)` to bytes per second, read by
+/// [`fabrik_parse::formats::IbRate`] (the kernel's `rate` file has one reader).
 pub fn rate_bytes_per_second(s: &str) -> Option<f64> {
-    let (num, rest) = s.trim().split_once(' ')?;
-    let v: f64 = num.parse().ok()?;
-    let scale = if rest.starts_with("Gb/sec") {
-        1e9
-    } else if rest.starts_with("Mb/sec") {
-        1e6
-    } else {
-        return None;
-    };
-    Some(v * scale / 8.0)
+    use fabrik_parse::formats::Format;
+    fabrik_parse::formats::IbRate::parse(s)?
+        .gbps
+        .map(|g| g * 1e9 / 8.0)
 }
 
 fn counter(

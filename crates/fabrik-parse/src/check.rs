@@ -252,6 +252,7 @@ mod port_rate_tests {
             ecn: None,
             pfc: None,
             statistics: Default::default(),
+            ..Default::default()
         };
         let n = Node {
             net_interfaces: vec![

@@ -1,12 +1,12 @@
 //! Parsers for the text users already have: NCCL_DEBUG=INFO logs ([`nccl_log`]), nccl-tests
-//! tables and JSON ([`nccl_tests`]), perftest reports ([`perftest`]), and the checks fabrik runs
-//! on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
+//! tables and JSON ([`nccl_tests`]), perftest reports ([`perftest`]), every kernel file and tool
+//! output fabrik reads ([`formats`]), and the checks fabrik runs on them ([`check`]). Pure functions of their input; I/O is limited to reading it.
 #![warn(missing_docs)]
 
 pub mod catalog;
 pub mod check;
-pub mod commands;
 pub mod error;
+pub mod formats;
 pub mod input;
 pub mod inspector;
 pub mod nccl_log;

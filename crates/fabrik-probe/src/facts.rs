@@ -19,10 +19,10 @@ use fabrik_model::{LinkLayer, NetInterface, NotRead, PciBridge, Pfc, RdmaDevice}
 use crate::captures::{Captures, CMD_DIR};
 use crate::fs::{join, RootFs};
 use crate::live::{self, Tool, ToolOutcome, DCB_DIR};
-use crate::parse::{
-    format_dcb_record, parse_dcb_record, parse_pci_config, DcbError, ExtendedSpace, IeeeDcb,
-    EOPNOTSUPP,
+use fabrik_parse::formats::dcb::{
+    format_dcb_record, parse_dcb_record, DcbError, IeeeDcb, EOPNOTSUPP,
 };
+use fabrik_parse::formats::pci_config::{parse_pci_config, ExtendedSpace};
 
 /// Tools running while the files are read.
 pub(crate) struct Running(std::thread::JoinHandle<Vec<(Tool, ToolOutcome)>>);

@@ -311,10 +311,9 @@ impl RootFs {
         let mut out = BTreeMap::new();
         for name in self.list_opt(logical) {
             let p = join(logical, &name);
-            if let Some(v) = self
-                .attr_quiet(&p)
-                .and_then(|s| crate::parse::parse_u64(&s))
-            {
+            if let Some(v) = self.attr_quiet(&p).and_then(|s| {
+                <fabrik_parse::formats::Decimal as fabrik_parse::formats::Format>::parse(&s)
+            }) {
                 out.insert(name, v);
             }
         }

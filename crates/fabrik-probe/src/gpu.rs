@@ -4,8 +4,8 @@
 use fabrik_model::Gpu;
 
 use crate::fs::{join, RootFs};
-use crate::parse::parse_nvidia_gpu_information;
 use crate::pci::{pci_dir_of, read_function};
+use fabrik_parse::formats::{Format, NvidiaGpuInformation};
 
 /// Where PCI functions are listed.
 pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
@@ -31,14 +31,14 @@ pub fn read_gpus(fs: &mut RootFs) -> Vec<Gpu> {
         let pci = read_function(fs, &dir);
         let info_path = format!("/proc/driver/nvidia/gpus/{}/information", pci.address);
         let (model, uuid, minor) = match fs.text_opt(&info_path) {
-            Some(t) => parse_nvidia_gpu_information(&t),
+            Some(t) => NvidiaGpuInformation::parse(&t).unwrap_or_default(),
             None => (None, None, None),
         };
         out.push(Gpu {
-            pci,
             model,
             uuid,
             minor,
+            ..Gpu::new(pci)
         });
     }
     out

@@ -12,7 +12,6 @@ pub mod fs;
 pub mod gpu;
 pub mod live;
 pub mod net;
-pub mod parse;
 pub mod pci;
 pub mod rdma;
 pub mod root;
@@ -31,7 +30,7 @@ use fabrik_model::{Node, PciFunction, SCHEMA_VERSION};
 
 use crate::captures::Captures;
 use crate::fs::RootFs;
-use crate::parse::{parse_ibv_devinfo_mtu, parse_lspci_acs};
+use fabrik_parse::formats::{Format, IbvDevinfo, Lspci, NvidiaSmiTopo};
 
 /// Why a root could not be probed at all (a missing file inside it is only a [`fabrik_model::ProbeWarning`]).
 #[derive(Debug, thiserror::Error)]
@@ -175,14 +174,16 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
     let single_numa_node = system::single_numa_node(fs);
     let mut gpu_nic_paths = topology::gpu_nic_paths(&gpus, &nics, single_numa_node);
     if let Some(text) = caps.get("nvidia-smi-topo-m") {
-        let smi = parse::parse_nvidia_smi_topo(text);
+        let smi = NvidiaSmiTopo::parse(text)
+            .map(|t| t.gpu_nic_cells())
+            .unwrap_or_default();
         topology::cross_check(&mut gpu_nic_paths, &gpus, &smi, fs);
     }
     let mut acs = std::collections::BTreeMap::new();
     let mut have_lspci = false;
     for (_, text) in caps.with_prefix("lspci") {
         have_lspci = true;
-        acs.extend(parse_lspci_acs(text));
+        acs.extend(Lspci::parse(text).map(|l| l.acs()).unwrap_or_default());
     }
     let functions: Vec<&PciFunction> = gpus
         .iter()
@@ -220,6 +221,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
         not_read,
+        ..Node::default()
     }
 }
 
@@ -235,7 +237,8 @@ fn read_nics(
 ) {
     let mtus = caps
         .get("ibv_devinfo-v")
-        .map(parse_ibv_devinfo_mtu)
+        .and_then(IbvDevinfo::parse)
+        .map(|d| d.mtus())
         .unwrap_or_default();
     let mut rdma_devices = rdma::read_devices(fs, &mtus);
     let mut net_interfaces = net::read_interfaces(fs, caps);

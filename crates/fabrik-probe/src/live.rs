@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::parse::{ieee_get_request, parse_ieee_reply, DcbError, IeeeDcb};
+use fabrik_parse::formats::dcb::{ieee_get_request, parse_ieee_reply, DcbError, IeeeDcb};
 
 /// Where a root keeps the DCB settings read over netlink.
 pub const DCB_DIR: &str = "/fabrik/dcb";
@@ -188,7 +188,7 @@ mod tests {
         // The kernel parses the request before it looks at the driver: a malformed one would
         // be EINVAL. `lo` has no dcbnl_ops (EOPNOTSUPP); a name that is no netdev is ENODEV.
         match read_dcb("lo", Duration::from_secs(2)) {
-            Err(DcbReadError::Reply(DcbError::Errno(e))) => assert_eq!(e, crate::parse::EOPNOTSUPP),
+            Err(DcbReadError::Reply(DcbError::Errno(e))) => assert_eq!(e, fabrik_parse::formats::dcb::EOPNOTSUPP),
             other => panic!("lo: {other:?}"),
         }
         match read_dcb("fabrik-none0", Duration::from_secs(2)) {

@@ -8,11 +8,10 @@ use fabrik_model::{NetInterface, NetKind, RoceEcn};
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
-use crate::parse::{
-    parse_addresses_file, parse_fib_trie_local, parse_if_inet6, parse_ip_o_addr, parse_mlnx_qos,
-    parse_proc_route, parse_u64, RouteEntry,
-};
 use crate::pci::function_behind;
+use fabrik_parse::formats::{
+    AddressesFile, Decimal, FibTrieLocal, Format, IfInet6, IpOAddr, MlnxQos, ProcRoute, RouteEntry,
+};
 
 /// Where network interfaces are listed.
 pub const CLASS_DIR: &str = "/sys/class/net";
@@ -32,7 +31,7 @@ struct Addresses {
 pub fn read_interfaces(fs: &mut RootFs, caps: &Captures) -> Vec<NetInterface> {
     let routes = fs
         .text_opt("/proc/net/route")
-        .map(|t| parse_proc_route(&t))
+        .and_then(|t| ProcRoute::parse(&t))
         .unwrap_or_default();
     let addrs = read_addresses(fs, caps, &routes);
     let default_ifaces: Vec<&str> = routes
@@ -61,7 +60,7 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
     let ty_path = join(&base, "type");
     let ty = match fs.attr(&ty_path) {
         Some(raw) => {
-            let v = parse_u64(&raw);
+            let v = Decimal::parse(&raw);
             if v.is_none() {
                 fs.warn(&ty_path, format!("not an ARPHRD number: {raw:?}"));
             }
@@ -88,7 +87,7 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
     };
     let mtu_path = join(&base, "mtu");
     let mtu = fs.attr(&mtu_path).and_then(|raw| {
-        let v = parse_u64(&raw).and_then(|v| u32::try_from(v).ok());
+        let v = Decimal::parse(&raw).and_then(|v| u32::try_from(v).ok());
         if v.is_none() {
             fs.warn(&mtu_path, format!("not an MTU: {raw:?}"));
         }
@@ -113,7 +112,8 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
     let pfc_name = format!("mlnx_qos-{name}");
     let pfc = caps
         .get(&pfc_name)
-        .and_then(|t| parse_mlnx_qos(t, &Captures::path_of(&pfc_name)));
+        .and_then(MlnxQos::parse)
+        .and_then(|q| q.pfc(&Captures::path_of(&pfc_name)));
     NetInterface {
         name: name.to_string(),
         kind,
@@ -132,6 +132,7 @@ fn read_interface(fs: &mut RootFs, caps: &Captures, name: &str) -> NetInterface 
         ecn: read_ecn(fs, &base),
         pfc,
         statistics: fs.numeric_dir(&join(&base, "statistics")),
+        ..NetInterface::new(name, kind)
     }
 }
 
@@ -184,8 +185,8 @@ fn read_addresses(fs: &mut RootFs, caps: &Captures, routes: &[RouteEntry]) -> Ad
         })
     } else {
         fs.text_opt(ADDRESSES_FILE)
-            .map(|t| parse_addresses_file(&t))
-            .or_else(|| caps.get("ip-o-addr").map(parse_ip_o_addr))
+            .and_then(|t| AddressesFile::parse(&t))
+            .or_else(|| caps.get("ip-o-addr").and_then(IpOAddr::parse))
     };
     if let Some(list) = listed {
         for (ifname, family, cidr) in list {
@@ -199,7 +200,7 @@ fn read_addresses(fs: &mut RootFs, caps: &Captures, routes: &[RouteEntry]) -> Ad
         return a;
     }
     if let Some(trie) = fs.text_opt("/proc/net/fib_trie") {
-        for addr in parse_fib_trie_local(&trie) {
+        for addr in FibTrieLocal::parse(&trie).unwrap_or_default() {
             if let Some((ifname, plen)) = owner_of(addr, routes) {
                 a.v4.entry(ifname)
                     .or_default()
@@ -208,7 +209,7 @@ fn read_addresses(fs: &mut RootFs, caps: &Captures, routes: &[RouteEntry]) -> Ad
         }
     }
     if let Some(text) = fs.text_opt("/proc/net/if_inet6") {
-        for (ifname, cidr) in parse_if_inet6(&text) {
+        for (ifname, cidr) in IfInet6::parse(&text).unwrap_or_default() {
             a.v6.entry(ifname).or_default().push(cidr);
         }
     }

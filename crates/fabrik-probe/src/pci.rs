@@ -3,7 +3,7 @@
 use fabrik_model::{PciFunction, PciLink};
 
 use crate::fs::{base_name, join, RootFs};
-use crate::parse::{is_bdf, parse_numa, parse_pci_speed, parse_u64};
+use fabrik_parse::formats::{is_bdf, Decimal, Format, NumaNode, PciSpeed};
 
 /// The PCI addresses along a resolved `/sys/devices/pci0000:00/0000:00:01.0/...` path, root port
 /// first. Non-PCI components (`virtio2`, `net`, `pci0000:00`) are skipped.
@@ -39,7 +39,7 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
     let class = fs.attr(&join(dir, "class"));
     let numa_path = join(dir, "numa_node");
     let numa_node = match fs.attr_opt(&numa_path) {
-        Some(raw) => match parse_numa(&raw) {
+        Some(raw) => match NumaNode::parse(&raw) {
             Some(v) => v,
             None => {
                 fs.warn(&numa_path, format!("not a NUMA node number: {raw:?}"));
@@ -65,7 +65,7 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
         link,
         physfn,
         path: bdf_chain(dir),
-        relaxed_ordering: None,
+        ..PciFunction::default()
     };
     crate::facts::function_config(fs, dir, &mut f);
     f
@@ -76,7 +76,7 @@ fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
     let speed = |fs: &mut RootFs, name: &str| -> (Option<String>, Option<f64>) {
         // Conventional PCI and some virtual functions have no link files: not a fault.
         let raw = fs.attr_opt(&join(dir, name));
-        let gts = raw.as_deref().and_then(parse_pci_speed);
+        let gts = raw.as_deref().and_then(PciSpeed::parse);
         (raw, gts)
     };
     (link.current_speed, link.current_speed_gts) = speed(fs, "current_link_speed");
@@ -84,7 +84,7 @@ fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
     let width = |fs: &mut RootFs, name: &str| -> Option<u32> {
         let p = join(dir, name);
         let raw = fs.attr_opt(&p)?;
-        match parse_u64(&raw).and_then(|v| u32::try_from(v).ok()) {
+        match Decimal::parse(&raw).and_then(|v| u32::try_from(v).ok()) {
             Some(v) => Some(v),
             None => {
                 fs.warn(&p, format!("not a link width: {raw:?}"));

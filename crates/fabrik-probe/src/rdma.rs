@@ -6,8 +6,9 @@ use std::path::Path;
 use fabrik_model::{Gid, GidType, LinkLayer, Port, RdmaDevice, StateValue};
 
 use crate::fs::{join, RootFs};
-use crate::parse::{gid_ipv4, gid_is_zero, parse_rate, parse_u64};
 use crate::pci::function_behind;
+use fabrik_model::gid::{ipv4_of_text, is_zero_text};
+use fabrik_parse::formats::{Decimal, Format, IbRate};
 
 /// Where RDMA devices are listed.
 pub const CLASS_DIR: &str = "/sys/class/infiniband";
@@ -83,7 +84,7 @@ fn pick_netdev(fs: &mut RootFs, device_link: &str, names: &[String], n: u32) -> 
             .iter()
             .find(|nd| {
                 let p = join(device_link, &format!("net/{nd}/dev_port"));
-                fs.attr_quiet(&p).and_then(|s| parse_u64(&s)) == Some(u64::from(n) - 1)
+                fs.attr_quiet(&p).and_then(|s| Decimal::parse(&s)) == Some(u64::from(n) - 1)
             })
             .cloned(),
     }
@@ -133,7 +134,7 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
     let rate_path = join(dir, "rate");
     let rate = match fs.attr(&rate_path) {
         Some(raw) => {
-            let r = parse_rate(&raw);
+            let r = IbRate::parse(&raw);
             if r.as_ref().is_some_and(|r| r.gbps.is_none()) {
                 fs.warn(&rate_path, format!("rate not understood: {raw:?}"));
             }
@@ -172,6 +173,7 @@ fn read_port(fs: &mut RootFs, dir: &str, number: u32) -> Port {
         gids,
         counters: fs.numeric_dir(&join(dir, "counters")),
         hw_counters,
+        ..Port::default()
     }
 }
 
@@ -182,7 +184,7 @@ fn read_gids(fs: &mut RootFs, port_dir: &str) -> Vec<Gid> {
         let Some(gid) = fs.attr_quiet(&join(port_dir, &format!("gids/{index}"))) else {
             continue;
         };
-        if gid.is_empty() || gid_is_zero(&gid) {
+        if gid.is_empty() || is_zero_text(&gid) {
             continue;
         }
         let gid_type = fs
@@ -194,7 +196,7 @@ fn read_gids(fs: &mut RootFs, port_dir: &str) -> Vec<Gid> {
             .filter(|s| !s.is_empty());
         out.push(Gid {
             index,
-            ipv4: gid_ipv4(&gid),
+            ipv4: ipv4_of_text(&gid),
             gid,
             gid_type,
             netdev,

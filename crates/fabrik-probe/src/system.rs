@@ -5,9 +5,8 @@ use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInf
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
-use crate::parse::{
-    iommu_cmdline_flags, parse_memlock, parse_nvidia_open_module, parse_nvidia_version,
-    parse_ofed_info, parse_os_release, parse_proc_modules,
+use fabrik_parse::formats::{
+    Format, IommuCmdline, NvidiaVersion, OfedInfo, OsRelease, ProcLimits, ProcModules,
 };
 
 /// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
@@ -49,7 +48,8 @@ pub fn os_info(fs: &mut RootFs) -> OsInfo {
     let distro = fs
         .text_opt("/etc/os-release")
         .or_else(|| fs.text_opt("/usr/lib/os-release"))
-        .and_then(|t| parse_os_release(&t, "PRETTY_NAME"));
+        .and_then(|t| OsRelease::parse(&t))
+        .and_then(|m| m.get("PRETTY_NAME").cloned());
     OsInfo {
         kernel: fs.attr("/proc/sys/kernel/osrelease"),
         kernel_cmdline: fs.attr("/proc/cmdline"),
@@ -96,7 +96,8 @@ pub fn modules(fs: &mut RootFs) -> Vec<KernelModule> {
     let Some(text) = fs.attr("/proc/modules") else {
         return Vec::new();
     };
-    parse_proc_modules(&text)
+    ProcModules::parse(&text)
+        .unwrap_or_default()
         .into_iter()
         .filter(|(name, _)| MODULES_THAT_MATTER.contains(&name.as_str()))
         .map(|(name, refcount)| KernelModule {
@@ -131,7 +132,7 @@ pub fn dev_infiniband(fs: &mut RootFs, have_rdma: bool) -> Option<Vec<String>> {
 pub fn memlock(fs: &mut RootFs) -> Option<MemlockLimit> {
     let path = "/proc/self/limits";
     let text = fs.attr(path)?;
-    let m = parse_memlock(&text);
+    let m = ProcLimits::parse(&text);
     if m.is_none() {
         fs.warn(path, "no readable `Max locked memory` line");
     }
@@ -155,7 +156,7 @@ pub fn neighbour_limits(fs: &mut RootFs) -> Option<NeighbourLimits> {
 
 /// IOMMU state from `cmdline` (the kernel command line) and `/sys/kernel/iommu_groups`.
 pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
-    let cmdline_flags = cmdline.map(iommu_cmdline_flags).unwrap_or_default();
+    let cmdline_flags = cmdline.and_then(IommuCmdline::parse).unwrap_or_default();
     let groups_dir = "/sys/kernel/iommu_groups";
     let groups = fs.exists(groups_dir).then(|| fs.list_opt(groups_dir));
     let groups_present = groups.as_ref().map(|g| !g.is_empty());
@@ -197,12 +198,12 @@ pub fn iommu(fs: &mut RootFs, cmdline: Option<&str>) -> IommuInfo {
 /// Driver and library versions from `/proc`, `/sys/module` and the captures.
 pub fn versions(fs: &mut RootFs, caps: &Captures) -> Versions {
     let version_file = fs.text_opt("/proc/driver/nvidia/version");
-    let nvidia_open_kernel_module = version_file.as_deref().and_then(parse_nvidia_open_module);
-    let nvidia_driver = version_file
-        .as_deref()
-        .and_then(parse_nvidia_version)
+    let version = version_file.as_deref().and_then(NvidiaVersion::parse);
+    let nvidia_open_kernel_module = version.as_ref().and_then(|v| v.open_module);
+    let nvidia_driver = version
+        .and_then(|v| v.version)
         .or_else(|| fs.attr_opt("/sys/module/nvidia/version"));
-    let ofed = caps.get("ofed_info-s").and_then(parse_ofed_info);
+    let ofed = caps.get("ofed_info-s").and_then(OfedInfo::parse);
     let nic_driver = fs
         .attr_opt("/sys/module/mlx5_core/version")
         .map(|v| format!("mlx5_core {v}"));

@@ -108,6 +108,7 @@ pub fn bridges(
         .map(|address| PciBridge {
             acs_ctl_enabled: acs.and_then(|m| m.get(&address).cloned()),
             address,
+            function: None,
         })
         .collect()
 }
@@ -252,6 +253,7 @@ mod tests {
             model: None,
             uuid: None,
             minor: None,
+            ..Default::default()
         };
         let near = (
             "mlx5_0".to_string(),

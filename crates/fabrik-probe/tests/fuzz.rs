@@ -16,7 +16,7 @@ mod fuzz_trees;
 
 use std::path::{Path, PathBuf};
 
-use fabrik_probe::parse as p;
+use fabrik_parse::formats as p;
 use fuzz_support::{campaign, check, mutated};
 
 fn fixtures() -> PathBuf {
@@ -42,34 +42,33 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn run_parsers(s: &str) {
-    let _ = p::parse_mlnx_qos(s, "fuzz");
-    let _ = p::parse_lspci_acs(s);
-    let _ = p::parse_proc_modules(s);
-    let _ = p::parse_memlock(s);
-    let _ = p::parse_fib_trie_local(s);
-    let _ = p::parse_proc_route(s);
-    let _ = p::parse_if_inet6(s);
-    let _ = p::parse_ip_o_addr(s);
-    let _ = p::parse_addresses_file(s);
-    let _ = p::parse_nvidia_smi_topo(s);
-    let _ = p::parse_os_release(s, "PRETTY_NAME");
-    let _ = p::parse_ibv_devinfo_mtu(s);
-    let _ = p::parse_ofed_info(s);
-    let _ = p::parse_nvidia_version(s);
-    let _ = p::parse_nvidia_open_module(s);
-    let _ = p::parse_nvidia_gpu_information(s);
-    let _ = p::iommu_cmdline_flags(s);
+    use p::Format;
+    for t in p::paste::Tool::ALL {
+        let _ = t.read(s);
+    }
+    let _ = p::ProcModules::parse(s);
+    let _ = p::ProcLimits::parse(s);
+    let _ = p::FibTrieLocal::parse(s);
+    let _ = p::ProcRoute::parse(s);
+    let _ = p::IfInet6::parse(s);
+    let _ = p::IpOAddr::parse(s);
+    let _ = p::AddressesFile::parse(s);
+    let _ = p::OsRelease::parse(s);
+    let _ = p::OfedInfo::parse(s);
+    let _ = p::NvidiaVersion::parse(s);
+    let _ = p::NvidiaGpuInformation::parse(s);
+    let _ = p::IommuCmdline::parse(s);
     // The one-value parsers, on each line as sysfs would hold it.
     for line in s.lines().take(200) {
-        let _ = p::parse_rate(line);
-        let _ = p::parse_pci_speed(line);
-        let _ = p::parse_u64(line);
-        let _ = p::parse_int_auto(line);
-        let _ = p::parse_numa(line);
+        let _ = p::IbRate::parse(line);
+        let _ = p::PciSpeed::parse(line);
+        let _ = p::Decimal::parse(line);
+        let _ = p::DecimalOrHex::parse(line);
+        let _ = p::NumaNode::parse(line);
         let _ = p::normalize_bdf(line);
         let _ = p::is_bdf(line);
-        let _ = p::gid_ipv4(line);
-        let _ = p::gid_is_zero(line);
+        let _ = fabrik_model::gid::ipv4_of_text(line);
+        let _ = fabrik_model::gid::is_zero_text(line);
     }
 }
 

@@ -27,17 +27,6 @@ pub fn read_gid_table(root: &Path, device: &str, port: u32) -> Vec<Gid> {
     fabrik_probe::rdma::read_port_gids(root, device, port).unwrap_or_default()
 }
 
-/// IPv4 addresses of a netdev from `ip -o -4 addr show dev X` output; used when no inventory is
-/// at hand (`inet 192.0.2.1/24 brd ...`).
-pub fn parse_ip_addr_ipv4(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .filter(|w| w[0] == "inet")
-        .map(|w| w[1].split('/').next().unwrap_or(w[1]).to_string())
-        .collect()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -87,17 +76,10 @@ mod tests {
         );
     }
 
-    #[test]
-    fn ip_addr_output() {
-        let text = "2: va    inet 192.0.2.1/24 scope global va\\       valid_lft forever\n";
-        assert_eq!(parse_ip_addr_ipv4(text), vec!["192.0.2.1".to_string()]);
-    }
-
     proptest::proptest! {
         #[test]
         fn gid_parser_never_panics(s in ".*") {
             let _ = parse_gid(&s);
-            let _ = parse_ip_addr_ipv4(&s);
         }
     }
 }

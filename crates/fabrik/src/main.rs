@@ -48,7 +48,7 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Read NCCL_DEBUG=INFO logs: transport, GDR, socket fallback, NICs, errors with their fix.
     Logs(cmd::logs::Args),
-    /// Read nccl-tests or perftest output into fabrik's result types.
+    /// Read nccl-tests, perftest and tool outputs (ibstat, lspci, mstconfig...) into facts and findings.
     Parse(cmd::parse::Args),
     /// Ask a running NCCL job's RAS port for its status, diagnostics or monitor events.
     Ras(cmd::ras::ClientArgs),

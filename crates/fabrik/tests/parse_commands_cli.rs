@@ -84,3 +84,46 @@ fn a_down_port_in_ibstat_exits_1_and_show_gids_alias_works() {
     assert_eq!(code, Some(0));
     assert_eq!(v["facts"]["roce_v2_ipv4"][0]["index"], 3);
 }
+
+#[test]
+fn text_that_is_not_the_named_tool_exits_2_saying_what_was_expected() {
+    for tool in ["mstlink", "nvlink", "ibdiagnet", "lspci"] {
+        let out = fabrik()
+            .args(["parse", tool, "-"])
+            .write_stdin("hello\nworld\n")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{tool}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("output found: expected"), "{tool}: {err}");
+    }
+}
+
+#[test]
+fn new_tools_and_their_aliases_end_to_end() {
+    let (code, v) = json(
+        &["parse", "mlxlink"],
+        fixture(
+            "commands",
+            "mstlink/03-cx4-riser-forum-blank-line-after-every-line-counters-then-eye.txt",
+        ),
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(v["tool"], "mstlink");
+    let (code, v) = json(
+        &["parse", "dmesg"],
+        fixture("commands", "dmesg/01-desktop-xid-32-twice-forum-fence.txt"),
+    );
+    // A warning is reported, not failed on.
+    assert_eq!(code, Some(0));
+    assert_eq!(v["findings"][0]["rule"], "FAB-KLOG-001");
+    let (code, v) = json(
+        &["parse", "nvlink"],
+        fixture(
+            "commands",
+            "nvlink/01-v100-sxm2-two-inactive-links-cut-head-fenced.txt",
+        ),
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["findings"][0]["rule"], "FAB-LINK-008");
+}

@@ -2,7 +2,10 @@
 
 pub mod cloud;
 pub mod counters;
+pub mod firmware;
 pub mod gdr;
+pub mod klog;
+pub mod link;
 pub mod pci;
 pub mod ports;
 pub mod rdma;

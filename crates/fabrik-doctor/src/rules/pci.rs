@@ -12,6 +12,12 @@ pub const PCIE_LINK: &str = "FAB-PCI-001";
 pub const ACS_REDIRECT: &str = "FAB-PCI-002";
 /// Rule id of "IOMMU on and not in passthrough (bare metal)".
 pub const IOMMU_TRANSLATED: &str = "FAB-PCI-003";
+/// Rule id of "Relaxed ordering disabled on an RDMA NIC's PCIe function".
+pub const RELAXED_ORDERING: &str = "FAB-PCIE-001";
+/// Rule id of "PCIe uncorrectable errors logged (AER)".
+pub const AER_UNCORRECTABLE: &str = "FAB-PCIE-002";
+/// Rule id of "PCIe correctable errors logged (AER)".
+pub const AER_CORRECTABLE: &str = "FAB-PCIE-003";
 
 #[derive(Clone, Copy, PartialEq)]
 enum DeviceKind {
@@ -137,6 +143,160 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// The PCI functions of the node's GPUs, RDMA devices and network interfaces, each once, with
+/// the name findings give it.
+fn functions(node: &Node) -> Vec<(String, &PciFunction)> {
+    let mut seen = BTreeSet::new();
+    let mut out = vec![];
+    let gpus = node
+        .gpus
+        .iter()
+        .map(|g| (format!("GPU {}", g.pci.address), &g.pci));
+    let nics = devices(node)
+        .into_iter()
+        .filter_map(|d| Some((d.name.clone(), d.pci.as_ref()?)));
+    let nets = interfaces(node)
+        .into_iter()
+        .filter_map(|n| Some((n.name.clone(), n.pci.as_ref()?)));
+    let bridges = node
+        .pci_bridges
+        .iter()
+        .filter_map(|b| Some((format!("bridge {}", b.address), b.function.as_ref()?)));
+    for (label, pci) in nics.chain(gpus).chain(nets).chain(bridges) {
+        if seen.insert(pci.address.as_str()) {
+            out.push((label, pci));
+        }
+    }
+    out
+}
+
+/// `NAME (0000:17:00.0)`, or the label alone when it names the address (`bridge 0000:17:00.0`).
+fn labelled(label: &str, pci: &PciFunction) -> String {
+    if label.ends_with(pci.address.as_str()) {
+        label.to_string()
+    } else {
+        format!("{label} ({})", pci.address)
+    }
+}
+
+/// Rule [`RELAXED_ORDERING`]: "Relaxed ordering disabled on an RDMA NIC's PCIe function".
+pub fn relaxed_ordering(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for dev in devices(node) {
+        let Some(pci) = &dev.pci else { continue };
+        if dev.is_software() || pci.relaxed_ordering != Some(false) {
+            continue;
+        }
+        out.push(finding(
+            RELAXED_ORDERING,
+            Severity::Warning,
+            dev.name.clone(),
+            format!(
+                "relaxed ordering is disabled in the PCIe Device Control of {}: the NIC may not mark its writes relaxed, so NCCL's IBV_ACCESS_RELAXED_ORDERING (NCCL_IB_PCI_RELAXED_ORDERING) has no effect, and where the platform or a VM needs relaxed ordering GPUDirect RDMA writes into GPU memory run far below line rate",
+                labelled(&dev.name, pci)
+            ),
+            vec![ev(format!("lspci -vvv -s {} (DevCtl)", pci.address), "RlxdOrd-")],
+            format!("First check whether the kernel turned it off on purpose: it clears the bit below root ports with relaxed-ordering errata (`dmesg | grep -i relaxed`). If not, set it (`setpci -s {} CAP_EXP+08.w=0010:0010`, bit 4 of Device Control; not persistent) or find the BIOS or hypervisor setting that clears it; in a VM the hypervisor must pass relaxed ordering through.", pci.address),
+        ));
+    }
+    out
+}
+
+/// Uncorrectable errors that the PCIe base specification says configuration reads of absent
+/// functions and probing set (Unsupported Request): alone they are noted, not warned about.
+const ADVISORY_UNCORRECTABLE: &[&str] = &["UnsupReq"];
+
+/// Rule [`AER_UNCORRECTABLE`]: "PCIe uncorrectable errors logged (AER)".
+pub fn aer_uncorrectable(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (label, pci) in functions(node) {
+        let Some(aer) = &pci.aer else { continue };
+        let fatal_count = aer.counts.get("TOTAL_ERR_FATAL").copied().unwrap_or(0);
+        let nonfatal_count = aer.counts.get("TOTAL_ERR_NONFATAL").copied().unwrap_or(0);
+        let (severity, what) = if !aer.fatal.is_empty() || fatal_count > 0 {
+            (Severity::Error, "fatal")
+        } else if nonfatal_count > 0
+            || aer
+                .nonfatal
+                .iter()
+                .any(|b| !ADVISORY_UNCORRECTABLE.contains(&b.as_str()))
+        {
+            (Severity::Warning, "non-fatal")
+        } else if !aer.nonfatal.is_empty() {
+            (Severity::Info, "advisory")
+        } else {
+            continue;
+        };
+        let mut evidence = vec![];
+        if !aer.fatal.is_empty() || !aer.nonfatal.is_empty() {
+            let bits: Vec<String> = aer
+                .fatal
+                .iter()
+                .chain(&aer.nonfatal)
+                .map(|b| format!("{b}+"))
+                .collect();
+            evidence.push(ev(
+                format!("lspci -vvv -s {} (UESta)", pci.address),
+                bits.join(" "),
+            ));
+        }
+        for (file, n) in [
+            ("aer_dev_fatal", fatal_count),
+            ("aer_dev_nonfatal", nonfatal_count),
+        ] {
+            if n > 0 {
+                evidence.push(ev(pci_path(&pci.address, file), n.to_string()));
+            }
+        }
+        out.push(finding(
+            AER_UNCORRECTABLE,
+            severity,
+            label.clone(),
+            format!(
+                "{} has logged {what} uncorrectable PCIe errors ({}): data on this link was lost or a transaction failed; NCCL over this device can hang or fail, and the driver may reset the device",
+                labelled(&label, pci),
+                aer.fatal.iter().chain(&aer.nonfatal).cloned().collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+            format!("Look for the AER events in the kernel log (`dmesg | grep -i aer`) to see when they happen; reseat the card or riser, check the slot and cables, and update the NIC/GPU firmware and BIOS. The status bits clear with `setpci -s {} ECAP_AER+04.l=ffffffff` once fixed.", pci.address),
+        ));
+    }
+    out
+}
+
+/// Rule [`AER_CORRECTABLE`]: "PCIe correctable errors logged (AER)".
+pub fn aer_correctable(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (label, pci) in functions(node) {
+        let Some(aer) = &pci.aer else { continue };
+        // AdvNonFatalErr signals an uncorrectable error handled as advisory: not a link error.
+        let bits: Vec<&String> = aer
+            .correctable
+            .iter()
+            .filter(|b| b.as_str() != "AdvNonFatalErr")
+            .collect();
+        if bits.is_empty() {
+            continue;
+        }
+        out.push(finding(
+            AER_CORRECTABLE,
+            Severity::Info,
+            label.clone(),
+            format!(
+                "{} has seen correctable PCIe errors since they were last cleared ({}): the link recovered (replay), but receiver and bad-TLP/DLLP errors that keep coming mean a marginal link that costs bandwidth",
+                labelled(&label, pci),
+                bits.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            vec![ev(
+                format!("lspci -vvv -s {} (CESta)", pci.address),
+                bits.iter().map(|b| format!("{b}+")).collect::<Vec<_>>().join(" "),
+            )],
+            format!("Watch whether they grow: the kernel counts them in /sys/bus/pci/devices/{}/aer_dev_correctable. Errors that keep rising point at the slot, riser or card.", pci.address),
+        ));
+    }
+    out
+}
+
 /// Rule [`ACS_REDIRECT`]: "ACS redirect enabled on PCIe bridges between GPUs and NICs".
 pub fn acs_redirect(node: &Node) -> Vec<Finding> {
     if node.os.virtualized == Some(true) {
@@ -174,8 +334,13 @@ pub fn acs_redirect(node: &Node) -> Vec<Finding> {
             severity,
             format!("bridge {}", bridge.address),
             format!(
-                "ACS redirect is enabled {where_} on PCIe bridge {} between GPUs and NICs: peer-to-peer traffic (GPUDirect RDMA, GPU-to-GPU over PCIe) is forced up to the root complex, which cuts bandwidth and can hang NCCL",
-                bridge.address
+                "ACS redirect is enabled {where_} on PCIe bridge {}{}: peer-to-peer traffic (GPUDirect RDMA, GPU-to-GPU over PCIe) through it is forced up to the root complex, which cuts bandwidth and can hang NCCL",
+                bridge.address,
+                if on_paths.is_empty() {
+                    " (which devices sit below it is not known here)"
+                } else {
+                    " between GPUs and NICs"
+                }
             ),
             vec![ev(
                 format!("lspci -vvv -s {} (ACSCtl)", bridge.address),
@@ -284,10 +449,12 @@ mod tests {
                 "ReqRedir".into(),
                 "CmpltRedir".into(),
             ]),
+            function: None,
         });
         n.pci_bridges.push(PciBridge {
             address: "0000:ff:00.0".into(),
             acs_ctl_enabled: Some(vec!["ReqRedir".into()]),
+            function: None,
         });
         let f = acs_redirect(&n);
         assert_eq!(f.len(), 1);

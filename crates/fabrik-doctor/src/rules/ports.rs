@@ -137,6 +137,34 @@ pub fn port_state(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`PORT_STATE`] for a port whose own state is unknown but whose netdev is down (what
+/// `ibdev2netdev` shows without `-v`): on RoCE the port is unusable, on InfiniBand only IPoIB
+/// is down. A port whose state was read is judged by [`port_state`] alone.
+pub fn netdev_down(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (dev, port) in all_ports(node) {
+        if port.state.is_some() {
+            continue;
+        }
+        let Some(netdev) = &port.netdev else { continue };
+        let Some(nif) = node.net_interface(netdev) else {
+            continue;
+        };
+        if nif.operstate.as_deref() != Some("down") {
+            continue;
+        }
+        out.push(finding(
+            PORT_STATE,
+            Severity::Warning,
+            port_subject(dev, port),
+            format!("netdev {netdev} is down and the port's own state is unknown: on RoCE the RDMA port is unusable; on InfiniBand only IPoIB is down"),
+            vec![ev(net_path(netdev, "operstate"), "down")],
+            format!("For RoCE bring the interface up (`ip link set {netdev} up`, check the cable); for InfiniBand check the port itself with `ibstat {} {}`.", dev.name, port.number),
+        ));
+    }
+    out
+}
+
 /// Rule [`PHYS_STATE`]: "Physical link not LinkUp".
 pub fn phys_state(node: &Node) -> Vec<Finding> {
     let mut out = vec![];

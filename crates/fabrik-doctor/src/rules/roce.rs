@@ -36,7 +36,7 @@ pub fn no_v2_gid(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
     for (dev, port) in all_ports(node) {
         // iWARP (RDMA over TCP) has no RoCE GID types, PFC or ECN needs.
-        if !is_roce(port) || !is_active(port) || dev.is_iwarp() {
+        if !is_roce(port) || !maybe_active(port) || dev.is_iwarp() {
             continue;
         }
         let has_v2_ip = port
@@ -86,7 +86,7 @@ pub fn gid_index_differs(node: &Node) -> Vec<Finding> {
     let mut by_index: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     let mut evidence = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || dev.is_software() || dev.is_iwarp() {
+        if !is_roce(port) || !maybe_active(port) || dev.is_software() || dev.is_iwarp() {
             continue;
         }
         if let Some(i) = recommended_gid_index(port) {
@@ -159,12 +159,21 @@ pub fn mtu(node: &Node) -> Vec<Finding> {
 fn roce_netdevs(node: &Node) -> Vec<(String, &fabrik_model::NetInterface)> {
     let mut v = vec![];
     for (dev, port) in all_ports(node) {
-        if !is_roce(port) || !is_active(port) || dev.is_software() || dev.is_iwarp() {
+        if !is_roce(port) || !maybe_active(port) || dev.is_software() || dev.is_iwarp() {
             continue;
         }
         if let Some(nd) = &port.netdev {
             if let Some(nif) = node.net_interface(nd) {
                 v.push((port_subject(dev, port), nif));
+            }
+        }
+    }
+    // A paste of `mlnx_qos` alone names the interface, not the RDMA port behind it; the tool
+    // only runs on mlx5 Ethernet interfaces, so the interface is judged under its own name.
+    if !node.knows(fabrik_model::Fact::PortState) {
+        for nif in interfaces(node) {
+            if !v.iter().any(|(_, n)| n.name == nif.name) {
+                v.push((nif.name.clone(), nif));
             }
         }
     }

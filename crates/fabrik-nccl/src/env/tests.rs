@@ -23,6 +23,7 @@ pub(crate) fn iface(name: &str, ip: &[&str], default_route: bool) -> NetInterfac
         ecn: None,
         pfc: None,
         statistics: BTreeMap::new(),
+        ..Default::default()
     }
 }
 
@@ -801,6 +802,7 @@ fn hcas_far_from_every_gpu_are_left_out_when_others_are_near() {
         model: None,
         uuid: None,
         minor: None,
+        ..Default::default()
     };
     node.gpus = vec![gpu("0000:1b:00.0"), gpu("0000:9a:00.0")];
     let path = |g: &str, nic: &str, t: PathType| GpuNicPath {
@@ -853,5 +855,6 @@ fn a_gpu() -> Gpu {
         model: Some("NVIDIA H100 80GB HBM3".into()),
         uuid: None,
         minor: Some(0),
+        ..Default::default()
     }
 }

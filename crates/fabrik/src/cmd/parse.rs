@@ -1,4 +1,5 @@
-//! `fabrik parse`: nccl-tests and perftest output into fabrik's result types.
+//! `fabrik parse`: nccl-tests and perftest output into fabrik's result types, and tool outputs
+//! (ibstat, lspci, mstconfig...) into their facts and the doctor's findings on them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use anyhow::Context;
 use fabrik_doctor::passline::{self, Judgement, Verdict};
 use fabrik_model::{Finding, P2pReport};
 use fabrik_parse::check::{check_collective, check_p2p};
+use fabrik_parse::formats::paste::Tool;
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -22,25 +24,60 @@ pub enum What {
     NcclTests(ToolArgs),
     /// perftest output (ib_write_bw, ib_read_bw, ib_send_bw, ib_*_lat); `-` reads stdin.
     Perftest(ToolArgs),
-    /// `nvidia-smi topo -m` output: each GPU's nearest NIC; `-` reads stdin.
-    Topo(CmdArgs),
-    /// `ibstat` output: port states and rates; `-` reads stdin.
-    Ibstat(CmdArgs),
-    /// `ibv_devinfo [-v]` output: port states, MTUs, link layers; `-` reads stdin.
-    #[command(alias = "ibv_devinfo")]
-    IbvDevinfo(CmdArgs),
-    /// `show_gids` output: the RoCE v2 GID index with an IPv4 address per port; `-` reads stdin.
-    #[command(alias = "show_gids")]
-    ShowGids(CmdArgs),
-    /// `ibdev2netdev [-v]` output: RDMA device to netdev, and their states; `-` reads stdin.
-    Ibdev2netdev(CmdArgs),
-    /// `mlnx_qos -i IF` output: PFC priorities and trust mode; `-` reads stdin.
-    #[command(alias = "mlnx_qos")]
-    MlnxQos(CmdArgs),
     /// NCCL RAS output: `ncclras` reports, `NCCL DIAG` lines, monitor events; `-` reads stdin.
     Ras(crate::cmd::ras::ParseArgs),
     /// NCCL Inspector profiler files: straggler ranks per collective, with their hosts.
     Inspector(crate::cmd::ras::InspectorArgs),
+    /// A tool's output (ibstat, lspci, mstconfig...): the facts it gives and the doctor's
+    /// findings on them.
+    #[command(flatten)]
+    Tool(ToolCmd),
+}
+
+/// `fabrik parse <TOOL> FILE`: one subcommand per tool in [`Tool::ALL`], named, described and
+/// aliased by the tool's parser.
+pub struct ToolCmd {
+    tool: Tool,
+    args: CmdArgs,
+}
+
+impl clap::FromArgMatches for ToolCmd {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        let tool = Tool::from_command(name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(ToolCmd {
+            tool,
+            args: CmdArgs::from_arg_matches(sub)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for ToolCmd {
+    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
+        for t in Tool::ALL {
+            let sub = clap::Command::new(t.command())
+                .about(t.about())
+                .aliases(t.aliases().iter().copied().filter(|a| *a != t.command()));
+            cmd = cmd.subcommand(<CmdArgs as clap::Args>::augment_args(sub));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Tool::from_command(name).is_some()
+    }
 }
 
 #[derive(clap::Args)]
@@ -86,21 +123,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::NcclTests(a) => nccl_tests(a),
         What::Perftest(a) => perftest(a),
-        What::Topo(a) => command_output(a, "topo"),
-        What::Ibstat(a) => command_output(a, "ibstat"),
-        What::IbvDevinfo(a) => command_output(a, "ibv_devinfo"),
-        What::ShowGids(a) => command_output(a, "show_gids"),
-        What::Ibdev2netdev(a) => command_output(a, "ibdev2netdev"),
-        What::MlnxQos(a) => command_output(a, "mlnx_qos"),
         What::Ras(a) => crate::cmd::ras::parse_ras(a),
         What::Inspector(a) => crate::cmd::ras::parse_inspector(a),
+        What::Tool(t) => command_output(t.tool, t.args),
     }
 }
 
 /// Reads a pasted command output whole, up to what one node's output can hold.
 fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     use std::io::Read;
-    let max = fabrik_parse::commands::MAX_INPUT;
+    let max = fabrik_parse::formats::MAX_INPUT;
     crate::input::check_regular(path, "command output")?;
     let r = fabrik_parse::input::open_input(path)
         .with_context(|| format!("opening {}", path.display()))?;
@@ -118,146 +150,35 @@ fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
 }
 
 #[derive(Serialize)]
-struct CommandDoc<T: Serialize> {
+struct CommandDoc<'a> {
     schema_version: u32,
-    tool: &'static str,
-    facts: T,
+    #[serde(flatten)]
+    pasted: &'a fabrik_parse::formats::paste::Pasted,
     findings: Vec<Finding>,
 }
 
-fn emit_command<T: Serialize>(
-    a: &CmdArgs,
-    tool: &'static str,
-    facts: T,
-    table: String,
-    findings: Vec<Finding>,
-) -> anyhow::Result<ExitCode> {
+/// A pasted tool output: its facts, and the doctor's rules on the facts it gives. Text that
+/// holds nothing of the tool is a tool failure (exit 2) that says what was expected.
+fn command_output(tool: Tool, a: CmdArgs) -> anyhow::Result<ExitCode> {
+    let text = read_text(&a.file)?;
+    let pasted = tool
+        .read(&text)
+        .with_context(|| a.file.display().to_string())?;
+    let findings = fabrik_doctor::check_paste(&pasted.node, pasted.tool);
     let code = exit_for(&findings);
     match a.format {
         Format::Json => crate::output::print_json(&CommandDoc {
             schema_version: fabrik_model::SCHEMA_VERSION,
-            tool,
-            facts,
+            pasted: &pasted,
             findings,
         })?,
-        Format::Text | Format::Markdown => {
-            print!("{table}{}", fabrik_render::findings::text(&findings))
-        }
+        Format::Text | Format::Markdown => print!(
+            "{}{}",
+            fabrik_render::commands::table(&pasted.table),
+            fabrik_render::findings::text(&findings)
+        ),
     }
     Ok(code)
-}
-
-fn command_output(a: CmdArgs, tool: &'static str) -> anyhow::Result<ExitCode> {
-    use fabrik_parse::commands as c;
-    let text = read_text(&a.file)?;
-    let none = |what: &str| -> anyhow::Result<ExitCode> {
-        anyhow::bail!("{}: no {what} output found", a.file.display())
-    };
-    match tool {
-        "topo" => {
-            let cells = c::topo::parse_nvidia_smi_topo(&text);
-            if cells.is_empty() {
-                return none("nvidia-smi topo -m");
-            }
-            let near = c::topo::nearest_nics(&cells);
-            let nics: std::collections::BTreeSet<String> =
-                cells.keys().map(|(_, n)| n.clone()).collect();
-            let (f, advice) = c::findings::topo(&near, &nics);
-            let t = fabrik_render::commands::topo(&near, &advice.nccl_ib_hca);
-            #[derive(Serialize)]
-            struct Facts {
-                nearest: Vec<c::topo::GpuNearestNic>,
-                nics: std::collections::BTreeSet<String>,
-                nccl_ib_hca: Vec<String>,
-            }
-            emit_command(
-                &a,
-                tool,
-                Facts {
-                    nearest: near,
-                    nics,
-                    nccl_ib_hca: advice.nccl_ib_hca,
-                },
-                t,
-                f,
-            )
-        }
-        "ibstat" => {
-            let st = c::ibstat::parse_ibstat(&text);
-            if st.ports.is_empty() && st.errors.is_empty() {
-                return none("ibstat");
-            }
-            let t = fabrik_render::commands::ibstat(&st);
-            let f = c::findings::ibstat(&st);
-            emit_command(&a, tool, st, t, f)
-        }
-        "ibv_devinfo" => {
-            let ports = c::ibv_devinfo::parse_ibv_devinfo(&text);
-            if ports.is_empty() {
-                return none("ibv_devinfo");
-            }
-            let t = fabrik_render::commands::ibv_devinfo(&ports);
-            let f = c::findings::ibv_devinfo(&ports);
-            emit_command(&a, tool, ports, t, f)
-        }
-        "show_gids" => {
-            let rows = c::show_gids::parse_show_gids(&text);
-            if rows.is_empty() {
-                return none("show_gids");
-            }
-            let idx = c::show_gids::roce_v2_indices(&rows);
-            let t = fabrik_render::commands::show_gids(&idx);
-            let f = c::findings::show_gids(&rows, &idx);
-            #[derive(Serialize)]
-            struct Facts {
-                roce_v2_ipv4: Vec<c::show_gids::RoceV2Index>,
-                gids: Vec<c::show_gids::GidRow>,
-            }
-            emit_command(
-                &a,
-                tool,
-                Facts {
-                    roce_v2_ipv4: idx,
-                    gids: rows,
-                },
-                t,
-                f,
-            )
-        }
-        "ibdev2netdev" => {
-            let maps = c::ibdev2netdev::parse_ibdev2netdev(&text);
-            if maps.is_empty() {
-                return none("ibdev2netdev");
-            }
-            let t = fabrik_render::commands::ibdev2netdev(&maps);
-            let f = c::findings::ibdev2netdev(&maps);
-            emit_command(&a, tool, maps, t, f)
-        }
-        _ => {
-            let Some(q) = c::mlnx_qos::parse_mlnx_qos_full(&text) else {
-                return none("mlnx_qos");
-            };
-            let t = fabrik_render::commands::mlnx_qos(&q);
-            let f = c::findings::mlnx_qos(&q);
-            #[derive(Serialize)]
-            struct Facts {
-                #[serde(flatten)]
-                qos: c::mlnx_qos::MlnxQos,
-                lossless_dscp: Vec<u8>,
-            }
-            let lossless_dscp = q.lossless_dscp();
-            emit_command(
-                &a,
-                tool,
-                Facts {
-                    qos: q,
-                    lossless_dscp,
-                },
-                t,
-                f,
-            )
-        }
-    }
 }
 
 /// The link rate to check against: given, or read from the inventory under `--root`.
