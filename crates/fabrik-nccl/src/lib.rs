@@ -1,8 +1,10 @@
-//! NCCL knowledge: the environment NCCL needs on a given fabric or platform.
+//! NCCL knowledge: the environment NCCL needs on a given fabric or platform, and the variables
+//! NCCL and its plugins read.
 #![warn(missing_docs)]
 
 pub mod env;
 pub mod gid;
+pub mod vars;
 pub mod yaml;
 
 pub use env::{
