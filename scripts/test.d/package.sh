@@ -28,7 +28,7 @@ for f in ./usr/bin/fabrik ./usr/lib/fabrik/fabrik-healthcheck ./etc/default/fabr
 done
 ok "the package holds the binary, the Slurm wrapper, the unit, completions, the manual and deploy/"
 
-trap 'dpkg -r fabrik >/dev/null 2>&1 || true' EXIT
+trap 'dpkg --purge fabrik >/dev/null 2>&1 || true' EXIT
 dpkg -i "$deb" >/dev/null
 [ "$(/usr/bin/fabrik --version)" = "fabrik $version" ] || fail "installed fabrik --version: $(/usr/bin/fabrik --version)"
 ok "dpkg -i installs fabrik $version"
@@ -72,5 +72,8 @@ fi
 
 dpkg -r fabrik >/dev/null
 [ ! -e /usr/bin/fabrik ] || fail "dpkg -r left /usr/bin/fabrik"
-ok "dpkg -r removes it"
+[ -e /etc/default/fabrik-healthcheck ] || fail "dpkg -r removed the conffile /etc/default/fabrik-healthcheck"
+dpkg --purge fabrik >/dev/null
+[ ! -e /etc/default/fabrik-healthcheck ] || fail "dpkg --purge left /etc/default/fabrik-healthcheck"
+ok "dpkg -r removes it and keeps the settings; dpkg --purge removes them"
 echo "package: $pass passed, 0 failed"
