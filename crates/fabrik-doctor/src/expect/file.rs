@@ -321,6 +321,14 @@ impl Expectations {
                     "[nccl] key `{key}` is not an NCCL variable (NCCL_ followed by capitals, digits and _)"
                 ));
             }
+            if let fabrik_nccl::vars::Check::Misspelled { nearest, .. } =
+                fabrik_nccl::vars::check(key)
+            {
+                return Err(format!(
+                    "[nccl] key `{key}` is read by no release of NCCL or its plugins: did you mean `{}`?",
+                    nearest.name
+                ));
+            }
         }
         Ok(())
     }
@@ -361,6 +369,10 @@ mod tests {
             ),
             ("[nccl]\nnccl_ib_hca = \"mlx5\"\n", "not an NCCL variable"),
             ("[bandwidth]\npass_fraction = 90\n", "not a share"),
+            (
+                "[nccl]\nNCCL_IB_HCAS = \"mlx5\"\n",
+                "did you mean `NCCL_IB_HCA`?",
+            ),
             ("[bandwidth]\npass_fraction = 0\n", "not a share"),
             ("[versions]\nofed = \"\"\n", "empty"),
         ] {
