@@ -3,18 +3,21 @@
 NCCL code area, as a Markdown table (docs/logs.md keeps the latest).
 
   python3 scripts/catalog/coverage.py \
-      crates/fabrik-parse/data/nccl-messages.tsv crates/fabrik-parse/data/nccl-classes.txt
+      crates/fabrik-parse/data/nccl-messages.tsv crates/fabrik-parse/data/rccl-messages.tsv \
+      crates/fabrik-parse/data/nccl-classes.txt
 
-With --classes, prints instead the classes and the WARN formats each one claims.
+With --classes, prints instead the classes and the WARN formats each one claims. The last
+argument is the classes file, the ones before it the message catalogs.
 
 A format is classified when a `match:` prefix of the classes file claims it, as
-crates/fabrik-parse/src/catalog does (longest prefix; `src:` limits a claim to one source).
+crates/fabrik-parse/src/catalog does (longest prefix; `src:` limits a claim to one source, and
+a `nccl:` claim also covers RCCL's word-for-word copy of the format).
 """
 
 import sys
 from collections import Counter
 
-SOURCES = ("nccl", "ofi", "sharp", "tcpx", "fastrak")
+SOURCES = ("nccl", "ofi", "sharp", "tcpx", "fastrak", "rccl", "anp")
 
 
 def unescape(s):
@@ -58,14 +61,18 @@ def warn_formats(tsv):
             yield src, area, unescape(fmt)
 
 
-def class_table(tsv, classes):
+def covers(claim_src, src):
+    return claim_src is None or claim_src == src or (claim_src == "nccl" and src == "rccl")
+
+
+def class_table(tsvs, classes):
     blocks = class_blocks(classes)
     count = Counter()
-    for src, _area, fmt in warn_formats(tsv):
+    for src, _area, fmt in (w for tsv in tsvs for w in warn_formats(tsv)):
         best = None
         for rule, _sev, _title, ms in blocks:
             for s, p in ms:
-                if fmt.startswith(p) and (s is None or s == src):
+                if fmt.startswith(p) and covers(s, src):
                     if best is None or len(p) > best[0]:
                         best = (len(p), rule)
         if best:
@@ -79,13 +86,13 @@ def class_table(tsv, classes):
 
 def main():
     if sys.argv[1] == "--classes":
-        class_table(sys.argv[2], sys.argv[3])
+        class_table(sys.argv[2:-1], sys.argv[-1])
         return
-    tsv, classes = sys.argv[1], sys.argv[2]
+    tsvs, classes = sys.argv[1:-1], sys.argv[-1]
     cl = [m for block in class_blocks(classes) for m in block[3]]
     total, done = Counter(), Counter()
-    for src, area, fmt in warn_formats(tsv):
-        hit = any(fmt.startswith(p) and (s is None or s == src) for s, p in cl)
+    for src, area, fmt in (w for tsv in tsvs for w in warn_formats(tsv)):
+        hit = any(fmt.startswith(p) and covers(s, src) for s, p in cl)
         for key in ((src, "all"), (src, area), ("all", "all")):
             total[key] += 1
             done[key] += hit
@@ -93,7 +100,7 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     for key in sorted(total, key=lambda k: (k[0] == "all", k[0], k[1] != "all", k[1])):
         t, d = total[key], done[key]
-        if key[0] != "nccl" and key[1] not in ("all",) and key[1] == key[0]:
+        if key[0] not in ("nccl", "rccl") and key[1] not in ("all",) and key[1] == key[0]:
             continue
         print("| %s | %s | %d | %d | %.0f %% |" % (key[0], key[1], t, d, 100.0 * d / t))
 

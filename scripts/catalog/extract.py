@@ -17,6 +17,13 @@ Usage (CI does not run this; the output is committed):
       --source tcpx=/path/to/google/nccl-plugin-gpudirecttcpx.git \
       -o crates/fabrik-parse/data/nccl-messages.tsv
 
+RCCL and its AINIC network plugin make the second catalog:
+
+  python3 scripts/catalog/extract.py \
+      --source rccl=/path/to/ROCm/rccl.git \
+      --source anp=/path/to/ROCm/amd-anp.git \
+      -o crates/fabrik-parse/data/rccl-messages.tsv
+
 A source that is a git directory is read at each of its release tags and at HEAD when HEAD is
 not a release (labelled `HEAD@<commit>`); a plain directory is read as one version named
 `checkout`.
@@ -70,6 +77,25 @@ SOURCES = {
         "tags": re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-(\d+))?$"),
         "min": (),
         "url": "https://github.com/google/nccl-plugin-gpudirect-tcpxo",
+    },
+    "rccl": {
+        # ROCm/rccl: NCCL's code hipified, with RCCL's own messages (iommu, HSA, XGMI, MSCCL,
+        # rocm-smi); the same WARN/INFO macros. Release tags are rocm-X.Y.Z.
+        "macros": {"WARN": 0, "INFO": 1},
+        "prefix": "",
+        "dirs": ("src/",),
+        "tags": re.compile(r"^rocm-(\d+)\.(\d+)\.(\d+)$"),
+        "min": (4,),
+        "url": "https://github.com/ROCm/rccl",
+    },
+    "anp": {
+        # ROCm/amd-anp: AMD's AINIC network plugin (librccl-anp.so), a fork of NCCL's net_ib.
+        "macros": {"WARN": 0, "INFO": 1},
+        "prefix": "",
+        "dirs": ("src/", "include/"),
+        "tags": re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-(\d+))?$"),
+        "min": (),
+        "url": "https://github.com/ROCm/amd-anp",
     },
     "tcpx": {
         "macros": {"WARN": 0, "INFO": 1},
@@ -240,7 +266,8 @@ def format_of(arg):
 
 
 def area(source, path):
-    if source != "nccl":
+    # RCCL keeps NCCL's source layout, so it has NCCL's code areas.
+    if source not in ("nccl", "rccl"):
         return source
     p = path.lower()
     if "nvls" in p:
@@ -437,7 +464,8 @@ def main():
         summary.append("%s: %s, %d releases %s .. %s" % (name, spec["url"], len(revs), revs[0][0], revs[-1][0]))
 
     with open(a.output, "w", encoding="utf-8") as out:
-        out.write("# NCCL and plugin log messages, extracted from their sources by scripts/catalog/extract.py.\n")
+        what = "RCCL and AMD plugin" if all(k[1] in ("rccl", "anp") for k in order) else "NCCL and plugin"
+        out.write("# %s log messages, extracted from their sources by scripts/catalog/extract.py.\n" % what)
         out.write("# Do not edit; regenerate (see docs/logs.md). Sources read:\n")
         for s in summary:
             out.write("#   %s\n" % s)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Smoke test of testbed/netns.sh with real fabrik traffic: two hosts, two shaped links, a
-# striped, verified run between them, then teardown. Skips when not root or without namespaces.
+# striped, verified run between them, then teardown. Skips when not root or without namespaces
+# (fails then where FABRIK_REQUIRE_TESTBEDS=1, see scripts/lib/skip.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ "$(id -u)" != 0 ]; then echo "bench.sh: skipped (needs root for network namespaces)"; exit 0; fi
-if ! ip netns add fabsmoke-probe$$ 2>/dev/null; then echo "bench.sh: skipped (cannot create network namespaces here)"; exit 0; fi
+. scripts/lib/skip.sh
+if [ "$(id -u)" != 0 ]; then skip bench.sh "needs root for network namespaces"; fi
+if ! ip netns add fabsmoke-probe$$ 2>/dev/null; then skip bench.sh "cannot create network namespaces here"; fi
 ip netns del fabsmoke-probe$$
 command -v jq >/dev/null || { echo "bench.sh: jq is missing (scripts/apt/test/bench.txt)" >&2; exit 1; }
 FABRIK=${FABRIK:-target/debug/fabrik}

@@ -2,9 +2,11 @@
 # fabrik-monitor testbed suite: the exporter against promtool and a real Prometheus server,
 # `fabrik top` in a real terminal (tmux), CPU of `top --interval 1s`, and live netdev counters
 # under iperf3 traffic between two network namespaces (root only).
-# Each part skips with a message when its tool is missing; a part that runs and fails exits 1.
+# Each part skips with a message when its tool is missing (and fails then where
+# FABRIK_REQUIRE_TESTBEDS=1, scripts/lib/skip.sh); a part that runs and fails exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/lib/skip.sh
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 
 cargo build -q -p fabrik --locked
@@ -57,7 +59,7 @@ if command -v promtool >/dev/null; then
   curl -fsS "http://$LIVE/metrics" | promtool check metrics || fail "promtool check metrics (live root)"
   ok "promtool check metrics accepts the exporter (fixture and live roots)"
 else
-  echo "monitor: skip: promtool not installed (Debian package prometheus)"
+  skip_part monitor "promtool not installed (Debian package prometheus)"
 fi
 # A counter turns to garbage and a device disappears: the exporter keeps answering 200.
 echo garbage >"$WORK/root/sys/class/infiniband/mlx5_2/ports/1/hw_counters/np_cnp_sent"
@@ -97,7 +99,7 @@ YML
   echo "$info" | grep -q '"counter":"port_rcv_errors"' || fail "saturated gauge not in Prometheus: $info"
   ok "a real Prometheus scraped the exporter and answered queries on fabrik metrics"
 else
-  echo "monitor: skip: prometheus server not installed (Debian package prometheus)"
+  skip_part monitor "prometheus server not installed (Debian package prometheus)"
 fi
 
 # --- fabrik top in a real terminal ------------------------------------------------------------
@@ -119,7 +121,7 @@ if command -v tmux >/dev/null; then
   TMUX_SESSION=""
   ok "fabrik top refreshes in place in a tmux terminal, highlights saturated counters"
 else
-  echo "monitor: skip: tmux not installed"
+  skip_part monitor "tmux not installed (scripts/apt/test/monitor.txt)"
 fi
 
 # --- CPU of top --interval 1s on a 16-port tree ----------------------------------------------
@@ -146,9 +148,9 @@ ok "top --interval 1s uses < ${BUDGET}% of a core ($FLAVOUR build)"
 
 # --- live: netdev counters move under iperf3 between two namespaces ---------------------------
 if [ "$(id -u)" != 0 ]; then
-  echo "monitor: skip: live netns/iperf3 check needs root"
+  skip_part monitor "the live netns/iperf3 check needs root"
 elif ! command -v iperf3 >/dev/null || ! command -v ip >/dev/null; then
-  echo "monitor: skip: iperf3 or ip not installed"
+  skip_part monitor "iperf3 or ip not installed (scripts/apt/test/monitor.txt)"
 else
   A="fabmA$$"; B="fabmB$$"; VA="fma$$"; VB="fmb$$"
   ip netns add "$A"; NETNS+=("$A")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nccl backend on a real GPU: a single-rank sweep of every collective, verified, JSON checked.
-# Skips with a message where there is no NVIDIA driver or no NCCL (the mock-library tests in
-# `cargo test -p fabrik --test nccl_mock` cover the code paths everywhere else).
+# Skips with a message where there is no NVIDIA driver, the one skip FABRIK_REQUIRE_TESTBEDS
+# allows (CI has no GPU; the mock-library tests in `cargo test -p fabrik --test nccl_mock` cover
+# the code paths everywhere else). A driver without NCCL is a skip that fails where required.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 have_lib() {
@@ -12,8 +13,9 @@ have_lib() {
   for d in "${dirs[@]}"; do [ -n "$d" ] && [ -e "$d/$1" ] && return 0; done
   return 1
 }
-if ! have_lib libcuda.so.1; then echo "nccl.sh: SKIP: no libcuda.so.1 (no NVIDIA driver)"; exit 0; fi
-if ! have_lib libnccl.so.2; then echo "nccl.sh: SKIP: no libnccl.so.2 (install NCCL or set LD_LIBRARY_PATH)"; exit 0; fi
+. scripts/lib/skip.sh
+if ! have_lib libcuda.so.1; then no_gpu nccl.sh "no libcuda.so.1 (no NVIDIA driver)"; fi
+if ! have_lib libnccl.so.2; then skip nccl.sh "no libnccl.so.2 beside the NVIDIA driver (install NCCL or set LD_LIBRARY_PATH)"; fi
 FABRIK=${FABRIK:-target/debug/fabrik}
 MAX=${NCCL_SH_MAXBYTES:-64M}
 [ -x "$FABRIK" ] || cargo build -p fabrik

@@ -5,7 +5,8 @@
 # was already built (docs/benchmarks/monitor.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ "$(id -u)" -ne 0 ]; then echo "package: SKIP: installing a package needs root"; exit 0; fi
+. scripts/lib/skip.sh
+if [ "$(id -u)" -ne 0 ]; then skip package "installing a package needs root"; fi
 pass=0
 ok() { echo "package: ok: $*"; pass=$((pass + 1)); }
 fail() { echo "package: FAIL: $*" >&2; exit 1; }

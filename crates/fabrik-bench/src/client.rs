@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub use fabrik_model::per_interface;
 use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, StreamResult};
 use fabrik_wire::{Channel, Token};
 
@@ -528,23 +529,31 @@ fn bw_result(
     (row, per_stream)
 }
 
-/// Sums the per-stream results by interface (or local address), in first-seen order.
-pub fn per_interface(streams: &[StreamResult]) -> Vec<(String, u32, u64, f64)> {
-    let mut out: Vec<(String, u32, u64, f64)> = Vec::new();
-    for s in streams {
-        let key = s
-            .interface
-            .clone()
-            .or_else(|| s.local_addr.clone())
-            .unwrap_or_else(|| "default route".into());
-        match out.iter_mut().find(|(k, ..)| *k == key) {
-            Some(e) => {
-                e.1 += 1;
-                e.2 += s.bytes;
-                e.3 += s.bw_avg_gbps;
-            }
-            None => out.push((key, 1, s.bytes, s.bw_avg_gbps)),
-        }
+/// `HOST` gets the default port; `HOST:PORT` and `[V6]:PORT` are kept; a bare IPv6 address is
+/// bracketed.
+pub fn with_port(host: &str, port: u16) -> String {
+    if host.parse::<SocketAddr>().is_ok() {
+        return host.to_string();
     }
-    out
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return SocketAddr::new(ip, port).to_string();
+    }
+    if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_get_the_default_port() {
+        assert_eq!(with_port("node-b", 18800), "node-b:18800");
+        assert_eq!(with_port("node-b:99", 18800), "node-b:99");
+        assert_eq!(with_port("10.0.0.2", 5), "10.0.0.2:5");
+        assert_eq!(with_port("fe80::1", 5), "[fe80::1]:5");
+    }
 }

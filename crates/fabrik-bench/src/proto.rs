@@ -1,7 +1,7 @@
 //! What the two ends say on the control channel, and the header that opens every data
 //! connection.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::IpAddr;
 
 use fabrik_model::P2pTest;
@@ -198,13 +198,6 @@ impl DataHeader {
     /// Writes the header.
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
         w.write_all(&self.encode())
-    }
-
-    /// Reads a header; `Ok(None)` when the magic is not fabrik's.
-    pub fn read_from(r: &mut impl Read) -> std::io::Result<Option<DataHeader>> {
-        let mut b = [0u8; DATA_HEADER_LEN];
-        r.read_exact(&mut b)?;
-        Ok(DataHeader::decode(&b))
     }
 }
 

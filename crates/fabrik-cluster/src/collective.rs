@@ -12,9 +12,11 @@ use std::thread;
 use serde::{Deserialize, Serialize};
 
 use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
-use crate::link::{step, Direct, Link, StepError, TcpLink};
+use crate::link::{Direct, Link, StepError};
 use crate::rendezvous::Group;
 use crate::ring::{self, Schedule};
+use crate::step::step;
+use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
 mod small;
@@ -138,6 +140,16 @@ impl std::str::FromStr for AlgoChoice {
 }
 
 impl AlgoChoice {
+    /// The name `--algo` takes (`auto`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AlgoChoice::Auto => "auto",
+            AlgoChoice::Ring => "ring",
+            AlgoChoice::Rd => "rd",
+            AlgoChoice::Tree => "tree",
+        }
+    }
+
     /// Whether the choice may pick an algorithm that talks to non-neighbours, so the
     /// communicator needs the mesh.
     pub fn needs_mesh(self) -> bool {

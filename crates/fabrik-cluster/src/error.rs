@@ -128,6 +128,26 @@ pub enum ClusterError {
     /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
     #[error(transparent)]
     Verbs(#[from] fabrik_verbs::VerbsError),
+    /// What was being done when `source` happened (`opening data connections`); the chain
+    /// (`{:#}`) reads `what: source`.
+    #[error("{what}")]
+    Context {
+        /// The step that failed, in words.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Box<ClusterError>,
+    },
+}
+
+impl ClusterError {
+    /// This error as the cause of `what`.
+    pub fn context(self, what: impl Into<String>) -> ClusterError {
+        ClusterError::Context {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
 }
 
 #[cfg(test)]

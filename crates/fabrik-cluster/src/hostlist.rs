@@ -164,10 +164,19 @@ mod tests {
             "n[]",
             "n[1,,2]",
         ] {
-            assert!(expand_hostlist(bad).is_err(), "{bad}");
+            let e = expand_hostlist(bad).unwrap_err();
+            assert!(
+                matches!(&e, ClusterError::Hostlist { list, .. } if list == bad),
+                "{bad}: {e}"
+            );
         }
-        assert!(expand_hostlist("n[0-99999999]").is_err());
-        assert!(expand_hostlist("a[0-999]b[0-999]c[0-999]").is_err());
+        for huge in ["n[0-99999999]", "a[0-999]b[0-999]c[0-999]"] {
+            let e = expand_hostlist(huge).unwrap_err();
+            assert!(
+                matches!(&e, ClusterError::Hostlist { list, why } if list == huge && why == "expands to too many hosts"),
+                "{huge}: {e}"
+            );
+        }
     }
 
     proptest! {

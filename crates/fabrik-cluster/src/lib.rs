@@ -6,6 +6,8 @@
 //! channel, and the collectives and the pair matrix run over data connections between ranks.
 #![warn(missing_docs)]
 
+pub mod backend;
+pub mod bench;
 pub mod collective;
 pub mod doctor;
 pub mod dtype;
@@ -20,8 +22,11 @@ pub mod ranks;
 pub mod rdma_link;
 pub mod rendezvous;
 mod ring;
+mod step;
 pub mod sweep;
 mod tcp_link;
+pub mod transport;
 
 pub use error::ClusterError;
-pub use link::{mem_pair, Link, MemLink, TcpLink};
+pub use link::{mem_pair, Link, MemLink};
+pub use tcp_link::TcpLink;

@@ -1,13 +1,16 @@
 //! The byte pipes the collectives run over. A [`Link`] is one ordered, reliable stream of bytes
 //! to or from one peer; the ring and mesh algorithms in [`crate::collective`] only need
 //! `send_all` and `recv_exact`, so any transport (TCP, RDMA verbs, an in-memory pipe in tests)
-//! plugs in by implementing them.
+//! plugs in by implementing them. This module knows no transport: TCP's link is in `tcp_link`,
+//! and a step between two links (`step`) picks TCP's one-thread path when both are sockets.
 
 use std::collections::VecDeque;
+use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread;
 use std::time::{Duration, Instant};
 
+/// The TCP link's old path, kept for the pair matrix and its command until they open links
+/// through [`crate::transport::Transport`]; nothing in this module uses it.
 pub use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
@@ -29,11 +32,21 @@ pub trait Link: Send + Sync + std::fmt::Debug {
         0
     }
 
-    /// The TCP link behind this one, if it is one: a ring step between two TCP links drives
-    /// both sockets from one thread with `poll(2)`. Other transports keep the default.
-    fn tcp(&self) -> Option<&TcpLink> {
+    /// The non-blocking socket behind this link, if it is one: a ring step between two such
+    /// links drives both sockets from one thread with `poll(2)`. Other transports keep the
+    /// default.
+    fn polled(&self) -> Option<Polled<'_>> {
         None
     }
+}
+
+/// A link's non-blocking socket and the limit on every wait on it (see [`Link::polled`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Polled<'a> {
+    /// The connection, in non-blocking mode.
+    pub stream: &'a TcpStream,
+    /// A wait that makes no progress for this long fails as timed out.
+    pub timeout: Option<Duration>,
 }
 
 /// Where a ring step puts what it receives: pieces handed out in order until the message is
@@ -65,49 +78,6 @@ impl RecvSink for Direct<'_> {
 pub(crate) enum StepError {
     Send(ClusterError),
     Recv(ClusterError),
-}
-
-/// One step between two links: `out` goes through `next` while `prev` fills `sink`.
-pub(crate) fn step(
-    next: &dyn Link,
-    out: &[u8],
-    prev: &dyn Link,
-    sink: &mut dyn RecvSink,
-) -> Result<(), StepError> {
-    if let (Some(n), Some(p)) = (next.tcp(), prev.tcp()) {
-        return crate::tcp_link::tcp_step(n, out, p, sink);
-    }
-    let recv = |sink: &mut dyn RecvSink| -> Result<(), StepError> {
-        loop {
-            let piece = sink.piece();
-            if piece.is_empty() {
-                return Ok(());
-            }
-            prev.recv_exact(piece).map_err(StepError::Recv)?;
-            sink.filled();
-        }
-    };
-    let send = || {
-        if out.is_empty() {
-            Ok(())
-        } else {
-            next.send_all(out).map_err(StepError::Send)
-        }
-    };
-    // A message the link buffers is written first: a second thread's start-up would dominate
-    // the latency of small messages.
-    if out.len() <= next.send_buffer_bytes() {
-        send()?;
-        return recv(sink);
-    }
-    thread::scope(|s| {
-        let h = s.spawn(send);
-        let got = recv(sink);
-        let sent = h
-            .join()
-            .unwrap_or(Err(StepError::Send(ClusterError::ThreadPanicked("a send"))));
-        got.and(sent)
-    })
 }
 
 /// One direction of an in-memory pipe: a bounded byte queue, so a sender blocks when the reader

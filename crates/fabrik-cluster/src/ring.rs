@@ -11,8 +11,9 @@
 use std::io::{ErrorKind, Read, Write};
 
 use crate::dtype::{reduce_from, reduce_into, Elem, RedOp};
-use crate::link::{step, Direct, Link, RecvSink, StepError};
-use crate::tcp_link::{wait, TcpLink};
+use crate::link::{Direct, Link, Polled, RecvSink, StepError};
+use crate::step::step;
+use crate::tcp_link::wait;
 use crate::ClusterError;
 
 /// What happens to an incoming segment.
@@ -68,7 +69,7 @@ pub(crate) fn run<T: Elem>(
     op: RedOp,
     scratch: &mut [T],
 ) -> Result<(), StepError> {
-    if let (Some(n), Some(p)) = (next.tcp(), prev.tcp()) {
+    if let (Some(n), Some(p)) = (next.polled(), prev.polled()) {
         return run_tcp(n, p, sched, segs, src, op, scratch);
     }
     for (k, (&si, &(ri, mode))) in sched.sends.iter().zip(&sched.recvs).enumerate() {
@@ -119,15 +120,15 @@ fn recv_err(e: std::io::Error) -> StepError {
 
 /// The TCP stream: one thread, non-blocking sockets, `poll(2)` only when neither side can move.
 fn run_tcp<T: Elem>(
-    next: &TcpLink,
-    prev: &TcpLink,
+    next: Polled<'_>,
+    prev: Polled<'_>,
     sched: &Schedule,
     segs: &mut [&mut [T]],
     src: Option<&[&[T]]>,
     op: RedOp,
     scratch: &mut [T],
 ) -> Result<(), StepError> {
-    let (ns, ps) = (next.stream(), prev.stream());
+    let (ns, ps) = (next.stream, prev.stream);
     let size = std::mem::size_of::<T>();
     let (mut sk, mut sent) = (0usize, 0usize);
     // Incoming: segment index, bytes of it finished (reduced or written), bytes in scratch.
@@ -224,9 +225,9 @@ fn run_tcp<T: Elem>(
             // A stall is blamed on the side we wait to receive from when there is one: a
             // dead or stuck previous rank stops our receive first.
             let (timeout, blame_recv) = if can_recv {
-                (prev.timeout(), true)
+                (prev.timeout, true)
             } else {
-                (next.timeout(), false)
+                (next.timeout, false)
             };
             wait(can_send.then_some(ns), can_recv.then_some(ps), timeout).map_err(|e| {
                 if blame_recv {

@@ -1,4 +1,4 @@
-//! [`Link`] over TCP, and the ring step that drives both of a lane's sockets from one thread.
+//! [`Link`] over TCP, and the ring step that drives two non-blocking sockets from one thread.
 //!
 //! The sockets are non-blocking: one thread writes to the next rank and reads from the previous
 //! one, whichever is ready, and sleeps in `poll(2)` only when neither can move (as gloo's pairs
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::link::{Link, RecvSink, StepError};
+use crate::link::{Link, Polled, RecvSink, StepError};
 use crate::ClusterError;
 
 /// What a TCP connection holds without a reader on Linux's smallest default buffers (16 KiB
@@ -97,8 +97,11 @@ impl Link for TcpLink {
         TCP_INLINE_BYTES
     }
 
-    fn tcp(&self) -> Option<&TcpLink> {
-        Some(self)
+    fn polled(&self) -> Option<Polled<'_>> {
+        Some(Polled {
+            stream: &self.stream,
+            timeout: self.timeout,
+        })
     }
 }
 
@@ -203,12 +206,12 @@ pub(crate) fn wait(
 /// One ring step on TCP: writes `out` to `next` while filling `sink`'s pieces from `prev`, from
 /// this thread alone.
 pub(crate) fn tcp_step(
-    next: &TcpLink,
+    next: Polled<'_>,
     out: &[u8],
-    prev: &TcpLink,
+    prev: Polled<'_>,
     sink: &mut dyn RecvSink,
 ) -> Result<(), StepError> {
-    let (ns, ps) = (&next.stream, &prev.stream);
+    let (ns, ps) = (next.stream, prev.stream);
     let mut sent = 0;
     // Bytes already in the current piece.
     let mut got = 0;
@@ -273,7 +276,8 @@ pub(crate) fn tcp_step(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::link::{step, Direct};
+    use crate::link::Direct;
+    use crate::step::step;
     use std::net::TcpListener;
     use std::thread;
 

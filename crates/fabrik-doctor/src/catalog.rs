@@ -1,7 +1,7 @@
 //! The rule catalog: every rule's stable id, severity, and its page (what it checks, why it
 //! matters, the evidence it reads, the fix, and where the knowledge comes from).
 //!
-//! The counter rules (FAB-CNT-1xx), whose findings `fabrik_monitor` emits, are in [`counters`];
+//! The counter rules' pages (FAB-CNT-1xx) are in [`counters`], beside the rules ([`crate::counter_rules`]);
 //! the log rules (FAB-NCCL-*, FAB-BENCH-*) live with NCCL's message catalog
 //! (`fabrik_parse::catalog::rules`); both join this table in [`rules`] and [`rule`].
 //! `docs/rules/` is generated from both (tests/rule_pages.rs); the same test keeps them in sync.
@@ -826,7 +826,7 @@ pub static RULES: &[Rule] = &[
     },
 ];
 
-/// Every rule: the doctor's node, environment and cluster rules, the monitor's counter rules,
+/// Every rule: the doctor's node, environment, cluster and counter rules,
 /// then the log and benchmark rules (FAB-NCCL-*, FAB-BENCH-*), whose pages live with NCCL's
 /// message catalog in `fabrik_parse::catalog` (data/nccl-classes.txt).
 pub fn rules() -> Vec<&'static Rule> {

@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod cluster;
+pub mod counter_rules;
 pub mod env;
 pub mod env_rules;
 pub mod expect;

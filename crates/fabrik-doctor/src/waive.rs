@@ -340,16 +340,27 @@ mod tests {
 
     #[test]
     fn file_waivers_without_reason_or_with_a_time_are_refused() {
-        for text in [
-            "[[waive]]\nrule = \"FAB-PORT-001\"\n",
-            "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"\"\n",
-            "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nexpires = 2026-03-01T10:00:00Z\n",
-            "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nseverity = \"fatal\"\n",
+        for (text, says) in [
+            ("[[waive]]\nrule = \"FAB-PORT-001\"\n", "reason"),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"\"\n",
+                "the waiver of FAB-PORT-001 has no reason",
+            ),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nexpires = 2026-03-01T10:00:00Z\n",
+                "expires of the FAB-PORT-001 waiver must be a date (2026-12-31)",
+            ),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nseverity = \"fatal\"\n",
+                "fatal",
+            ),
         ] {
-            assert!(
-                crate::expect::Expectations::parse("t", text).is_err(),
-                "{text}"
-            );
+            let e = crate::expect::Expectations::parse("t", text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"))
+                .to_string();
+            assert!(e.starts_with("expectations file t: "), "{e}");
+            assert!(e.contains(says), "{text}: {e}");
         }
     }
 

@@ -76,6 +76,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>, Option<&'static str>)> {
         "rdma-002-no-uverbs",
         "rdma-003-memlock",
         "rdma-004-sriov-vf",
+        "rdma-005-no-mlx5-ib",
         "gdr-001-no-peermem",
         "pci-002-acs",
         "port-002-polling",
@@ -192,6 +193,7 @@ fn every_rule_with_a_remediation_gets_steps_on_the_tree_that_fires_it() {
         ("FAB-QOS-002", "qos-002-ecn-off"),
         ("FAB-RDMA-003", "rdma-003-memlock"),
         ("FAB-RDMA-004", "rdma-004-sriov-vf"),
+        ("FAB-RDMA-005", "rdma-005-no-mlx5-ib"),
         ("FAB-GDR-001", "gdr-001-no-peermem"),
         ("FAB-PCI-002", "pci-002-acs"),
     ];

@@ -33,12 +33,11 @@ type CuMemAllocManaged = unsafe extern "C" fn(*mut u64, usize, c_uint) -> c_int;
 type CuMemFree = unsafe extern "C" fn(u64) -> c_int;
 type CuMemcpyHtoD = unsafe extern "C" fn(u64, *const c_void, usize) -> c_int;
 type CuMemcpyDtoH = unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int;
-type CuMemcpyDtoD = unsafe extern "C" fn(u64, u64, usize) -> c_int;
 type CuMemcpyDtoDAsync = unsafe extern "C" fn(u64, u64, usize, *mut c_void) -> c_int;
 type CuStreamCreate = unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int;
 type CuStreamQuery = unsafe extern "C" fn(*mut c_void) -> c_int;
-type CuStreamSynchronize = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CuStreamDestroy = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CuStreamSynchronize = unsafe extern "C" fn(*mut c_void) -> c_int;
 type CuGetHandle = unsafe extern "C" fn(*mut c_void, u64, usize, c_int, u64) -> c_int;
 type CuGetErrorString = unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int;
 
@@ -56,7 +55,6 @@ pub struct Cuda {
     mem_free: CuMemFree,
     htod: CuMemcpyHtoD,
     dtoh: CuMemcpyDtoH,
-    dtod: CuMemcpyDtoD,
     dtod_async: CuMemcpyDtoDAsync,
     stream_create: CuStreamCreate,
     stream_query: CuStreamQuery,
@@ -115,7 +113,6 @@ impl Cuda {
             mem_free: sym!("cuMemFree_v2"),
             htod: sym!("cuMemcpyHtoD_v2"),
             dtoh: sym!("cuMemcpyDtoH_v2"),
-            dtod: sym!("cuMemcpyDtoD_v2"),
             dtod_async: sym!("cuMemcpyDtoDAsync_v2"),
             stream_create: sym!("cuStreamCreate"),
             stream_query: sym!("cuStreamQuery"),
@@ -246,10 +243,10 @@ impl Cuda {
 
     /// Waits for the copies queued on the legacy default stream to reach the device.
     ///
-    /// `cuMemcpyHtoD` from pageable memory returns once the data is staged, and `cuMemcpyDtoD`
-    /// returns at once; the DMA itself may still be running (CUDA driver API, "API
-    /// synchronization behavior"). Work queued on a non-blocking stream, as NCCL's is, does not
-    /// wait for it, so a buffer written this way must have landed before such work is queued.
+    /// `cuMemcpyHtoD` from pageable memory returns once the data is staged; the DMA itself may
+    /// still be running (CUDA driver API, "API synchronization behavior"). Work queued on a
+    /// non-blocking stream, as NCCL's is, does not wait for it, so a buffer written this way
+    /// must have landed before such work is queued.
     fn settle(&self) -> Result<(), GpuError> {
         // SAFETY: the null handle is the legacy default stream of the current context.
         let rc = unsafe { (self.stream_sync)(std::ptr::null_mut()) };
@@ -367,23 +364,6 @@ impl DeviceBuffer {
         self.cuda.check(rc, "cuMemcpyDtoDAsync")
     }
 
-    /// A synchronous device-to-device copy (used to stage data before timing starts).
-    pub fn copy_from(
-        &self,
-        offset: usize,
-        src: &DeviceBuffer,
-        src_off: usize,
-        len: usize,
-    ) -> Result<(), GpuError> {
-        self.range(offset, len)?;
-        src.range(src_off, len)?;
-        // SAFETY: both ranges checked against live allocations.
-        let rc =
-            unsafe { (self.cuda.dtod)(self.ptr + offset as u64, src.ptr + src_off as u64, len) };
-        self.cuda.check(rc, "cuMemcpyDtoD")?;
-        self.cuda.settle()
-    }
-
     fn range(&self, offset: usize, len: usize) -> Result<(), GpuError> {
         if offset.checked_add(len).is_none_or(|end| end > self.len) {
             return Err(GpuError::Invalid(format!(
@@ -440,13 +420,6 @@ impl Stream {
         }
         self.cuda.check(rc, "cuStreamQuery")?;
         Ok(true)
-    }
-
-    /// Blocks until the stream is idle; only for work that cannot hang (copies).
-    pub fn synchronize(&self) -> Result<(), GpuError> {
-        // SAFETY: raw is a live stream of this driver.
-        let rc = unsafe { (self.cuda.stream_sync)(self.raw) };
-        self.cuda.check(rc, "cuStreamSynchronize")
     }
 }
 

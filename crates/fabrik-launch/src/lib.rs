@@ -77,7 +77,7 @@ impl FromStr for Kind {
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// A launch kind fabrik does not know.
-    #[error("unknown launch kind {0:?}; known: torchrun, docker, k8s, slurm, hostfile")]
+    #[error("unknown launch kind {0:?}; known: {known}", known = Kind::ALL.map(Kind::as_str).join(", "))]
     UnknownKind(String),
     /// A Kubernetes object kind fabrik does not write.
     #[error("unknown Kubernetes kind {0:?}; known: job, jobset, pytorchjob")]

@@ -484,3 +484,14 @@ fn aws_efa_always_requests_efa_and_rdma_resource_is_honoured() {
     let text = render(Kind::K8s, &env_for(Profile::Socket), &s).unwrap();
     assert!(text.contains("rdma/hca_shared_devices_a: '1'"), "{text}");
 }
+
+#[test]
+fn every_kind_parses_from_its_name_and_an_unknown_one_lists_them() {
+    for k in Kind::ALL {
+        assert_eq!(k.as_str().parse::<Kind>().unwrap(), k);
+    }
+    assert_eq!(
+        "mpi".parse::<Kind>().unwrap_err().to_string(),
+        "unknown launch kind \"mpi\"; known: torchrun, docker, k8s, slurm, hostfile"
+    );
+}

@@ -235,6 +235,27 @@ pub struct CollectiveReport {
     pub notes: Vec<String>,
 }
 
+/// Sums the per-stream results by interface (or local address), in first-seen order.
+pub fn per_interface(streams: &[StreamResult]) -> Vec<(String, u32, u64, f64)> {
+    let mut out: Vec<(String, u32, u64, f64)> = Vec::new();
+    for s in streams {
+        let key = s
+            .interface
+            .clone()
+            .or_else(|| s.local_addr.clone())
+            .unwrap_or_else(|| "default route".into());
+        match out.iter_mut().find(|(k, ..)| *k == key) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += s.bytes;
+                e.3 += s.bw_avg_gbps;
+            }
+            None => out.push((key, 1, s.bytes, s.bw_avg_gbps)),
+        }
+    }
+    out
+}
+
 /// The bus-bandwidth factor nccl-tests applies to algbw for an operation on `ranks` ranks.
 pub fn busbw_factor(op: &str, ranks: u32) -> Option<f64> {
     let n = f64::from(ranks.max(1));

@@ -4,6 +4,8 @@
 
 use std::net::Ipv6Addr;
 
+pub mod policy;
+
 /// Parses a GID as sysfs writes it (8 groups of up to 4 hex digits; surrounding whitespace is
 /// ignored). The compressed IPv6 form (`fe80::1`) is not what sysfs writes and is refused.
 pub fn parse(s: &str) -> Option<[u8; 16]> {

@@ -7,12 +7,14 @@
 
 pub mod bench;
 pub mod cluster;
+pub mod counters;
 pub mod finding;
 pub mod gid;
 pub mod nccl;
 pub mod node;
 pub mod rule;
 pub mod size;
+pub mod snapshot;
 pub mod text;
 
 pub use bench::*;

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::sample::Reading;
 
+pub use fabrik_model::counters::priority_pause;
+
 /// What `ethtool -S` printed, as counters; or why it printed none.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EthtoolStats {
@@ -62,25 +64,6 @@ pub fn parse_ethtool_stats(text: &str) -> EthtoolStats {
     out
 }
 
-/// A per-priority PFC pause counter name as mlx5 (and other drivers that follow its naming)
-/// report it: `rx_prio3_pause`, `tx_prio0_pause`. Returns (direction, priority). The
-/// `_duration` and `_transition` variants are not frame counts and are not matched.
-pub fn priority_pause(name: &str) -> Option<(&'static str, u8)> {
-    let (dir, rest) = if let Some(r) = name.strip_prefix("rx_prio") {
-        ("rx", r)
-    } else if let Some(r) = name.strip_prefix("tx_prio") {
-        ("tx", r)
-    } else {
-        return None;
-    };
-    let digits = rest.strip_suffix("_pause")?;
-    if digits.is_empty() || digits.len() > 1 {
-        return None;
-    }
-    let prio = digits.parse::<u8>().ok()?;
-    (prio <= 7).then_some((dir, prio))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -108,23 +91,10 @@ mod tests {
         assert_eq!(s.complaints.len(), 1);
     }
 
-    #[test]
-    fn priority_names() {
-        assert_eq!(priority_pause("rx_prio3_pause"), Some(("rx", 3)));
-        assert_eq!(priority_pause("tx_prio7_pause"), Some(("tx", 7)));
-        assert_eq!(priority_pause("rx_prio3_pause_duration"), None);
-        assert_eq!(priority_pause("rx_prio8_pause"), None);
-        assert_eq!(priority_pause("rx_pause_ctrl_phy"), None);
-    }
-
     proptest! {
         #[test]
         fn never_panics(s in "(?s).{0,400}") {
             let _ = parse_ethtool_stats(&s);
-        }
-        #[test]
-        fn names_never_panic(s in ".{0,40}") {
-            let _ = priority_pause(&s);
         }
     }
 }

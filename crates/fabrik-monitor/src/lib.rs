@@ -10,7 +10,8 @@ pub mod ethtool;
 pub mod metrics;
 pub mod read;
 pub mod rules;
-pub mod sample;
+/// The sample types, which live in the model ([`fabrik_model::counters`]).
+pub use fabrik_model::counters as sample;
 pub mod server;
 pub mod width;
 

@@ -3,7 +3,8 @@
 #![warn(missing_docs)]
 
 pub mod env;
-pub mod gid;
+/// The RoCE GID policy, which lives in the model beside the GID it chooses.
+pub use fabrik_model::gid::policy as gid;
 pub mod vars;
 pub mod yaml;
 

@@ -8,6 +8,7 @@ pub mod check;
 pub mod commands;
 pub mod error;
 pub mod input;
+pub mod inspector;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod perftest;

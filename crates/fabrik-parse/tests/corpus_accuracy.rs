@@ -27,12 +27,13 @@ const FLOORS: &[(&str, f64)] = &[
     // work of that round: they lowered failed, cause_class and processes from the 123-log
     // figures (99.1, 98.3, 100); the analyzer itself did not get worse. On 146 logs (files
     // 137-146 added unseen, then the fixes they led to): 100, 100, 100, 97.1, 96.2, 100, 100,
-    // 99.2 -- the same floors.
+    // 99.2 -- the same floors. On 152 logs (files 147-152 added for the misjudgement classes of
+    // 2026-11-27, then the class fixes): failed 97.2, cause_class 96.4.
     ("transport", 100.0),
     ("gdr", 100.0),
     ("socket_fallback", 100.0),
-    ("failed", 97.0),
-    ("cause_class", 96.0),
+    ("failed", 97.2),
+    ("cause_class", 96.4),
     ("version", 100.0),
     ("hosts", 100.0),
     ("processes", 99.1),
@@ -111,6 +112,9 @@ fn class_of_rule(rule: &str) -> &'static str {
         "socket-fallback"
     } else if has("DUPLICATE") || has("DUP-GPU") {
         "duplicate-gpu"
+    } else if has("IOMMU") || has("HSA") || has("HOST-CONFIG") {
+        // RCCL's checks of the kernel command line and the HSA driver environment.
+        "host-config"
     } else if has("GID") {
         "gid"
     } else if has("NVLS") {
@@ -367,6 +371,7 @@ fn rule_classes_cover_the_vocabulary_used_in_truth() {
         "shm",
         "straggler",
         "config",
+        "host-config",
         "other",
     ]
     .into_iter()
@@ -391,6 +396,8 @@ fn rule_classes_cover_the_vocabulary_used_in_truth() {
     );
     assert_eq!(class_of_rule("FAB-NCCL-TIMEOUT"), "timeout");
     assert_eq!(class_of_rule("FAB-NCCL-WARN"), "other");
+    assert_eq!(class_of_rule("FAB-NCCL-RCCL-IOMMU"), "host-config");
+    assert_eq!(class_of_rule("FAB-NCCL-TCPX-STALL"), "timeout");
 }
 
 /// Every fixture file of the public corpora has its row (source and ground truth) in the README

@@ -20,7 +20,7 @@ fn corpus(dir: &str) -> Vec<Vec<u8>> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n != "README.md"))
+        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "README.md"))
         .collect();
     files.sort();
     let v: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();

@@ -842,3 +842,106 @@ fn a_doca_failure_of_gin_gdaki_is_an_rdma_setup_error() {
     );
     assert!(!has_rule(&r, "FAB-NCCL-WARN"));
 }
+
+/// NCCL 2.4's lines (src/transport/net_socket.cu `NET/Socket : Using%s`, net.cu `NET/%s : GPU
+/// Direct RDMA Disabled for GPU %d[%d] / HCA %d (distance %d >= %d)`, net_ib.cu `NET/IB: Dev %d
+/// Port %d qpn %d mtu %d LID %d`, v2.4.2-1) and 2.5's net_socket.cc `NET/Socket: Using %d threads
+/// and %d sockets per thread`: each names the network without a `Using network` line.
+#[test]
+fn older_init_and_connection_lines_name_the_network() {
+    let gdr = "n1:10:10 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for GPU 0[0] / HCA 0 (distance 4 >= 2)\n";
+    let r = analyze_str("gdr.log", gdr);
+    assert_eq!(r.processes[0].transport, Some(Transport::Socket));
+    let qp = "n1:10:10 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 1234 mtu 5 LID 7\n";
+    let r = analyze_str("qp.log", qp);
+    assert_eq!(r.processes[0].transport, Some(Transport::Ib));
+    let socks = "n1:10:11 [0] NCCL INFO NET/Socket: Using 2 threads and 8 sockets per thread\n";
+    let r = analyze_str("socks.log", socks);
+    assert_eq!(r.processes[0].transport, Some(Transport::Socket));
+    // 2.4 prints the socket list for its bootstrap in every process: alone it proves nothing,
+    // but a process that got to its ring lines with no IB line ran on sockets.
+    let list = "n1:10:10 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n";
+    let r = analyze_str("list.log", list);
+    assert_eq!(r.processes[0].transport, None);
+    let ring = format!("{list}n1:10:20 [0] NCCL INFO Ring 00 : 0 1\nn1:10:20 [0] NCCL INFO comm 0x7f00 rank 0 nranks 2 cudaDev 0 nvmlDev 0\n");
+    let r = analyze_str("ring.log", &ring);
+    assert_eq!(r.processes[0].transport, Some(Transport::Socket));
+    let ib = format!(
+        "{ring}n1:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+    );
+    let r = analyze_str("ib.log", &ib);
+    assert_eq!(r.processes[0].transport, Some(Transport::Ib));
+}
+
+/// misc/socket.cc picks `lo` only when asked or when nothing else is there; net_socket.cc opens
+/// connections over every interface it lists.
+#[test]
+fn loopback_among_socket_interfaces_across_hosts_is_an_error() {
+    let host = |h: &str, pid: u32, addr: &str, rank: u32| {
+        format!(
+            "{h}:{pid}:{pid} [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo,eth0\n\
+             {h}:{pid}:{pid} [0] NCCL INFO NET/IB : No device found.\n\
+             {h}:{pid}:{pid} [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0> [1]eth0:{addr}<0>\n\
+             {h}:{pid}:{pid} [0] NCCL INFO Using network Socket\n\
+             {h}:{pid}:{pid} [0] NCCL INFO ncclCommInitRank comm 0x55d0 rank {rank} nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x1 - Init START\n"
+        )
+    };
+    let two = host("a", 1, "10.0.0.1", 0) + &host("b", 2, "10.0.0.2", 1);
+    let r = analyze_str("two.log", &two);
+    assert!(
+        errors(&r).contains(&"FAB-NCCL-SOCKET-LOOPBACK"),
+        "{:?}",
+        r.findings
+    );
+    assert!(!has_rule(&r, "FAB-NCCL-LOOPBACK"));
+    let one = host("a", 1, "10.0.0.1", 0);
+    let r = analyze_str("one.log", &one);
+    assert!(errors(&r).is_empty(), "{:?}", r.findings);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.rule == "FAB-NCCL-LOOPBACK")
+        .expect("named");
+    assert!(
+        f.message.contains("NCCL_SOCKET_IFNAME=lo,eth0"),
+        "{}",
+        f.message
+    );
+}
+
+/// A WARN head whose message a paste wrapped onto the next lines: the wrapped text is read up to
+/// a blank line, and a head followed directly by another record keeps an empty message.
+#[test]
+fn a_wrapped_warn_takes_its_following_lines() {
+    let log = "n1:5:6 [0] transport/net_ib.cc:1615 NCCL WARN \n\
+               NET/IB : Got completion from peer 10.0.0.2<4000> with status=12 opcode=0 len=0\n\
+               vendor err 129 (Recv)\n\
+               \n\
+               program output that is not the message\n";
+    let r = analyze_str("wrapped.log", log);
+    let i = &r.processes[0].issues;
+    assert_eq!(i.len(), 1, "{i:?}");
+    assert_eq!(i[0].rule, "FAB-NCCL-IB-TIMEOUT");
+    assert!(i[0].message.ends_with("vendor err 129 (Recv)"));
+    let cut = "n1:5:6 [0] misc/socket.cc:1 NCCL WARN \nn1:5:6 [0] NCCL INFO Using network Socket\n";
+    let r = analyze_str("cut.log", cut);
+    assert_eq!(r.processes[0].network.as_deref(), Some("Socket"));
+    assert_eq!(r.processes[0].issues[0].rule, "FAB-NCCL-WARN");
+}
+
+/// src/ras/'s WARNs, under any build path, are RAS's own (ras.cc discards the client socket's
+/// result); the same SYSCHECK text from misc/socket.cc stays a failed system call.
+#[test]
+fn ras_warnings_do_not_fail_the_job() {
+    let log = "n1:5:5 [0] NCCL INFO Using network IB\n\
+               n1:5:5 [0] /build/nccl/src/ras/client_support.cc:181 NCCL WARN Call to bind failed: Address already in use\n\
+               n1:5:5 [0] NCCL INFO RAS failed to establish a client listening socket at localhost:28028\n";
+    let r = analyze_str("ras.log", log);
+    assert!(errors(&r).is_empty(), "{:?}", r.findings);
+    assert!(has_rule(&r, "FAB-NCCL-RAS-THREAD"));
+    let r = analyze_str(
+        "bind.log",
+        "n1:5:5 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot assign requested address\n",
+    );
+    assert!(!has_rule(&r, "FAB-NCCL-RAS-THREAD"));
+}

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use fabrik_model::Severity;
 use fabrik_parse::nccl_log::{analyze_paths, LogReport, PluginStatus, ProcessReport, Transport};
 
 fn fixture(name: &str) -> PathBuf {
@@ -474,7 +475,11 @@ fn f30_tcpx_timeouts() {
     assert_eq!(r.summary.transport, Transport::GpuDirectTcpx);
     let i = &r.processes[0].issues;
     assert_eq!(i.len(), 1);
-    assert_eq!((i[0].rule.as_str(), i[0].count), ("FAB-NCCL-TCPX", 2));
+    // `rx ctrl timeout cnt 7331502, nanos 10000000585`: the receive waited 10 s for its peer's
+    // control message, millions of polls without progress: a stalled connection.
+    assert_eq!((i[0].rule.as_str(), i[0].count), ("FAB-NCCL-TCPX-STALL", 2));
+    assert_eq!(i[0].severity, Severity::Error);
+    assert_eq!(r.findings[0].rule, "FAB-NCCL-FIRST-FAILURE");
 }
 
 #[test]
@@ -799,4 +804,119 @@ fn f49_rccl_without_ib_devices_uses_sockets() {
     assert!(p.ib_nics.is_empty());
     assert_eq!(p.socket_interfaces.len(), 9);
     assert_eq!(r.summary.warnings, 1, "one WARN rule seen twice");
+}
+
+fn finding<'a>(r: &'a LogReport, rule: &str) -> Option<&'a fabrik_model::Finding> {
+    r.findings.iter().find(|f| f.rule == rule)
+}
+
+#[test]
+fn f147_ras_client_port_in_use_is_not_the_jobs_failure() {
+    let r = load("147-nccl-2.30.4-ras-client-bind-in-use-shrink-test-roce-two-hosts.log");
+    assert_eq!(r.summary.transport, Transport::Ib);
+    assert_eq!(r.summary.gdr, Some(false));
+    assert_eq!((r.summary.hosts, r.summary.processes), (2, 4));
+    assert_eq!(r.summary.errors, 0, "{:?}", r.findings);
+    assert!(finding(&r, "FAB-NCCL-FIRST-FAILURE").is_none());
+    for p in &r.processes {
+        let ras: Vec<_> = p
+            .issues
+            .iter()
+            .filter(|i| i.rule == "FAB-NCCL-RAS-THREAD")
+            .collect();
+        assert_eq!(ras.len(), 1, "{:?}", p.issues);
+        assert_eq!(ras[0].severity, Severity::Warning);
+        assert!(ras[0].message.contains("Address already in use"));
+    }
+}
+
+#[test]
+fn f148_ras_bind_failure_on_a_healthy_socket_run() {
+    let r = load("148-nccl-2.27.3-ibext-no-device-socket-ras-bind-in-use-one-host.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(!r.summary.socket_fallback);
+    assert_eq!(r.summary.errors, 0, "{:?}", r.findings);
+    assert_eq!(rules(&r), vec!["FAB-NCCL-RAS-THREAD"]);
+}
+
+#[test]
+fn f149_init_lines_alone_name_the_socket_transport() {
+    let r = load("149-nccl-ipoib-host-dlvsym-no-ib-init-lines-only-socket-two-hosts.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert!(r.summary.socket_fallback);
+    assert_eq!(r.summary.gdr, Some(false));
+    // `Assigned NET plugin Socket to comm` (2.27+) and `NET/Socket : GPU Direct RDMA Disabled
+    // for HCA 0 'ibp24s0'` each name the network of a process that printed nothing else of it.
+    assert_eq!(
+        proc(&r, "jzxh330", 85605).transport,
+        Some(Transport::Socket)
+    );
+    assert_eq!(
+        proc(&r, "jzxh331", 86341).transport,
+        Some(Transport::Socket)
+    );
+    assert!(
+        proc(&r, "jzxh330", 85602).socket_fallback,
+        "IPoIB interfaces: IB hardware"
+    );
+}
+
+#[test]
+fn f150_loopback_on_one_host_is_named() {
+    let r = load("150-nccl-2.10.3-one-rank-container-bootstrap-lo-ofi-efa-only.log");
+    assert_eq!(r.summary.transport, Transport::Socket);
+    assert_eq!(r.summary.errors, 0);
+    let f = finding(&r, "FAB-NCCL-LOOPBACK").expect("loopback named");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.evidence[0].value.contains("bootstrap lo:127.0.0.1"),
+        "{:?}",
+        f.evidence
+    );
+    assert!(f.evidence[0]
+        .value
+        .contains("socket transport over lo eth0"));
+    assert!(finding(&r, "FAB-NCCL-SOCKET-LOOPBACK").is_none());
+    // aws-ofi-nccl in a container without EFA: the plugin does not apply here.
+    let ofi = r.processes[0]
+        .issues
+        .iter()
+        .find(|i| i.rule == "FAB-NCCL-OFI-PROVIDER")
+        .expect("OFI line read");
+    assert_eq!(ofi.severity, Severity::Info);
+}
+
+#[test]
+fn f151_tcpx_stall_through_a_harness_logger_wrapped_over_lines() {
+    let r = load("151-uccl-tcpx-harness-ncclnet-logger-rx-ctrl-timeout-wrapped.log");
+    assert_eq!(r.summary.transport, Transport::GpuDirectTcpx);
+    assert_eq!(r.summary.processes, 1);
+    let i = &r.processes[0].issues;
+    assert_eq!(i.len(), 1, "{i:?}");
+    assert_eq!(i[0].rule, "FAB-NCCL-TCPX-STALL");
+    assert!(i[0]
+        .message
+        .ends_with("rx rx ctrl timeout cnt 27848, nanos 500001359"));
+    assert_eq!(i[0].first_seen.rsplit(':').next(), Some("1"));
+}
+
+#[test]
+fn f152_rccl_environment_warnings_have_their_cause() {
+    let r = load("152-rccl-2.30.4-therock-xgmi-4-gpus-iommu-pt-amd-smi-socket.log");
+    assert_eq!(r.summary.nccl_version.as_deref(), Some("2.30.4"));
+    assert_eq!(r.summary.transport, Transport::Socket);
+    let p = &r.processes[0];
+    let iommu = p
+        .issues
+        .iter()
+        .find(|i| i.rule == "FAB-NCCL-RCCL-IOMMU")
+        .expect("iommu=pt warning classified");
+    assert_eq!((iommu.severity, iommu.count), (Severity::Warning, 5));
+    let notice = p
+        .issues
+        .iter()
+        .find(|i| i.rule == "FAB-NCCL-RCCL-NOTICE")
+        .expect("AMD SMI notice");
+    assert_eq!(notice.severity, Severity::Info);
+    assert!(!rules(&r).contains(&"FAB-NCCL-WARN"), "{:?}", rules(&r));
 }

@@ -1,6 +1,7 @@
 //! RDMA devices: `/sys/class/infiniband/*`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use fabrik_model::{Gid, GidType, LinkLayer, Port, RdmaDevice, StateValue};
 
@@ -28,6 +29,15 @@ pub fn read_devices(fs: &mut RootFs, mtus: &MtuMap) -> Vec<RdmaDevice> {
         out.push(read_device(fs, &name, mtus));
     }
     out
+}
+
+/// The non-empty GID table of `port` of `device` under `root`, read as [`read_devices`] reads
+/// every port's (through the root-confined reader): for a caller that needs one port's GIDs, such
+/// as the RDMA bench choosing the GID NCCL would use. An unreadable table is empty.
+pub fn read_port_gids(root: &Path, device: &str, port: u32) -> std::io::Result<Vec<Gid>> {
+    let mut fs = RootFs::new(root)?;
+    let dir = join(&join(CLASS_DIR, device), &format!("ports/{port}"));
+    Ok(read_gids(&mut fs, &dir))
 }
 
 fn read_device(fs: &mut RootFs, name: &str, mtus: &MtuMap) -> RdmaDevice {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
+pub use fabrik_model::snapshot::{CommandRun, SnapshotSummary};
 use fabrik_model::Node;
 
 use crate::fs::{parent, Recorded};
@@ -77,34 +78,6 @@ impl SnapshotOptions {
             command_timeout: Duration::from_secs(20),
         }
     }
-}
-
-/// One helper command a snapshot ran.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct CommandRun {
-    /// Capture name: the file is `fabrik/cmd/NAME.txt`.
-    pub name: String,
-    /// The command line.
-    pub command: String,
-    /// `saved`, `timed out`, `exit N (nothing saved)`, `failed to start: ...`.
-    pub outcome: String,
-}
-
-/// What a snapshot wrote.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct SnapshotSummary {
-    /// [`fabrik_model::SCHEMA_VERSION`] of the writer.
-    pub schema_version: u32,
-    /// The directory or tarball written.
-    pub output: String,
-    /// Regular files copied.
-    pub files: usize,
-    /// Directories created.
-    pub directories: usize,
-    /// Symbolic links copied as links.
-    pub symlinks: usize,
-    /// Every helper command run, and how it ended.
-    pub commands: Vec<CommandRun>,
 }
 
 /// `fabrik-snapshot-HOST-20261122T222009Z`.

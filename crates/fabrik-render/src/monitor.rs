@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
+use fabrik_model::counters::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
 use fabrik_model::text::visible;
 use fabrik_model::Finding;
-use fabrik_monitor::delta::{is_traffic, Change, CounterChange, Presence, Report, Traffic};
 
 /// `16.00 Gb/s`, `3.20 kb/s`; `-` when unknown.
 pub fn bits(v: Option<f64>) -> String {
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn text_from_the_root_is_shown_not_sent() {
-        use fabrik_monitor::sample::{NetdevSample, Sample};
+        use fabrik_model::counters::{NetdevSample, Sample};
         let nd = |state: &str| NetdevSample {
             name: "eth0\x1b]0;x\x07".into(),
             physical: true,
@@ -298,7 +298,7 @@ mod tests {
             state in proptest::prelude::any::<String>(),
             problem in proptest::prelude::any::<String>(),
         ) {
-            use fabrik_monitor::sample::{NetdevSample, Sample};
+            use fabrik_model::counters::{NetdevSample, Sample};
             let s = Sample {
                 netdevs: names
                     .iter()

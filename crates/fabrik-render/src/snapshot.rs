@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use fabrik_probe::snapshot::SnapshotSummary;
+use fabrik_model::snapshot::SnapshotSummary;
 
 use crate::plural;
 
@@ -31,7 +31,7 @@ pub fn summary(s: &SnapshotSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fabrik_probe::snapshot::CommandRun;
+    use fabrik_model::snapshot::CommandRun;
 
     #[test]
     fn counts_each_command_and_how_to_read_it_back() {

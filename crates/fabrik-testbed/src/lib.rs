@@ -7,8 +7,8 @@
 //! Everything is torn down on `Drop`, which also runs when a test panics; namespaces left by a
 //! process that was killed outright are removed, half an hour later, by the next [`Testbed`] built
 //! on the machine.
-//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and skip the test
-//! with its message when it returns `Some`.
+//! Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); call [`skip_reason`] first and, when it returns
+//! `Some`, skip the test with [`skip()`] (which fails it where `FABRIK_REQUIRE_TESTBEDS=1`).
 //! The crate's `fabrik-netns` binary (run by `testbed/netns.sh`) builds the same layout under a
 //! chosen name ([`Builder::name`], [`Testbed::keep`]) for people and benchmark scripts, and
 //! removes it with [`down`].
@@ -16,7 +16,7 @@
 //! ```no_run
 //! # fn main() -> Result<(), fabrik_testbed::TestbedError> {
 //! if let Some(why) = fabrik_testbed::skip_reason() {
-//!     eprintln!("skipping: {why}");
+//!     fabrik_testbed::skip("this test", &why);
 //!     return Ok(());
 //! }
 //! let tb = fabrik_testbed::Testbed::builder()
@@ -38,10 +38,12 @@ use std::sync::OnceLock;
 
 pub mod hostile;
 mod rate;
+pub mod skip;
 pub mod slurm;
 pub mod tools;
 
 pub use rate::parse_rate;
+pub use skip::{not_applicable, skip};
 
 /// Every namespace this crate creates starts with this, then the creating process id.
 pub const PREFIX: &str = "fab-";
@@ -439,15 +441,53 @@ impl Drop for Testbed {
     }
 }
 
-/// A loopback TCP port free now, for a server a test starts moments later (a race only
-/// another process that binds the same port in between can lose).
+/// A TCP port on 127.0.0.1 that nothing listens on now, for a server a test starts next.
+///
+/// The port comes from below the kernel's ephemeral range (`ip_local_port_range`): a port from
+/// inside it, released and bound again a moment later, is handed out meanwhile to any socket
+/// that binds port 0 (a rank's data listener, another test's client), so the later bind fails
+/// with "address in use". Below the range only an explicit bind takes it.
 pub fn free_port() -> Result<u16, TestbedError> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
     let io = |doing: &str, e: std::io::Error| TestbedError::Command {
-        command: format!("{doing} 127.0.0.1:0"),
+        command: format!("{doing} 127.0.0.1"),
         detail: e.to_string(),
     };
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding", e))?;
-    l.local_addr()
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(2048, 65535);
+    // Spread the picks of concurrent test processes and threads over the range below `low`.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut x = (nanos
+        ^ std::process::id().rotate_left(16)
+        ^ CALLS
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9e37_79b9))
+        | 1;
+    let span = low - 1024;
+    let mut last = None;
+    for _ in 0..64 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let port = 1024 + x % span;
+        let Ok(port) = u16::try_from(port) else {
+            continue;
+        };
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    let fallback =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| io("binding", last.unwrap_or(e)))?;
+    fallback
+        .local_addr()
         .map(|a| a.port())
         .map_err(|e| io("reading the address of", e))
 }

@@ -7,7 +7,7 @@
 //! # fn main() -> Result<(), fabrik_testbed::TestbedError> {
 //! use std::time::Duration;
 //! if let Some(why) = fabrik_testbed::slurm::skip_reason() {
-//!     eprintln!("skipping: {why}");
+//!     fabrik_testbed::skip("this test", &why);
 //!     return Ok(());
 //! }
 //! let slurm = fabrik_testbed::slurm::Slurm::builder()

@@ -23,11 +23,12 @@ pub fn find(name: &str) -> Option<PathBuf> {
 }
 
 /// The program `name` for a test that needs it, or `None` after printing that the test skips.
-/// Under CI (the `CI` variable set) a missing program is a failure instead: CI installs every
-/// test tool, so a skip there would hide a broken set-up. `install` says how to get it.
+/// Under CI (`CI` set, or `FABRIK_REQUIRE_TESTBEDS=1`) a missing program is a failure instead:
+/// CI installs every test tool, so a skip there would hide a broken set-up. `install` says how
+/// to get it.
 ///
 /// # Panics
-/// When `CI` is set and the program is missing.
+/// When CI is set and the program is missing.
 pub fn require(name: &str, install: &str) -> Option<PathBuf> {
     let found = find(name);
     if found.is_none() {
@@ -35,7 +36,10 @@ pub fn require(name: &str, install: &str) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "CI must have {name} ({install})"
         );
-        eprintln!("skipped: {name} is not installed ({install})");
+        crate::skip(
+            &format!("a test that runs {name}"),
+            &format!("{name} is not installed ({install})"),
+        );
     }
     found
 }

@@ -1,4 +1,5 @@
-//! Builds real testbeds (root only; skips with a message otherwise).
+//! Builds real testbeds (root only; skips with a message otherwise, and fails where
+//! `FABRIK_REQUIRE_TESTBEDS=1`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -7,7 +8,7 @@ use fabrik_testbed::{skip_reason, Testbed};
 
 fn skip() -> bool {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping testbed test: {why}");
+        fabrik_testbed::skip("the testbed test", &why);
         return true;
     }
     false

@@ -1,12 +1,12 @@
 //! GID tables as sysfs lists them, and the GID the bench uses on a RoCE port: the one NCCL would
-//! use in the same environment (fabrik-nccl's [`fabrik_nccl::gid`] is the one policy), so that
+//! use in the same environment (the model's [`fabrik_model::gid::policy`] is the one policy), so that
 //! the bench measures the path a job takes.
 
 use std::path::Path;
 
+use fabrik_model::gid::policy::{nccl_gid_index, GidSettings};
 pub use fabrik_model::gid::{format as format_gid, ipv4 as gid_ipv4, parse as parse_gid};
-use fabrik_model::{Gid, GidType, LinkLayer, Port};
-use fabrik_nccl::gid::{nccl_gid_index, GidSettings};
+use fabrik_model::{Gid, LinkLayer, Port};
 
 /// The GID index NCCL would use on RoCE `port` of `device` under `settings`, from the table under
 /// `root` (the bench passes the process's own NCCL_IB_* variables, as NCCL reads them).
@@ -20,42 +20,11 @@ pub fn roce_gid_index(root: &Path, device: &str, port: u32, settings: &GidSettin
     nccl_gid_index(&p, settings)
 }
 
-/// Reads the non-empty GID table of one port from `ROOT/sys/class/infiniband/DEV/ports/P/`.
+/// Reads the non-empty GID table of one port from `ROOT/sys/class/infiniband/DEV/ports/P/`,
+/// through fabrik-probe's root-confined reader (the one reader of a root); a root that cannot be
+/// opened reads as an empty table, which leaves NCCL's choice at index 0.
 pub fn read_gid_table(root: &Path, device: &str, port: u32) -> Vec<Gid> {
-    let base = root
-        .join("sys/class/infiniband")
-        .join(device)
-        .join("ports")
-        .join(port.to_string());
-    let Ok(entries) = std::fs::read_dir(base.join("gids")) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Gid> = entries
-        .flatten()
-        .filter_map(|e| {
-            let index: u32 = e.file_name().to_str()?.parse().ok()?;
-            let text = std::fs::read_to_string(e.path()).ok()?;
-            let raw = parse_gid(&text)?;
-            if raw.iter().all(|b| *b == 0) {
-                return None;
-            }
-            let attr = |kind: &str| {
-                std::fs::read_to_string(base.join("gid_attrs").join(kind).join(index.to_string()))
-                    .ok()
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-            };
-            Some(Gid {
-                index,
-                gid: text.trim().to_string(),
-                gid_type: attr("types").map(|t| GidType::parse(&t)),
-                netdev: attr("ndevs"),
-                ipv4: gid_ipv4(&raw),
-            })
-        })
-        .collect();
-    out.sort_by_key(|g| g.index);
-    out
+    fabrik_probe::rdma::read_port_gids(root, device, port).unwrap_or_default()
 }
 
 /// IPv4 addresses of a netdev from `ip -o -4 addr show dev X` output; used when no inventory is
@@ -73,6 +42,7 @@ pub fn parse_ip_addr_ipv4(text: &str) -> Vec<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use fabrik_model::GidType;
 
     #[test]
     fn gid_text_round_trip() {

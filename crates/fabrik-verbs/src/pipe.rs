@@ -1164,17 +1164,23 @@ mod tests {
 
     #[test]
     fn config_bounds() {
-        assert!(PipeConfig::default().validate().is_ok());
+        PipeConfig::default().validate().unwrap();
         let c = PipeConfig {
             chunk_bytes: 10,
             ..PipeConfig::default()
         };
-        assert!(c.validate().is_err());
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            format!("pipe chunk of 10 bytes outside {MIN_CHUNK}..={MAX_CHUNK}")
+        );
         let c = PipeConfig {
             slots: 0,
             ..PipeConfig::default()
         };
-        assert!(c.validate().is_err());
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            format!("pipe slots 0 outside 1..={MAX_SLOTS}")
+        );
     }
 
     #[test]

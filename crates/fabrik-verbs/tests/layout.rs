@@ -1,6 +1,6 @@
 //! Compares the Rust mirrors of libibverbs structures with the C compiler's view of the installed
 //! `infiniband/verbs.h` (Debian: libibverbs-dev). Skips, saying so, where the header or a C
-//! compiler is missing.
+//! compiler is missing, and fails then where `FABRIK_REQUIRE_TESTBEDS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -12,7 +12,10 @@ use fabrik_verbs::ffi::*;
 
 fn c_layout() -> Option<HashMap<String, i64>> {
     if !Path::new("/usr/include/infiniband/verbs.h").exists() {
-        eprintln!("SKIP: /usr/include/infiniband/verbs.h missing (apt install libibverbs-dev)");
+        fabrik_testbed::skip(
+            "the struct layout check",
+            "/usr/include/infiniband/verbs.h missing (scripts/apt/test/verbs.txt: libibverbs-dev)",
+        );
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -21,7 +24,7 @@ fn c_layout() -> Option<HashMap<String, i64>> {
     let status = match Command::new("cc").arg("-o").arg(&exe).arg(&src).status() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("SKIP: no C compiler: {e}");
+            fabrik_testbed::skip("the struct layout check", &format!("no C compiler: {e}"));
             return None;
         }
     };
@@ -258,7 +261,10 @@ fn missing_library_is_named() {
 #[test]
 fn real_library_loads_when_installed() {
     if !Path::new("/usr/lib/x86_64-linux-gnu/libibverbs.so.1").exists() {
-        eprintln!("SKIP: libibverbs.so.1 not installed");
+        fabrik_testbed::skip(
+            "the real library check",
+            "libibverbs.so.1 not installed (scripts/apt/test/verbs.txt)",
+        );
         return;
     }
     let v = fabrik_verbs::Verbs::load().unwrap();

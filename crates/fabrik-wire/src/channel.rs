@@ -248,11 +248,6 @@ impl Channel {
         self.deadline = deadline;
     }
 
-    /// Bytes received on this connection so far, handshake included.
-    pub fn bytes_received(&self) -> u64 {
-        self.received.get()
-    }
-
     /// Sets the largest frame accepted from the peer, in bytes.
     pub fn set_max_frame(&mut self, max: u32) {
         self.max_frame = max;

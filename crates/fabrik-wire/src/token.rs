@@ -39,6 +39,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -54,10 +55,14 @@ mod tests {
 
     #[test]
     fn empty_or_unprintable_tokens_are_refused() {
-        assert!(Token::new("").is_err());
-        assert!(Token::new("  ").is_err());
-        assert!(Token::new("a b").is_err());
-        assert!(Token::new("s3cret").is_ok());
+        for bad in ["", "  ", "a b", "tab\there", "é"] {
+            assert!(
+                matches!(Token::new(bad), Err(WireError::BadToken)),
+                "{bad:?}"
+            );
+        }
+        // Surrounding whitespace is not part of the secret.
+        assert_eq!(Token::new(" s3cret\n").unwrap().as_str(), "s3cret");
         assert_eq!(format!("{:?}", Token::new("s3cret").ok()), "Some(Token(…))");
     }
 }

@@ -49,6 +49,8 @@ enum Command {
     Logs(cmd::logs::Args),
     /// Read nccl-tests or perftest output into fabrik's result types.
     Parse(cmd::parse::Args),
+    /// Ask a running NCCL job's RAS port for its status, diagnostics or monitor events.
+    Ras(cmd::ras::ClientArgs),
     /// Live rates and moving error/congestion counters of every RDMA port and netdev.
     Top(cmd::top::Args),
     /// Serve this node's port and netdev counters as Prometheus metrics.
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Logs(args) => cmd::logs::run(args),
         Command::Parse(args) => cmd::parse::run(args),
+        Command::Ras(args) => cmd::ras::run_client(args),
         Command::Top(args) => cmd::top::run(args),
         Command::Exporter(args) => cmd::exporter::run(args),
         Command::Diff(args) => cmd::diff::run(args),

@@ -84,9 +84,14 @@ mod tests {
     #[test]
     fn broken_pipe_is_a_normal_end_and_other_errors_are_not() {
         let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-        assert!(ignore_broken_pipe(Err(pipe)).is_ok());
+        ignore_broken_pipe(Err(pipe)).unwrap();
+        ignore_broken_pipe(Ok(())).unwrap();
         let full = std::io::Error::from(std::io::ErrorKind::WriteZero);
-        assert!(ignore_broken_pipe(Err(full)).is_err());
-        assert!(ignore_broken_pipe(Ok(())).is_ok());
+        let e = ignore_broken_pipe(Err(full)).unwrap_err();
+        assert_eq!(e.to_string(), "writing to stdout");
+        assert_eq!(
+            e.downcast_ref::<std::io::Error>().map(std::io::Error::kind),
+            Some(std::io::ErrorKind::WriteZero)
+        );
     }
 }

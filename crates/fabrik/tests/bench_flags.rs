@@ -54,7 +54,10 @@ fn transport_auto_says_why_it_chose_tcp() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     if v["transport"] != "tcp" {
-        eprintln!("this machine has a usable RDMA device: auto chose RDMA, nothing to check");
+        fabrik_testbed::not_applicable(
+            "auto's TCP note",
+            "this machine has a usable RDMA device, and auto chose RDMA",
+        );
         return;
     }
     let notes = v["notes"].as_array().unwrap();

@@ -58,7 +58,10 @@ fn verbs_here() -> bool {
     if ld_cache_has("libibverbs.so.1") {
         return true;
     }
-    eprintln!("skipped: no libibverbs.so.1 here (install scripts/apt/test/verbs.txt)");
+    fabrik_testbed::skip(
+        "the RDMA memory test",
+        "no libibverbs.so.1 here (install scripts/apt/test/verbs.txt)",
+    );
     false
 }
 
@@ -68,7 +71,10 @@ fn without_a_cuda_driver_the_error_names_the_library() {
         return;
     }
     if ld_cache_has("libcuda.so.1") {
-        eprintln!("skipped: this machine has a CUDA driver");
+        fabrik_testbed::not_applicable(
+            "the missing-driver error",
+            "this machine has a CUDA driver",
+        );
         return;
     }
     let o = bench_cuda(None, &[], &[]);
@@ -91,14 +97,24 @@ fn mock_driver(dir: &Path) -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: no C compiler to build the mock libcuda.so.1");
+        fabrik_testbed::skip(
+            "the mock libcuda test",
+            "no C compiler to build the mock libcuda.so.1 (scripts/apt/test/base.txt)",
+        );
     }
     ok.then_some(out)
 }
 
 #[test]
 fn mock_driver_errors_reach_the_user() {
-    if !verbs_here() || ld_cache_has("libcuda.so.1") {
+    if !verbs_here() {
+        return;
+    }
+    if ld_cache_has("libcuda.so.1") {
+        fabrik_testbed::not_applicable(
+            "the mock driver's errors",
+            "this machine has a CUDA driver",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! `fabrik bench p2p` between network-namespace hosts (root only; skips with a message
-//! otherwise): striping over several shaped links, proved by the links' own byte counters.
+//! otherwise, and fails where `FABRIK_REQUIRE_TESTBEDS=1`): striping over several shaped links, proved by the links' own byte counters.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -15,7 +15,7 @@ fn bin() -> String {
 
 fn skip() -> bool {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping namespace bench test: {why}");
+        fabrik_testbed::skip("the namespace bench test", &why);
         return true;
     }
     false

@@ -111,7 +111,10 @@ fn the_report_of_a_run_has_drawn_plots_refers_to_nothing_outside_and_renders() {
     let page = std::fs::read_to_string(d.join("report.html")).unwrap();
     assert_eq!(outside_references(&page), Vec::<String>::new());
     let Some(chromium) = support::find_chromium() else {
-        eprintln!("browser check skipped (no chromium; scripts/apt/test/cluster.txt installs it)");
+        fabrik_testbed::skip(
+            "the browser check",
+            "no chromium (scripts/apt/test/cluster.txt installs it)",
+        );
         return;
     };
     let shot = d.join("shot.png");
@@ -157,7 +160,7 @@ const HOSTS: usize = 8;
 /// be made.
 fn eight_hosts() -> Option<Testbed> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping the namespace cluster test: {why}");
+        fabrik_testbed::skip("the namespace cluster test", &why);
         return None;
     }
     Some(Testbed::builder().hosts(HOSTS).build().unwrap())

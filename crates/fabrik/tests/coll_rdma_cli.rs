@@ -86,7 +86,10 @@ fn matrix_over_rdma_without_rdma_fails_clearly() {
 #[test]
 fn auto_without_rdma_runs_over_tcp() {
     if rdma_here() {
-        eprintln!("coll_rdma_cli: RDMA is usable here; auto would pick it, not checked");
+        fabrik_testbed::not_applicable(
+            "auto falling back to TCP",
+            "RDMA is usable here, so auto picks it",
+        );
         return;
     }
     let out = fabrik()

@@ -188,3 +188,63 @@ fn parse_root_and_link_gbps_conflict() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn parse_ras_streams_monitor_events_from_stdin_then_the_table() {
+    let text = std::fs::read(fixture(
+        "nccl-logs",
+        "ras-monitor/01-nccl-ras-monitor-peer-dead-text.txt",
+    ))
+    .unwrap();
+    let out = fabrik()
+        .args(["parse", "ras", "-"])
+        .write_stdin(text)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // A dead peer is an error finding: exit 1.
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("[2025-12-19 13:07:07] PEER_DEAD"),
+        "{stdout}"
+    );
+    assert!(first.contains("(dead 1, unreachable 0)"), "{first}");
+    assert!(stdout.contains("RAS monitor: "), "{stdout}");
+    assert!(stdout.contains("FAB-NCCL-RAS-DEAD"), "{stdout}");
+}
+
+#[test]
+fn parse_ras_json_lists_the_troubled_peers() {
+    let out = fabrik()
+        .args(["parse", "ras", "--format", "json"])
+        .arg(fixture(
+            "nccl-logs",
+            "ras-monitor/02-nccl-ras-monitor-peer-dead-json.txt",
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["source"], "ncclras");
+    assert!(!v["troubled_peers"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn parse_inspector_reads_a_dump_directory() {
+    let out = fabrik()
+        .args(["parse", "inspector"])
+        .arg(fixture("nccl-logs", "inspector"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("NCCL Inspector: "), "{stdout}");
+    assert!(out.status.code().is_some_and(|c| c <= 1));
+    let none = fabrik()
+        .args(["parse", "inspector"])
+        .arg(fixture("nccl-logs", "ras-monitor"))
+        .output()
+        .unwrap();
+    // Files that hold no Inspector record: a tool failure, said so.
+    assert_eq!(none.status.code(), Some(2));
+}

@@ -1,5 +1,5 @@
 //! `fabrik cluster matrix` between network-namespace hosts (root only; skips with a message
-//! otherwise): the second pass tells a bad node (one host's link shaped with tc tbf) from a
+//! otherwise, and fails where `FABRIK_REQUIRE_TESTBEDS=1`): the second pass tells a bad node (one host's link shaped with tc tbf) from a
 //! bad link (one destination shaped with an htb class and a u32 filter), and the per-rail mode
 //! runs one matrix per rail with one rail of one host shaped.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 fn skip() -> bool {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping namespace matrix test: {why}");
+        fabrik_testbed::skip("the namespace matrix test", &why);
         return true;
     }
     false

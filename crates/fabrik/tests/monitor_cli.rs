@@ -124,3 +124,51 @@ fn top_count_plain_lines_when_not_a_terminal() {
     assert_eq!(text.matches("fabrik top").count(), 2);
     assert_eq!(text.matches("\nmthca0:1").count(), 2);
 }
+
+#[test]
+fn the_rate_thresholds_are_flags_of_every_command_that_runs_the_counter_rules() {
+    let diff = |extra: &[&str]| {
+        let out = Command::cargo_bin("fabrik")
+            .unwrap()
+            .args(["diff", "--format", "json"])
+            .args(extra)
+            .arg(fx("mlx5-roce/before"))
+            .arg(fx("mlx5-roce/after"))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let rules: Vec<String> = v["findings"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|f| f["rule"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (out.status.code(), rules)
+    };
+    // The fixture's pause rate is above the default line and below one raised far above it.
+    let (_, rules) = diff(&[]);
+    assert!(rules.iter().any(|r| r == "FAB-CNT-108"), "{rules:?}");
+    let (code, rules) = diff(&["--pause-threshold", "1e12"]);
+    assert_eq!(code, Some(0));
+    assert!(!rules.iter().any(|r| r == "FAB-CNT-108"), "{rules:?}");
+    // A rate that is not one is a usage error, not a silent default.
+    let (code, _) = diff(&["--cnp-threshold", "-5"]);
+    assert_eq!(code, Some(2));
+    for cmd in ["diff", "top", "doctor", "exporter"] {
+        let out = Command::cargo_bin("fabrik")
+            .unwrap()
+            .args([cmd, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        for flag in ["--pause-threshold <PER_S>", "--cnp-threshold <PER_S>"] {
+            let at = help
+                .find(flag)
+                .unwrap_or_else(|| panic!("{cmd}: no {flag}\n{help}"));
+            let entry = &help[at..help[at..].find("\n  -").map_or(help.len(), |e| at + e)];
+            assert!(entry.contains("[default: 1000]"), "{cmd} {flag}: {entry}");
+        }
+    }
+}

@@ -40,7 +40,10 @@ fn mocks() -> Option<&'static (PathBuf, PathBuf)> {
                     String::from_utf8_lossy(&o.stderr)
                 ),
                 Err(e) => {
-                    eprintln!("SKIP: no C compiler ({cc}: {e}); the nccl mock tests need one");
+                    fabrik_testbed::skip(
+                        "the nccl mock tests",
+                        &format!("no C compiler ({cc}: {e})"),
+                    );
                     false
                 }
             }
@@ -290,7 +293,10 @@ fn missing_libnccl_is_a_clear_error() {
         return;
     };
     if fabrik_gpu::Nccl::load().is_ok() {
-        eprintln!("SKIP: a real libnccl.so.2 is installed here");
+        fabrik_testbed::not_applicable(
+            "the missing-libnccl error",
+            "a real libnccl.so.2 is installed here",
+        );
         return;
     }
     let o = fabrik(cuda_only, &["all_reduce", "--backend", "nccl"], &[]);
@@ -305,7 +311,10 @@ fn missing_libnccl_is_a_clear_error() {
 #[test]
 fn missing_libcuda_is_a_clear_error() {
     if fabrik_gpu::Cuda::load_from(fabrik_gpu::LIBCUDA).is_ok() {
-        eprintln!("SKIP: a real libcuda.so.1 is installed here");
+        fabrik_testbed::not_applicable(
+            "the missing-libcuda error",
+            "a real libcuda.so.1 is installed here",
+        );
         return;
     }
     let empty = tempfile::tempdir().unwrap();

@@ -171,7 +171,10 @@ fn a_parsed_perftest_run_is_not_an_empty_page() {
 #[test]
 fn the_page_renders_in_headless_chromium_without_console_errors() {
     let Some(chromium) = support::find_chromium() else {
-        eprintln!("skipped: no chromium on PATH (scripts/apt/cluster.txt installs it)");
+        fabrik_testbed::skip(
+            "the headless Chromium check",
+            "no chromium on PATH (scripts/apt/test/cluster.txt installs it)",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();

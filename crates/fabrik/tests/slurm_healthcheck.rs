@@ -72,7 +72,7 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
             std::env::var_os("CI").is_none(),
             "CI must run the Slurm test: {why}"
         );
-        eprintln!("skipped: {why}");
+        fabrik_testbed::skip("the Slurm test", &why);
         return;
     }
     let bad = repo().join("fixtures/nodes/roce-dualport");

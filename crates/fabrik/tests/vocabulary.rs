@@ -153,7 +153,10 @@ fn top_quits_on_q() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: no script(1) to give top a terminal (util-linux)");
+        fabrik_testbed::skip(
+            "top in a terminal",
+            "no script(1) to give top a terminal (util-linux)",
+        );
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin("fabrik");

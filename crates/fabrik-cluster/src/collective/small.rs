@@ -7,7 +7,8 @@
 //! nothing per step.
 
 use crate::dtype::{reduce_into, Elem, RedOp};
-use crate::link::{step, Direct, Link};
+use crate::link::{Direct, Link};
+use crate::step::step;
 use crate::ClusterError;
 
 use super::{name_peer, Comm};

@@ -1,5 +1,5 @@
 //! The counter rules' pages (FAB-CNT-1xx): id, severity, what each checks, why it matters,
-//! the evidence and the fix. `fabrik_monitor::rules` emits findings of these ids and carries
+//! the evidence and the fix. [`crate::counter_rules`] emits findings of these ids and carries
 //! each page's severity and fix, so the catalog, `fabrik explain` and the findings agree.
 
 use fabrik_model::{Rule, Scope, Severity};
@@ -42,7 +42,7 @@ const PMA_EVIDENCE: &str = "The port's file under /sys/class/infiniband/DEV/port
 const HW_EVIDENCE: &str = "The port's files under /sys/class/infiniband/DEV/ports/N/hw_counters/ in both samples: before, after, the interval, the increase and its rate.";
 
 /// The counter rules' pages, for `fabrik rules`, `fabrik explain` and docs/rules/; the fixes
-/// here are the ones the monitor's findings carry.
+/// here are the ones the counter findings carry.
 pub static RULES: &[Rule] = &[
     Rule {
         id: "FAB-CNT-101",

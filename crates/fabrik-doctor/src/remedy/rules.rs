@@ -87,6 +87,9 @@ pub static REMEDIES: &[Remedy] = &[
     Remedy { rule: rdma::NO_UVERBS, class: Class::Automatic,
         summary: "`modprobe ib_uverbs`, kept in /etc/modules-load.d; in a container whose host has it loaded, manual (pass /dev/infiniband to the container)",
         plan: no_uverbs },
+    Remedy { rule: rdma::NO_STACK, class: Class::Automatic,
+        summary: "`modprobe` the card's missing driver modules (`mlx5_core`, `mlx5_ib` or `efa`, and `ib_uverbs`), kept in /etc/modules-load.d; a loaded driver that refused the card is manual (its kernel log says why)",
+        plan: no_stack },
     Remedy { rule: rdma::MEMLOCK, class: Class::Automatic,
         summary: "memlock unlimited for new sessions in /etc/security/limits.d (root included) and DefaultLimitMEMLOCK for systemd services",
         plan: memlock },
@@ -322,6 +325,31 @@ fn no_uverbs(t: &Target) -> Vec<Planned> {
         },
         (!node.modules.is_empty()).then(|| "not loaded".into()),
     )]
+}
+
+fn no_stack(t: &Target) -> Vec<Planned> {
+    let node = &t.node.node;
+    let function = t
+        .subject
+        .strip_prefix("pci ")
+        .and_then(|a| node.network_functions.iter().find(|f| f.address == a));
+    let Some((core, ib)) = function.and_then(rdma::made_for_rdma) else {
+        return vec![];
+    };
+    // Which modules the node lacks is only known when /proc/modules was read.
+    if node.modules.is_empty() {
+        return vec![];
+    }
+    let missing: Vec<&str> = [core, ib, "ib_uverbs"]
+        .into_iter()
+        .filter(|m| !node.has_module(m))
+        .collect();
+    if missing.is_empty() {
+        return vec![Planned::Manual {
+            what: format!("`{core}` and `{ib}` are loaded but gave the card no RDMA device: the kernel log (`dmesg | grep {core}`) says why (firmware, PCIe errors); reload the driver or reset the card on a drained node."),
+        }];
+    }
+    missing.into_iter().map(|m| module(node, m)).collect()
 }
 
 fn memlock_now(node: &Node) -> Option<String> {

@@ -21,7 +21,9 @@ pub const NO_STACK: &str = "FAB-RDMA-005";
 /// network function (vendor `0x15b3`), and AWS EFA (`0x1d0f`, device `0xefa*`). Other vendors'
 /// NICs (Intel E810, Broadcom) serve as plain Ethernet on GPU nodes often enough that a missing
 /// RDMA driver there is no fault.
-fn made_for_rdma(pci: &fabrik_model::PciFunction) -> Option<(&'static str, &'static str)> {
+pub(crate) fn made_for_rdma(
+    pci: &fabrik_model::PciFunction,
+) -> Option<(&'static str, &'static str)> {
     let vendor = pci.vendor.as_deref()?.to_ascii_lowercase();
     let device = pci
         .device

@@ -29,7 +29,7 @@ fn is_ip_gid(g: &Gid) -> bool {
 
 /// The index NCCL 2.21+ selects by itself on a RoCE port, when it is a routable RoCE v2 IPv4
 /// GID: fabrik-nccl's one GID policy, shared with `fabrik env`, launch and the bench.
-pub use fabrik_nccl::gid::recommended_gid_index;
+pub use fabrik_model::gid::policy::recommended_gid_index;
 
 /// Rule [`NO_V2_GID`]: "RoCE port without a RoCE v2 GID carrying an IP address".
 pub fn no_v2_gid(node: &Node) -> Vec<Finding> {

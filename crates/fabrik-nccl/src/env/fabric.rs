@@ -3,7 +3,7 @@
 
 use fabrik_model::{LinkLayer, Node, PortState, RdmaDevice};
 
-use crate::gid::{nccl_gid_index, routable_v2, GidSettings};
+use fabrik_model::gid::policy::{nccl_gid_index, routable_v2, GidSettings};
 
 /// One RDMA port NCCL could use.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -307,7 +307,10 @@ fn roce_gid_index_is_the_one_nccl_selects_even_with_a_vlan_address_first() {
     let env = gen(Profile::GenericRoce, Some(&node));
     assert_eq!(val(&env, "NCCL_IB_GID_INDEX"), Some("3"));
     for d in &node.rdma_devices {
-        assert_eq!(crate::gid::recommended_gid_index(&d.ports[0]), Some(3));
+        assert_eq!(
+            fabrik_model::gid::policy::recommended_gid_index(&d.ports[0]),
+            Some(3)
+        );
     }
 }
 

@@ -4,7 +4,8 @@
 //! - `data/nccl-messages.tsv`: every `WARN` format string (and each `INFO` that records a
 //!   transport, GPUDirect RDMA, plugin or fallback decision) of NVIDIA/nccl v2.4 to the newest
 //!   release, aws-ofi-nccl, nccl-rdma-sharp-plugins and nccl-plugin-gpudirecttcpx, with its
-//!   source file and the first and last release it appears in. Written by
+//!   source file and the first and last release it appears in; `data/rccl-messages.tsv` the
+//!   same for RCCL (ROCm/rccl) and AMD's AINIC plugin (ROCm/amd-anp). Written by
 //!   `scripts/catalog/extract.py` from the repositories; never edited by hand.
 //! - `data/nccl-classes.txt`: hand-written cause classes (severity, meaning, fix, the NCCL
 //!   settings involved, public sources) and which of those format strings belong to each. A
@@ -25,6 +26,8 @@ use fabrik_model::{Rule, Scope, Severity, Source};
 use format::Pattern;
 
 const MESSAGES: &str = include_str!("../../data/nccl-messages.tsv");
+/// The second catalog: RCCL (ROCm/rccl release tags) and AMD's AINIC network plugin.
+const RCCL_MESSAGES: &str = include_str!("../../data/rccl-messages.tsv");
 const CLASSES: &str = include_str!("../../data/nccl-classes.txt");
 
 /// Which NCCL log level a message is printed at.
@@ -41,7 +44,7 @@ pub enum Kind {
 pub struct Message {
     /// The level it is printed at.
     pub kind: Kind,
-    /// `nccl`, `ofi`, `sharp`, `tcpx`, `fastrak`.
+    /// `nccl`, `ofi`, `sharp`, `tcpx`, `fastrak`, `rccl`, `anp`.
     pub source: &'static str,
     /// NCCL's code area (`net`, `transport`, `proxy`, `bootstrap`, `init`, `graph`, `nvls`,
     /// `ras`, `plugin`, `other`), or the plugin's name.
@@ -129,7 +132,7 @@ const MIN_CUT_LEAD: usize = 8;
 /// The catalog, parsed on first use.
 pub fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| Catalog::parse(MESSAGES))
+    CATALOG.get_or_init(|| Catalog::parse(&[MESSAGES, RCCL_MESSAGES]))
 }
 
 struct ClassSet {
@@ -209,10 +212,10 @@ fn severity(s: &str) -> Option<Severity> {
 }
 
 impl Catalog {
-    fn parse(messages: &'static str) -> Catalog {
+    fn parse(files: &[&'static str]) -> Catalog {
         let mut malformed = class_set().malformed.clone();
         let mut msgs = Vec::new();
-        for line in messages.lines() {
+        for line in files.iter().flat_map(|f| f.lines()) {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
@@ -251,7 +254,7 @@ impl Catalog {
             for (ci, c) in classes.iter().enumerate() {
                 for claim in &c.claims {
                     let (src, prefix) = split_claim(claim);
-                    if src.is_some_and(|s| s != m.source) {
+                    if src.is_some_and(|s| !claim_covers(s, m.source)) {
                         continue;
                     }
                     if m.format.starts_with(prefix) && best.is_none_or(|(_, l)| prefix.len() > l) {
@@ -266,8 +269,11 @@ impl Catalog {
             HashMap::default();
         let mut is_lead_len = Vec::new();
         let mut wild = Vec::new();
+        // RCCL repeats most of NCCL's formats word for word: one matcher per distinct text
+        // (the first source's message answers; its class is the same by `claim_covers`).
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for (i, m) in msgs.iter().enumerate() {
-            if m.kind != Kind::Warn {
+            if m.kind != Kind::Warn || !seen.insert(m.format.as_str()) {
                 continue;
             }
             let p = Pattern::compile(&m.format);
@@ -436,9 +442,17 @@ impl Hasher for Prehashed {
     }
 }
 
+/// RCCL is NCCL's code hipified: a format it shares word for word with NCCL means what NCCL's
+/// does, so a claim limited to `nccl` covers RCCL's copy too.
+fn claim_covers(claim_source: &str, message_source: &str) -> bool {
+    claim_source == message_source || (claim_source == "nccl" && message_source == "rccl")
+}
+
 /// `ofi:NET/OFI Unable` limits a claim to one source.
 fn split_claim(claim: &str) -> (Option<&str>, &str) {
-    for s in ["nccl:", "ofi:", "sharp:", "tcpx:", "fastrak:"] {
+    for s in [
+        "nccl:", "ofi:", "sharp:", "tcpx:", "fastrak:", "rccl:", "anp:",
+    ] {
         if let Some(rest) = claim.strip_prefix(s) {
             return (Some(&s[..s.len() - 1]), rest);
         }
@@ -513,7 +527,7 @@ fn parse_classes(text: &'static str, malformed: &mut Vec<&'static str>) -> Vec<C
 
 fn checks_text(c: &Class) -> String {
     let mut s = String::from(
-        "NCCL `WARN` lines whose text is printed by one of these format strings of NCCL's or its plugins' sources (data/nccl-messages.tsv):",
+        "NCCL `WARN` lines whose text is printed by one of these format strings of NCCL's, RCCL's or their plugins' sources (data/nccl-messages.tsv, data/rccl-messages.tsv):",
     );
     for claim in &c.claims {
         let (src, prefix) = split_claim(claim);

@@ -10,13 +10,14 @@ fn the_data_files_parse_completely() {
         "malformed data lines: {:?}",
         c.malformed
     );
-    let rows = MESSAGES
-        .lines()
+    let rows = [MESSAGES, RCCL_MESSAGES]
+        .iter()
+        .flat_map(|f| f.lines())
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .count();
     assert_eq!(c.messages.len(), rows);
     assert!(c.messages.len() > 2000, "{} messages", c.messages.len());
-    for src in ["nccl", "ofi", "sharp", "tcpx", "fastrak"] {
+    for src in ["nccl", "ofi", "sharp", "tcpx", "fastrak", "rccl", "anp"] {
         assert!(
             c.messages
                 .iter()
@@ -48,7 +49,7 @@ fn every_claim_names_real_messages() {
             if !c.messages.iter().any(|m| {
                 m.kind == Kind::Warn
                     && m.format.starts_with(prefix)
-                    && src.is_none_or(|s| s == m.source)
+                    && src.is_none_or(|s| claim_covers(s, m.source))
             }) {
                 stale.push(format!("{}: `{claim}`", cl.rule));
             }
@@ -258,9 +259,15 @@ fn plugin_messages_take_the_class_their_source_gives() {
             "FAB-NCCL-OFI-ALLOC",
             Severity::Error,
         ),
-        // GPUDirect-TCPX's slowness report (src/net_tcpx.cc).
+        // GPUDirect-TCPX's slowness reports (src/net_tcpx.cc): a control message awaited past
+        // the threshold is a stalled connection, a slow transmit completion a warning.
         (
             "0x7f2a1c0:0x7f2a000, nic 2, eth3, 10.0.1.5:3345<->10.0.2.7:4122 rx ctrl timeout cnt 12, nanos 5000000000",
+            "FAB-NCCL-TCPX-STALL",
+            Severity::Error,
+        ),
+        (
+            "0x7f2a1c0 nic 2, eth3 10.0.1.5:3345 tx comp timeout poll upper 3, lower 1, cnt 2, nanos 900, range (1 2)",
             "FAB-NCCL-TCPX",
             Severity::Warning,
         ),
@@ -501,7 +508,7 @@ fn lookup_work_per_message_is_small() {
     }
     let looked_up = start.elapsed();
     let start = std::time::Instant::now();
-    let fresh = Catalog::parse(MESSAGES);
+    let fresh = Catalog::parse(&[MESSAGES, RCCL_MESSAGES]);
     eprintln!(
         "{n} WARN formats: mean {mean:.1} candidates, worst {} ({:?}); all looked up in {looked_up:?}, {hits} found; catalog of {} built in {:?}",
         worst.0,
@@ -529,7 +536,7 @@ fn coverage_table() {
             usize::from(d.rule != "FAB-NCCL-WARN"),
         ];
         let mut keys = vec![(m.source.to_string(), "all".to_string())];
-        if m.source == "nccl" {
+        if m.source == "nccl" || m.source == "rccl" {
             keys.push((m.source.to_string(), m.area.to_string()));
         }
         keys.push(("all".to_string(), "all".to_string()));
@@ -584,4 +591,139 @@ fn a_message_cut_in_its_leading_text_is_found_only_when_one_class_fits() {
     assert!(c
         .lookup(b"Socket recv failed entirely unlike NCCL")
         .is_none());
+}
+
+/// RCCL's own messages take the classes their source gives; its copies of NCCL's formats take
+/// NCCL's classes.
+#[test]
+fn rccl_messages_are_classified_from_rccl_sources() {
+    /// A WARN message, its source location, and the rule and severity it must get.
+    type Case<'a> = (&'a [u8], Option<&'a [u8]>, &'a str, Severity);
+    let cases: [Case; 7] = [
+        (
+            b"MSCCL Internal Scheduler:  Unable to find algorithm files in /opt/rocm/share/rccl/msccl-algorithms. Please ensure that RCCL has been installed properly",
+            None,
+            "FAB-NCCL-RCCL-MSCCL",
+            Severity::Error,
+        ),
+        (
+            br#"Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!"#,
+            Some(b"/app/rccl/build/release/hipify/src/init.cc:213"),
+            "FAB-NCCL-RCCL-IOMMU",
+            Severity::Warning,
+        ),
+        (
+            br#"Missing "HSA_FORCE_FINE_GRAIN_PCIE=1" from environment which can lead to low RCCL performance, system instablity or hang!"#,
+            None,
+            "FAB-NCCL-RCCL-HSA-ENV",
+            Severity::Warning,
+        ),
+        (
+            b"ROCm SMI init failure RSMI_STATUS_INIT_ERROR",
+            None,
+            "FAB-NCCL-RCCL-SMI",
+            Severity::Error,
+        ),
+        (
+            b"Add XGMI error : could not find GPU 1b000",
+            None,
+            "FAB-NCCL-TOPO-DETECT",
+            Severity::Error,
+        ),
+        (
+            b"RCCL_USE_AMD_SMI_LIB not set, but HIP_FABRIC_API is defined. Fabric support is only available through AMD SMI. Rerun with RCCL_USE_AMD_SMI_LIB=1 to enable AMD SMI and UALoE fabric support.",
+            Some(b"src/misc/amdsmi_wrap.cc:214"),
+            "FAB-NCCL-RCCL-NOTICE",
+            Severity::Info,
+        ),
+        (
+            b"NET/ANP: DATA ibv_post_send FAILED qpn=12 errno=12 (Cannot allocate memory)",
+            None,
+            "FAB-NCCL-IB-QP",
+            Severity::Error,
+        ),
+    ];
+    for (line, src, rule, sev) in cases {
+        let d = diagnose_warn(line, src);
+        assert_eq!(
+            (d.rule, d.severity),
+            (rule, sev),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+    // A format RCCL shares with NCCL keeps NCCL's class through a `nccl:` claim.
+    let c = catalog();
+    let shared = c
+        .messages
+        .iter()
+        .filter(|m| m.source == "rccl" && m.kind == Kind::Warn)
+        .filter(|m| {
+            c.messages
+                .iter()
+                .any(|n| n.source == "nccl" && n.format == m.format)
+        })
+        .find(|m| m.format.starts_with("RAS received unknown"));
+    if let Some(m) = shared {
+        assert_eq!(
+            m.class.map(|i| c.classes[i].rule),
+            Some("FAB-NCCL-RAS-THREAD")
+        );
+    }
+}
+
+/// The WARN formats NCCL 2.31 and 2.32 added (from their release libraries), one per group.
+#[test]
+fn nccl_2_31_and_2_32_messages_take_their_classes() {
+    let cases: [(&[u8], &str, Severity); 8] = [
+        (
+            b"ncclCrypt: TLS connection requested without TLS support",
+            "FAB-NCCL-TLS",
+            Severity::Error,
+        ),
+        (
+            b"RMA/Socket : receive socket from peer=3 closed while receiving payload",
+            "FAB-NCCL-SOCKET",
+            Severity::Error,
+        ),
+        (
+            b"RMA/Socket : rma_socket requires GDRCopy; and GDR Copy is not available",
+            "FAB-NCCL-GIN-UNSUPPORTED",
+            Severity::Error,
+        ),
+        (
+            b"[2] Failed to connect GDAKI QP: local_node_name=a local_gpu_id=0 local_nic_name=mlx5_0 remote_rank=1 remote_node_name=b remote_gpu_id=0 remote_nic_name=mlx5_0",
+            "FAB-NCCL-IB-GDAKI",
+            Severity::Error,
+        ),
+        (
+            b"ncclSignal/ncclWaitSignal called before RMA is initialized. Register a symmetric window first, or set NCCL_RMA_EAGER_INIT=1 to initialize RMA at communicator creation.",
+            "FAB-NCCL-API-MISUSE",
+            Severity::Error,
+        ),
+        (
+            b"Window registration capabilities disagree between rank 0 and rank 3",
+            "FAB-NCCL-BOOTSTRAP-MISMATCH",
+            Severity::Error,
+        ),
+        (
+            b"NET/IB : mlx5_0:1 query_port failed during GID change (res=2)",
+            "FAB-NCCL-IB-EVENT",
+            Severity::Warning,
+        ),
+        (
+            b"RMA/Socket : closeColl called with 2 queued sends for peer=1",
+            "FAB-NCCL-INTERNAL-CHECK",
+            Severity::Error,
+        ),
+    ];
+    for (line, rule, sev) in cases {
+        let d = diagnose_warn(line, None);
+        assert_eq!(
+            (d.rule, d.severity),
+            (rule, sev),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
 }

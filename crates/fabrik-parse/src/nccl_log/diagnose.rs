@@ -206,6 +206,24 @@ fn has_ci(hay: &[u8], needle: &str) -> bool {
 
 /// Diagnoses an NCCL `WARN` message (and its source location, which names the plugin).
 pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
+    // NCCL's RAS subsystem runs beside the collectives and NCCL discards its failures (ras.cc:
+    // `(void)rasClientInitSocket();`): a WARN printed from src/ras/ (`ras/client_support.cc:181
+    // NCCL WARN Call to bind failed: Address already in use`, another job's RAS holding the
+    // client port) is RAS's own trouble, whatever the generic macro text says, never the job's
+    // failure.
+    if source.is_some_and(from_ras) {
+        if let Some(d) = class_diagnosis(RAS_THREAD_RULE) {
+            return d;
+        }
+    }
+    // RCCL 2.27+ (ROCm/rocm-systems projects/rccl/src/misc/amdsmi_wrap.cc, newer than the
+    // RCCL releases of data/rccl-messages.tsv) says at WARN level that it reads the GPUs
+    // without AMD SMI, then goes on with its internal reader: a notice.
+    if has(message, "RCCL_USE_AMD_SMI_LIB not set") {
+        if let Some(d) = class_diagnosis(RCCL_NOTICE_RULE) {
+            return d;
+        }
+    }
     // The file name only: build paths carry any word (`.../all_os_profiles/src/...` has "ofi").
     let src = source.unwrap_or(b"");
     let src = src.rsplit(|b| *b == b'/').next().unwrap_or(src);
@@ -280,6 +298,16 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
     // time-outs, CUDA): `Failed to bind NVLink SHARP (NVLS) Multicast memory ... : CUDA error
     // 401 '...'` is an NVLS failure, neither CollNet's SHARP nor a CUDA one.
     if let Some(c) = crate::catalog::classify(message) {
+        // GPUDirect-TCPX's slowness report `%p:%p, nic %d, %s, %s %s ctrl timeout cnt %lu, nanos
+        // %lu` (net_tcpx.cc tcpxCommProgress): a receive (`rx`) or send waited longer than the
+        // threshold for its peer's control message and keeps polling (cnt) without progress. The
+        // format is shared with passing slowness, so the words say which: a stalled connection
+        // holds every collective that crosses it.
+        if c.rule == TCPX_RULE && has(message, " ctrl timeout cnt ") {
+            if let Some(d) = class_diagnosis(TCPX_STALL_RULE) {
+                return d;
+            }
+        }
         return diagnosis_of(c);
     }
     if has(src, "tcpx") || has(message, "tcpx") || has(message, "TCPX") {
@@ -327,6 +355,21 @@ pub fn diagnose_warn(message: &[u8], source: Option<&[u8]>) -> Diagnosis {
 
 /// The class of NVLS set-up failures in `data/nccl-classes.txt`.
 const NVLS_RULE: &str = "FAB-NCCL-NVLS";
+/// RAS's own errors.
+const RAS_THREAD_RULE: &str = "FAB-NCCL-RAS-THREAD";
+/// GPUDirect-TCPX slowness reports, and the stalled connections among them.
+const TCPX_RULE: &str = "FAB-NCCL-TCPX";
+const TCPX_STALL_RULE: &str = "FAB-NCCL-TCPX-STALL";
+/// RCCL's notices printed at warning level.
+const RCCL_NOTICE_RULE: &str = "FAB-NCCL-RCCL-NOTICE";
+
+/// A WARN's source location in NCCL's src/ras/ (`ras/client_support.cc:181`, or a build path
+/// ending so): the directory before the file name is `ras`.
+fn from_ras(source: &[u8]) -> bool {
+    let mut parts = source.rsplit(|b| *b == b'/');
+    let file = parts.next().unwrap_or(b"");
+    parts.next() == Some(&b"ras"[..]) && memchr::memchr(b'.', file).is_some()
+}
 
 fn diagnosis_of(c: &'static crate::catalog::Class) -> Diagnosis {
     Diagnosis {
@@ -583,6 +626,35 @@ pub fn diagnose_info(message: &[u8]) -> Option<Diagnosis> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ras_warnings_are_ras_own() {
+        let d = diagnose_warn(
+            b"Call to bind failed: Address already in use",
+            Some(b"ras/client_support.cc:181"),
+        );
+        assert_eq!(d.rule, "FAB-NCCL-RAS-THREAD");
+        assert_eq!(d.severity, Severity::Warning);
+        // The same macro text elsewhere is a failed system call.
+        let d = diagnose_warn(
+            b"Call to bind failed: Address already in use",
+            Some(b"misc/socket.cc:379"),
+        );
+        assert_ne!(d.rule, "FAB-NCCL-RAS-THREAD");
+        assert!(from_ras(b"/build/nccl/src/ras/ras.cc:391"));
+        assert!(!from_ras(b"collectives.cc:12"));
+        assert!(!from_ras(b"graph/ras"));
+    }
+
+    #[test]
+    fn tcpx_control_timeouts_are_stalls() {
+        let d = diagnose_warn(
+            b"0xadca8062b70:0xadca805d0f0, nic 0, enp12s0, 172.16.0.11<39187><-172.16.0.95<46723> rx rx ctrl timeout cnt 7331502, nanos 10000000585",
+            Some(b"tcpxResult_t tcpxCommProgress(tcpxComm*):1231"),
+        );
+        assert_eq!(d.rule, "FAB-NCCL-TCPX-STALL");
+        assert_eq!(d.severity, Severity::Error);
+    }
 
     #[test]
     fn completion_errors_are_told_apart() {

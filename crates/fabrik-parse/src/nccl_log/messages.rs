@@ -117,6 +117,12 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         r.plugin.name = Some(lossy(name));
     } else if let Some(rest) = msg.strip_prefix(b"Using network ") {
         r.network = Some(lossy(rest.trim_ascii()));
+    } else if let Some(rest) = msg.strip_prefix(b"Assigned NET plugin ") {
+        // NCCL >= 2.27 (plugin/net.cc): the network given to the communicator, printed just
+        // before `Using network` (which an excerpt may have lost).
+        if let Some(name) = rest.strip_suffix(b" to comm") {
+            r.network.get_or_insert_with(|| lossy(name.trim_ascii()));
+        }
     } else if let Some(rest) = msg.strip_prefix(b"Using internal Network ") {
         // NCCL 2.2: `Using internal Network Socket` / `Using internal Network IB`.
         r.network = Some(lossy(rest.trim_ascii()));
@@ -139,10 +145,17 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
         st.hints.no_verbs = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, " : Using ") {
         ib_using(r, msg);
-    } else if msg.starts_with(b"NET/IB") && has(msg, " IbDev ") && has(msg, " qpn ") {
-        // net_ib.cc `NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d ...`: a queue pair to a peer
-        // was set up, so IB carried this connection.
+    } else if msg.starts_with(b"NET/IB")
+        && (has(msg, " IbDev ") || has(msg, " Dev "))
+        && has(msg, " qpn ")
+    {
+        // net_ib.cc `NET/IB: %s %d IbDev %d Port %d qpn %d mtu %d ...` (2.4-2.5: `NET/IB: Dev %d
+        // Port %d qpn %d mtu %d LID %d`): a queue pair to a peer was set up, so IB carried this
+        // connection.
         st.hints.ib_attempt = true;
+    } else if msg.starts_with(b"NET/Socket: Using ") && has(msg, " sockets per thread") {
+        // net_socket.cc (2.5+) prints it when it connects or accepts a socket-net connection.
+        st.hints.socket_net = true;
     } else if msg.starts_with(b"NET/IB") && has(msg, "No device found") {
         r.ib_no_device = true;
     } else if msg.starts_with(b"NET/Socket : Using ") {
@@ -187,7 +200,16 @@ pub(super) fn info(st: &mut ProcState, msg: &[u8], cuda_dev: Option<u32>) {
     } else if (msg.starts_with(b"NET/") || msg.starts_with(b"GPU Direct"))
         && has(msg, "GPU Direct RDMA")
     {
-        gdr_line(r, msg);
+        if let Some(name) = msg
+            .strip_prefix(b"NET/")
+            .and_then(|m| memmem::find(m, b" : GPU Direct RDMA").map(|p| &m[..p]))
+        {
+            let t = transport_of(&String::from_utf8_lossy(name));
+            if t != Transport::Unknown {
+                st.hints.gdr_net.get_or_insert(t);
+            }
+        }
+        gdr_line(&mut st.report, msg);
     } else if msg.starts_with(b"NVLS ") || msg.starts_with(b"Connected NVLS") {
         if msg.starts_with(b"NVLS comm")
             || msg.starts_with(b"NVLS Created Multicast")
@@ -746,9 +768,20 @@ pub(super) fn settle(r: &mut ProcessReport, hints: Hints) {
                 .is_some_and(|v| v.trim() == "1")
             || r.ib_nics.is_empty() && version_at_least(r.nccl_version.as_deref(), 2, 6)
             // Without libibverbs IB cannot be the network, in any release.
-            || r.ib_nics.is_empty() && hints.no_verbs);
+            || r.ib_nics.is_empty() && hints.no_verbs
+            // Any release: the network is set up (init.cc initNet) before the communicator
+            // prints its rank and topology lines, and net_ib.cc prints `NET/IB : Using ...` or
+            // `No device found` at the same INIT/NET level as the socket list. A process that
+            // got past that point with a socket list, no IB line, no IB activity and no plugin
+            // ran on sockets, whatever its (unknown) release.
+            || r.ib_nics.is_empty()
+                && !hints.ib_attempt
+                && r.plugin.status != PluginStatus::Loaded
+                && !r.ranks.is_empty());
     r.transport = Some(match net.as_deref() {
         Some(n) => transport_of(n),
+        // `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'`: the communicator's network.
+        None if hints.gdr_net.is_some() => hints.gdr_net.unwrap_or(Transport::Unknown),
         None if !r.ib_nics.is_empty() => Transport::Ib,
         // The IBext plugin finding no device falls back to sockets like NCCL's own IB.
         None if sockets_are_the_net && r.ib_no_device => Transport::Socket,
@@ -924,10 +957,23 @@ pub fn transport_of(name: &str) -> Transport {
 /// whether sockets were right).
 fn plugin_failures_are_warnings(r: &mut ProcessReport) {
     const PLUGIN_RULES: [&str; 3] = ["FAB-NCCL-OFI", "FAB-NCCL-TCPX", "FAB-NCCL-FASTRAK"];
+    // The plugin found none of the hardware it drives (aws-ofi-nccl: no EFA provider; TCPX and
+    // TCPXO: no data NIC or GPU): on a host without that hardware an installed plugin says so
+    // and NCCL goes on without it, which is no problem of the job.
+    const HARDWARE_ABSENT: [&str; 3] = [
+        "FAB-NCCL-OFI-PROVIDER",
+        "FAB-NCCL-TCPX-NIC",
+        "FAB-NCCL-FASTRAK-NIC",
+    ];
     let plugin_rule = |rule: &str| PLUGIN_RULES.iter().any(|p| rule.starts_with(p));
     for i in r.issues.iter_mut() {
-        if plugin_rule(&i.rule) && i.severity == fabrik_model::Severity::Error {
-            i.severity = fabrik_model::Severity::Warning;
+        let absent = HARDWARE_ABSENT.contains(&i.rule.as_str());
+        if plugin_rule(&i.rule) && (i.severity == fabrik_model::Severity::Error || absent) {
+            i.severity = if absent {
+                fabrik_model::Severity::Info
+            } else {
+                fabrik_model::Severity::Warning
+            };
             i.cause = format!(
                 "{} NCCL dropped the plugin and went on with its internal network ({}).",
                 i.cause.trim_end(),

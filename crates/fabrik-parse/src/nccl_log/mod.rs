@@ -55,7 +55,29 @@ pub struct LogAnalyzer {
     /// A RAS JSON document being collected (from a line `{` to a line `}`).
     ras_json: Option<String>,
     ras_json_report: Option<crate::ras::RasReport>,
+    diag: crate::ras::diag::DiagParser,
+    monitor: crate::ras::monitor::MonitorParser,
+    /// `NCCL DIAG `, searched on every line that is not an NCCL INFO/WARN line.
+    diag_marker: memchr::memmem::Finder<'static>,
+    /// A WARN head without its message, waiting for the lines an excerpt wrapped it onto.
+    wrapped: Option<Wrapped>,
 }
+
+/// A WARN whose message was wrapped onto the lines after its head (a paste or a document that
+/// broke a long line): the head's process, source and position, and the text gathered so far.
+struct Wrapped {
+    idx: usize,
+    source: Option<Vec<u8>>,
+    cuda_dev: Option<u32>,
+    line: u64,
+    seq: u64,
+    text: Vec<u8>,
+    parts: u8,
+}
+
+/// Most lines a wrapped WARN message is gathered from, and its longest text.
+const WRAPPED_LINES: u8 = 3;
+const WRAPPED_BYTES: usize = 4096;
 
 /// Substrings without which a program line cannot report an NCCL failure; searched with
 /// prebuilt finders so that ordinary program output costs little.
@@ -126,6 +148,10 @@ struct Hints {
     socket_net: bool,
     /// A plugin said it turned GPUDirect RDMA off.
     gdr_off: bool,
+    /// The network a `NET/<name> : GPU Direct RDMA ...` line names: NCCL prints it with the name
+    /// of the network it picked for the communicator (2.4 transport/net.cu `ncclNetName()`,
+    /// 2.19+ graph/topo.cc `comm->ncclNet->name`), or net_ib.cc for its own devices.
+    gdr_net: Option<Transport>,
 }
 
 /// PyTorch's line naming an ncclResult: `ncclUnhandledCudaError: Call to CUDA function failed.`
@@ -162,6 +188,10 @@ impl LogAnalyzer {
             ras: crate::ras::RasTextParser::new(),
             ras_json: None,
             ras_json_report: None,
+            diag: crate::ras::diag::DiagParser::new(),
+            monitor: crate::ras::monitor::MonitorParser::new(),
+            diag_marker: memchr::memmem::Finder::new(crate::ras::diag::MARKER.as_bytes()),
+            wrapped: None,
         }
     }
 
@@ -182,6 +212,7 @@ impl LogAnalyzer {
 
     /// Starts a new input: unprefixed lines no longer belong to the previous file's process.
     pub fn begin_input(&mut self, name: &str) {
+        self.flush_wrapped();
         self.inputs.push(name.to_string());
         self.input_name = name.to_string();
         self.line_no = 0;
@@ -242,6 +273,13 @@ impl LogAnalyzer {
     }
 
     fn record_split(&mut self, line: &[u8], nl: Option<NcclLine<'_>>) {
+        if self.wrapped.is_some() {
+            if nl.is_none() && bare_or_blank(line).is_none() {
+                self.continue_wrapped(line);
+                return;
+            }
+            self.flush_wrapped();
+        }
         match nl {
             Some(nl) => {
                 self.nccl_lines += 1;
@@ -306,21 +344,88 @@ impl LogAnalyzer {
                     set_dev(&mut st.issues, i, nl.cuda_dev);
                 }
             }
-            Level::Warn => {
+            Level::Warn if nl.message.is_empty() => {
                 st.in_chain = false;
-                messages::warn_facts(st, nl.message, nl.source);
-                let d = diagnose::diagnose_warn(nl.message, nl.source);
-                let ifname = st.report.env.contains_key("NCCL_SOCKET_IFNAME");
-                let d = diagnose::refine(d, nl.message, ifname);
-                st.warn_issue = add_issue(&mut st.issues, d, nl.message, &location, seq);
-                set_dev(&mut st.issues, st.warn_issue, nl.cuda_dev);
+                self.wrapped = Some(Wrapped {
+                    idx,
+                    source: nl.source.map(<[u8]>::to_vec),
+                    cuda_dev: nl.cuda_dev,
+                    line: self.line_no,
+                    seq,
+                    text: Vec::new(),
+                    parts: 0,
+                });
             }
+            Level::Warn => {
+                let line = self.line_no;
+                self.warn_line(idx, nl.message, nl.source, nl.cuda_dev, line, seq);
+            }
+        }
+    }
+
+    fn warn_line(
+        &mut self,
+        idx: usize,
+        message: &[u8],
+        source: Option<&[u8]>,
+        cuda_dev: Option<u32>,
+        line: u64,
+        seq: u64,
+    ) {
+        let location = Location {
+            input: &self.input_name,
+            line,
+        };
+        let st = &mut self.processes[idx];
+        st.in_chain = false;
+        messages::warn_facts(st, message, source);
+        let d = diagnose::diagnose_warn(message, source);
+        let ifname = st.report.env.contains_key("NCCL_SOCKET_IFNAME");
+        let d = diagnose::refine(d, message, ifname);
+        st.warn_issue = add_issue(&mut st.issues, d, message, &location, seq);
+        set_dev(&mut st.issues, st.warn_issue, cuda_dev);
+    }
+
+    /// One more line of a wrapped WARN message.
+    fn continue_wrapped(&mut self, line: &[u8]) {
+        let Some(w) = self.wrapped.as_mut() else {
+            return;
+        };
+        let part = strip_launcher_prefix(line);
+        if w.text.len() + part.len() < WRAPPED_BYTES {
+            if !w.text.is_empty() {
+                w.text.push(b' ');
+            }
+            w.text.extend_from_slice(part);
+        }
+        w.parts += 1;
+        if w.parts >= WRAPPED_LINES {
+            self.flush_wrapped();
+        }
+    }
+
+    /// Diagnoses a wrapped WARN with the text gathered (none when nothing followed its head).
+    fn flush_wrapped(&mut self) {
+        if let Some(w) = self.wrapped.take() {
+            self.warn_line(
+                w.idx,
+                &w.text,
+                w.source.as_deref(),
+                w.cuda_dev,
+                w.line,
+                w.seq,
+            );
         }
     }
 
     /// RAS reports are program output: text (`ncclras`) or a JSON document (`ncclras -f json`).
     fn ras_line(&mut self, line: &[u8]) {
         let text = String::from_utf8_lossy(line);
+        if self.diag_marker.find(line).is_some() {
+            self.diag.line(&text);
+            return;
+        }
+        self.monitor.line(&text);
         self.ras.line(&text);
         let t = text.trim_end();
         if let Some(buf) = self.ras_json.as_mut() {
@@ -445,6 +550,7 @@ impl LogAnalyzer {
 
     /// Builds the report.
     pub fn finish(mut self) -> LogReport {
+        self.flush_wrapped();
         merge_unknown_process(&mut self.processes);
         let processes: Vec<ProcessReport> = self
             .processes
@@ -461,13 +567,14 @@ impl LogAnalyzer {
             })
             .collect();
         let ras = self.ras.finish().or(self.ras_json_report);
+        let other_reports = !self.diag.is_empty() || self.monitor.table().events > 0;
         let mut report = summary::build(
             self.inputs,
             processes,
             self.bare_versions,
             self.lines_read,
             self.nccl_lines,
-            ras.is_some(),
+            ras.is_some() || other_reports,
         );
         if let Some(r) = &ras {
             let mut extra = crate::ras::findings(r);
@@ -497,8 +604,73 @@ impl LogAnalyzer {
             fabrik_model::sort_findings(&mut report.findings);
         }
         report.ras = ras;
+        add_diag_and_monitor(self.diag, self.monitor, &mut report);
         report
     }
+}
+
+/// DIAG reports and monitor events: their findings name hosts through the ranks the log's
+/// processes joined.
+fn add_diag_and_monitor(
+    diag: crate::ras::diag::DiagParser,
+    monitor: crate::ras::monitor::MonitorParser,
+    report: &mut LogReport,
+) {
+    {
+        let diag = diag.finish();
+        let table = monitor.finish();
+        let mut extra = Vec::new();
+        if !diag.is_empty() {
+            extra.extend(crate::ras::diag::findings(
+                &diag,
+                &rank_hosts(&report.processes),
+            ));
+            report.diag = diag;
+        }
+        if table.events > 0 {
+            extra.extend(crate::ras::monitor::findings(&table));
+            report.ras_monitor = Some(table);
+        }
+        if extra.is_empty() {
+            return;
+        }
+        for f in &extra {
+            match f.severity {
+                Severity::Error => report.summary.errors += 1,
+                Severity::Warning => report.summary.warnings += 1,
+                Severity::Info => {}
+            }
+        }
+        extra.append(&mut report.findings);
+        report.findings = extra;
+        fabrik_model::sort_findings(&mut report.findings);
+    }
+}
+
+/// Rank to host, where every process that joined that rank number is on one host (a job with
+/// several communicators of different sizes may reuse rank numbers on other hosts: those are
+/// left out rather than guessed).
+pub fn rank_hosts(processes: &[ProcessReport]) -> crate::ras::diag::RankHosts {
+    let mut map = crate::ras::diag::RankHosts::new();
+    let mut clash = std::collections::BTreeSet::new();
+    for p in processes {
+        let Some(h) = &p.host else { continue };
+        for r in &p.ranks {
+            let rank = u64::from(r.rank);
+            match map.get(&rank) {
+                Some(prev) if prev != h => {
+                    clash.insert(rank);
+                }
+                _ => {
+                    map.insert(rank, h.clone());
+                }
+            }
+        }
+    }
+    for r in clash {
+        map.remove(&r);
+    }
+    map
 }
 
 /// Lines whose `host:pid` prefix was stripped (a paste, a collector) or program lines before
@@ -591,6 +763,7 @@ fn merge_unknown_process(processes: &mut Vec<ProcState>) {
     h.no_verbs |= g.no_verbs;
     h.socket_net |= g.socket_net;
     h.gdr_off |= g.gdr_off;
+    h.gdr_net = h.gdr_net.or(g.gdr_net);
 }
 
 struct Location<'a> {
@@ -602,6 +775,11 @@ impl std::fmt::Display for Location<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.input, self.line)
     }
+}
+
+/// `Some(())` for a blank line or a bare `host:pid:tid` head: either ends a wrapped message.
+fn bare_or_blank(line: &[u8]) -> Option<()> {
+    (line.trim_ascii().is_empty() || prefix::bare_head(line).is_some()).then_some(())
 }
 
 fn strip_launcher_prefix(line: &[u8]) -> &[u8] {

@@ -78,7 +78,9 @@ impl Splitter {
         let mut end = line.len();
         loop {
             let Some(pos) = self.marker.rfind(&line[..end]) else {
-                return split_ofi_test(line).or_else(|| self.split_old(line));
+                return split_ofi_test(line)
+                    .or_else(|| split_net_logger(line))
+                    .or_else(|| self.split_old(line));
             };
             if let Some(nl) = self.at_marker(line, pos) {
                 return Some(nl);
@@ -208,6 +210,45 @@ fn split_ofi_test(line: &[u8]) -> Option<NcclLine<'_>> {
         source: Some(&rest[..at]),
         message: trim(&after[colon + 1..]),
     })
+}
+
+/// Programs that load a network plugin without NCCL hand it their own logger; UCCL's GPUDirect-TCPX
+/// harness prints `[ncclNet:%d] %s:%d ` (the ncclDebugLogLevel, the plugin's function or file and
+/// line) before the message. Level 2 is NCCL_LOG_WARN, 3 NCCL_LOG_INFO and 5 NCCL_LOG_TRACE.
+fn split_net_logger(line: &[u8]) -> Option<NcclLine<'_>> {
+    let t = line.trim_ascii_start();
+    let rest = t.strip_prefix(b"[ncclNet:")?;
+    let close = memchr::memchr(b']', rest)?;
+    let level = match parse_u64(&rest[..close])? {
+        2 => Level::Warn,
+        3 | 5 => Level::Info,
+        _ => return None,
+    };
+    let rest = rest[close + 1..].trim_ascii_start();
+    // The site may hold spaces (`tcpxResult_t tcpxCommProgress(tcpxComm*):1029`): it ends at the
+    // first `:<digits>` followed by a space or the end of the line.
+    let mut at = 0;
+    while let Some(p) = memchr::memchr(b':', &rest[at..]) {
+        let colon = at + p;
+        let digits = rest[colon + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let end = colon + 1 + digits;
+        if digits > 0 && rest.get(end).is_none_or(u8::is_ascii_whitespace) {
+            return Some(NcclLine {
+                level,
+                host: None,
+                pid: None,
+                key: None,
+                cuda_dev: None,
+                source: Some(&rest[..end]),
+                message: trim(&rest[end..]),
+            });
+        }
+        at = colon + 1;
+    }
+    None
 }
 
 /// A line that is only `host:pid:tid`: an excerpt cut right after an NCCL line's head. It still
@@ -432,6 +473,28 @@ mod tests {
         assert!(split("plain program output").is_none());
         assert!(split("2024-01-01 10:00:00 [0] INFO starting epoch").is_none());
         assert!(split("[W socket.cpp:601] [c10d] WARN something").is_none());
+    }
+
+    #[test]
+    fn plugin_harness_logger_lines() {
+        let l = split("[ncclNet:2] tcpxResult_t tcpxCommProgress(tcpxComm*):1029 0xa:0xb, nic 0, eth4, x rx rx ctrl timeout cnt 1, nanos 2").unwrap();
+        assert_eq!(l.level, Level::Warn);
+        assert_eq!(
+            l.source,
+            Some(&b"tcpxResult_t tcpxCommProgress(tcpxComm*):1029"[..])
+        );
+        assert!(l.message.starts_with(b"0xa:0xb, nic 0"));
+        // The site alone: the message was wrapped onto the next lines.
+        let l = split("[ncclNet:2] tcpxResult_t tcpxCommProgress(tcpxComm*):1029 ").unwrap();
+        assert!(l.message.is_empty());
+        assert_eq!(
+            split("[ncclNet:3] net_tcpx.cc:120 NET/GPUDirectTCPX ok")
+                .unwrap()
+                .level,
+            Level::Info
+        );
+        assert!(split("[ncclNet:2] no site here").is_none());
+        assert!(split("[ncclNet:9] f.cc:1 x").is_none());
     }
 
     #[test]

@@ -260,4 +260,10 @@ pub struct LogReport {
     /// An NCCL RAS report (`ncclras` text or JSON) found among the inputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ras: Option<crate::ras::RasReport>,
+    /// `NCCL DIAG` reports (RAS and active diagnostics, NCCL 2.31+) found among the inputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diag: Vec<crate::ras::diag::DiagReport>,
+    /// The peers of RAS monitor events (`ncclras -m`) found among the inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ras_monitor: Option<crate::ras::monitor::PeerTable>,
 }

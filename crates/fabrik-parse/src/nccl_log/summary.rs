@@ -200,6 +200,8 @@ pub(super) fn build(
         lines_read,
         nccl_lines,
         ras: None,
+        diag: Vec::new(),
+        ras_monitor: None,
     }
 }
 
@@ -376,14 +378,20 @@ fn socket_findings(
         .flat_map(|p| p.ranks.iter().filter_map(|r| r.nranks))
         .max();
     let multi_host = host_names.len() > 1 || (host_names.is_empty() && addrs.len() > 1);
+    // The socket transport opens connections over every interface it lists (net_socket.cc), so
+    // one `lo` among them already sends a peer to its own 127.0.0.1.
     let loopback: Vec<&ProcessReport> = sockets
         .iter()
         .copied()
         .filter(|p| {
-            !p.socket_interfaces.is_empty()
-                && p.socket_interfaces.iter().all(|e| e.interface == "lo")
+            p.socket_interfaces
+                .iter()
+                .any(|e| is_loopback(&e.interface))
         })
         .collect();
+    if !multi_host {
+        local_loopback(processes, &loopback, out);
+    }
     if multi_host && !loopback.is_empty() {
         out.push(Finding {
             rule: "FAB-NCCL-SOCKET-LOOPBACK".into(),
@@ -452,6 +460,61 @@ fn socket_findings(
             fix: "If the hosts have RDMA NICs, make them visible to NCCL (`fabrik doctor`: devices, /dev/infiniband in the container, rdma-core installed) or install the cloud's network plugin; if they have none, this is expected and NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD tune socket throughput".into(),
         });
     }
+}
+
+/// `lo` (Linux) and `lo0`: the loopback interfaces misc/socket.cc may end up with.
+fn is_loopback(name: &str) -> bool {
+    name == "lo" || name == "lo0"
+}
+
+/// A one-host job on the loopback interface works, but says how the job was set up: NCCL takes
+/// `lo` only when NCCL_SOCKET_IFNAME names it or the host has no other usable interface
+/// (misc/socket.cc tries `ib`, then anything but docker/lo/virbr, then docker, then lo), and
+/// the same settings on a second host cannot connect. Named, not an error.
+fn local_loopback(processes: &[ProcessReport], sockets: &[&ProcessReport], out: &mut Vec<Finding>) {
+    let on_lo = |e: &Endpoint| is_loopback(&e.interface);
+    let mut evidence: Vec<Evidence> = Vec::new();
+    for p in processes {
+        let mut what: Vec<String> = Vec::new();
+        if let Some(b) = p.bootstrap.as_ref().filter(|b| on_lo(b)) {
+            what.push(format!(
+                "bootstrap {}:{}",
+                b.interface,
+                b.address.as_deref().unwrap_or("?")
+            ));
+        }
+        if sockets.iter().any(|q| std::ptr::eq(*q, p)) {
+            let list: Vec<String> = p
+                .socket_interfaces
+                .iter()
+                .map(|e| e.interface.clone())
+                .collect();
+            what.push(format!("socket transport over {}", list.join(" ")));
+        }
+        if !what.is_empty() && evidence.len() < 8 {
+            evidence.push(Evidence::new(process_name(p), what.join("; ")));
+        }
+    }
+    if evidence.is_empty() {
+        return;
+    }
+    let ifname = processes
+        .iter()
+        .find_map(|p| p.env.get("NCCL_SOCKET_IFNAME"))
+        .map_or_else(
+            || "NCCL_SOCKET_IFNAME is not in the log: NCCL found no other usable interface, or the setting names lo".to_string(),
+            |v| format!("NCCL_SOCKET_IFNAME={v}"),
+        );
+    out.push(Finding {
+        rule: "FAB-NCCL-LOOPBACK".into(),
+        severity: Severity::Info,
+        subject: "job".into(),
+        message: format!(
+            "NCCL uses the loopback interface lo on this one-host job ({ifname}): that works while every rank is on this host, but ranks on a second host with the same settings cannot connect"
+        ),
+        evidence,
+        fix: "Before the job spans hosts, set NCCL_SOCKET_IFNAME to the interface that routes between them (`ip -br addr`; e.g. `eth0`, or `^lo,docker` to exclude)".into(),
+    });
 }
 
 /// The job's first failure: per process, the earliest error that names a cause (an RDMA set-up

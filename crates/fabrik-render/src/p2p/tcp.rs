@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest};
 
-use fabrik_bench::client::per_interface;
+use fabrik_model::per_interface;
 
 use super::test_name;
 

@@ -11,7 +11,7 @@ mod svg;
 
 pub use html::{collective_incomplete, render, render_with, PageMeta, Rendered};
 pub use input::{classify, LogDoc, Named, ReportInput};
-pub use png::PngRenderer;
+pub use png::{fontdb, PngRenderer};
 pub use svg::{busbw_plot, heatmap};
 
 /// Why a report could not be made.

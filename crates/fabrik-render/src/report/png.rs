@@ -1,4 +1,5 @@
-//! PNG copies of the report's plots: each SVG rasterised by resvg, text set in a system font.
+//! PNG copies of the report's plots: each SVG rasterised by resvg, text set in a font the caller
+//! loaded (the CLI loads the system's; this crate reads no file).
 //!
 //! The plots stay drawn once, as SVG by plotters; rasterising that SVG (rather than drawing
 //! again on plotters' bitmap backend) keeps the PNG identical to the page's figure, and leaves
@@ -6,6 +7,7 @@
 //! fontconfig (`ttf`) or a font registered before any text is measured (`ab_glyph`, which would
 //! then also govern SVG layout and fail it when no font is installed).
 
+pub use resvg::usvg::fontdb;
 use resvg::{tiny_skia, usvg};
 
 use super::ReportError;
@@ -21,24 +23,10 @@ pub struct PngRenderer {
 }
 
 impl PngRenderer {
-    /// Uses the system's fonts (fontdb reads the usual font directories itself; no fontconfig
-    /// library is needed, so it works headless).
-    pub fn system() -> Self {
-        let mut db = resvg::usvg::fontdb::Database::new();
-        db.load_system_fonts();
-        Self::with_fonts(db)
-    }
-
-    /// Uses only the fonts in `dirs` (tests, or a machine with fonts in odd places).
-    pub fn from_dirs(dirs: &[std::path::PathBuf]) -> Self {
-        let mut db = resvg::usvg::fontdb::Database::new();
-        for d in dirs {
-            db.load_fonts_dir(d);
-        }
-        Self::with_fonts(db)
-    }
-
-    fn with_fonts(mut db: resvg::usvg::fontdb::Database) -> Self {
+    /// Sets the plots' text in the fonts of `db`, which the caller filled (with the system's
+    /// fonts, say: `fontdb`'s `load_system_fonts` reads the usual font directories itself, no
+    /// fontconfig library needed). An empty database draws the plots without text.
+    pub fn with_fonts(mut db: fontdb::Database) -> Self {
         let families: Vec<String> = db
             .faces()
             .filter_map(|f| f.families.first().map(|(name, _)| name.clone()))
@@ -95,6 +83,13 @@ mod tests {
         (info.width, info.height, buf)
     }
 
+    /// The fonts `fabrik report --png` uses: the system's.
+    fn system_fonts() -> PngRenderer {
+        let mut db = fontdb::Database::new();
+        db.load_system_fonts();
+        PngRenderer::with_fonts(db)
+    }
+
     fn run() -> CollectiveReport {
         crate::testkit::collective("all_reduce", ResultSource::Fabrik)
     }
@@ -103,7 +98,7 @@ mod tests {
     fn busbw_plot_becomes_a_png_of_its_size_with_lines_and_text() {
         let r = run();
         let svg = crate::report::busbw_plot("all_reduce", &[("run.json".into(), &r)]).unwrap();
-        let renderer = PngRenderer::system();
+        let renderer = system_fonts();
         let (w, h, px) = decode(&renderer.png(&svg).unwrap());
         assert_eq!((w, h), (900, 480));
         let pixels: Vec<&[u8]> = px.chunks(4).collect();
@@ -128,8 +123,7 @@ mod tests {
     fn without_fonts_the_plot_is_still_drawn_and_says_so() {
         let r = run();
         let svg = crate::report::busbw_plot("all_reduce", &[("run.json".into(), &r)]).unwrap();
-        let empty = tempfile::tempdir().unwrap();
-        let renderer = PngRenderer::from_dirs(&[empty.path().to_path_buf()]);
+        let renderer = PngRenderer::with_fonts(fontdb::Database::new());
         assert_eq!(renderer.font_family(), None);
         let (w, h, px) = decode(&renderer.png(&svg).unwrap());
         assert_eq!((w, h), (900, 480));
@@ -138,8 +132,12 @@ mod tests {
 
     #[test]
     fn bad_svg_is_an_error_not_a_panic() {
-        let renderer = PngRenderer::from_dirs(&[]);
-        assert!(renderer.png("<svg").is_err());
-        assert!(renderer.png("not svg at all").is_err());
+        let renderer = PngRenderer::with_fonts(fontdb::Database::new());
+        for bad in ["<svg", "not svg at all"] {
+            match renderer.png(bad) {
+                Err(ReportError::Raster(why)) => assert!(!why.is_empty(), "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fabrik_nccl::gid::GidSettings;
+use fabrik_model::gid::policy::GidSettings;
 
 use crate::device::{device_names, mtu_bytes_to_enum, port_state_name, Context, PortInfo};
 use crate::error::VerbsError;

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use fabrik_bench::client::with_port;
 use fabrik_bench::{Amount, BenchError, ClientConfig, PathSpec, Server, ServerConfig};
 use fabrik_model::P2pTest;
 use fabrik_render::Format;
@@ -154,7 +155,7 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let (rdma, tcp_because) = match a.transport {
         Transport::Tcp => (false, None),
         Transport::Rdma => (true, None),
-        Transport::Auto => match crate::cmd::rdma::rdma_choice() {
+        Transport::Auto => match fabrik_verbs::p2p::rdma_choice() {
             Ok(_) => (true, None),
             Err(why) => (false, Some(why)),
         },
@@ -334,22 +335,6 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-/// `HOST` gets the default port; `HOST:PORT` and `[V6]:PORT` are kept; a bare IPv6 address is
-/// bracketed.
-fn with_port(host: &str, port: u16) -> String {
-    if host.parse::<SocketAddr>().is_ok() {
-        return host.to_string();
-    }
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return SocketAddr::new(ip, port).to_string();
-    }
-    if host.contains(':') {
-        host.to_string()
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
 fn sizes(a: &P2pArgs) -> anyhow::Result<Option<Vec<u64>>> {
     if let Some(s) = a.size {
         return Ok(Some(vec![s]));
@@ -366,17 +351,4 @@ fn sizes(a: &P2pArgs) -> anyhow::Result<Option<Vec<u64>>> {
         bail!("the sweep needs 0 < MIN <= MAX (got {lo} and {hi})");
     }
     Ok(Some(fabrik_model::size::sweep(lo, hi, a.factor, None)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_get_the_default_port() {
-        assert_eq!(with_port("node-b", 18800), "node-b:18800");
-        assert_eq!(with_port("node-b:99", 18800), "node-b:99");
-        assert_eq!(with_port("10.0.0.2", 5), "10.0.0.2:5");
-        assert_eq!(with_port("fe80::1", 5), "[fe80::1]:5");
-    }
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use fabrik_cluster::rdma_link::{all_ranks_have_rdma, open_everywhere};
 use fabrik_cluster::rendezvous::Group;
+use fabrik_cluster::transport::{agree_rdma, RdmaSettings, TransportChoice};
 use fabrik_model::size::parse_bytes as parse_size;
-use fabrik_verbs::{LocalOptions, MemKind, PipeConfig, PipeDevice};
+use fabrik_verbs::{LocalOptions, PipeConfig, PipeDevice};
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "RDMA (--backend rdma / --transport rdma)")]
@@ -47,33 +47,32 @@ pub fn device_port(d: Option<&str>) -> anyhow::Result<(Option<String>, u8)> {
 }
 
 impl VerbsArgs {
-    pub fn local_options(&self, timeout: Duration) -> anyhow::Result<LocalOptions> {
+    /// The RDMA transport's settings these flags give.
+    pub fn settings(&self) -> anyhow::Result<RdmaSettings> {
         let (device, port) = device_port(self.device.as_deref())?;
-        Ok(LocalOptions {
+        let chunk_bytes =
+            usize::try_from(parse_size(&self.rdma_chunk)?).context("--rdma-chunk is too large")?;
+        Ok(RdmaSettings {
             device,
             port,
             gid_index: self.gid_index,
             mtu: self.rdma_mtu,
-            mem: MemKind::Host,
-            timeout,
-            ..LocalOptions::default()
+            chunk_bytes,
+            slots: self.rdma_slots,
         })
     }
 
+    pub fn local_options(&self, timeout: Duration) -> anyhow::Result<LocalOptions> {
+        Ok(self.settings()?.local_options(timeout))
+    }
+
     pub fn pipe_config(&self, timeout: Duration) -> anyhow::Result<PipeConfig> {
-        let chunk =
-            usize::try_from(parse_size(&self.rdma_chunk)?).context("--rdma-chunk is too large")?;
-        let cfg = PipeConfig {
-            chunk_bytes: chunk,
-            slots: self.rdma_slots,
-            timeout,
-        };
-        cfg.validate()?;
-        Ok(cfg)
+        Ok(self.settings()?.pipe_config(timeout)?)
     }
 }
 
-/// The data path every rank agreed on: TCP, or RDMA on an opened device.
+/// The data path every rank agreed on: TCP, or RDMA on an opened device. The matrix command's
+/// view of [`fabrik_cluster::transport`], until the matrix takes a transport itself.
 pub enum Transport {
     Tcp,
     Rdma(Arc<PipeDevice>),
@@ -88,35 +87,29 @@ impl Transport {
     }
 }
 
-/// Checks a `--backend`/`--transport` value before any rank starts.
+/// Checks a `--transport` value before any rank starts.
 pub fn check_transport(name: &str, flag: &str) -> anyhow::Result<()> {
-    match name {
-        "tcp" | "rdma" | "auto" => Ok(()),
-        other => anyhow::bail!("unknown {flag} {other:?} (tcp, rdma or auto)"),
-    }
+    choice(name, flag).map(drop)
 }
 
-/// Resolves `tcp|rdma|auto` on every rank alike: `rdma` opens the device everywhere (failing on
-/// every rank, naming the first that could not); `auto` picks RDMA only when every rank has a
-/// usable device.
+fn choice(name: &str, flag: &str) -> anyhow::Result<TransportChoice> {
+    name.parse()
+        .map_err(|_| anyhow::anyhow!("unknown {flag} {name:?} ({})", TransportChoice::NAMES))
+}
+
+/// Resolves `tcp|rdma|auto` on every rank alike ([`agree_rdma`]).
 pub fn agree_transport(
     group: &mut Group,
     name: &str,
     verbs: &VerbsArgs,
 ) -> anyhow::Result<Transport> {
     let opts = verbs.local_options(group.timeout())?;
-    let rdma = match name {
-        "tcp" => false,
-        "rdma" => true,
-        _ => all_ranks_have_rdma(group, &opts)?,
-    };
-    if !rdma {
-        return Ok(Transport::Tcp);
-    }
-    let rank = group.rank();
-    let dev = open_everywhere(group, &opts)
-        .with_context(|| format!("rank {rank} opening the RDMA device"))?;
-    Ok(Transport::Rdma(dev))
+    Ok(
+        match agree_rdma(group, choice(name, "--transport")?, &opts)? {
+            None => Transport::Tcp,
+            Some(dev) => Transport::Rdma(dev),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -145,9 +138,15 @@ mod tests {
         let p = args().pipe_config(Duration::from_secs(5)).unwrap();
         assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
         assert_eq!(device_port(None).unwrap(), (None, 1));
-        assert!(device_port(Some("mlx5_0:x")).is_err());
+        assert_eq!(
+            device_port(Some("mlx5_0:x")).unwrap_err().to_string(),
+            "bad port in --device mlx5_0:x"
+        );
         let mut a = args();
         a.rdma_chunk = "1".into();
-        assert!(a.pipe_config(Duration::from_secs(1)).is_err());
+        assert_eq!(
+            format!("{:#}", a.pipe_config(Duration::from_secs(1)).unwrap_err()),
+            "pipe chunk of 1 bytes outside 4096..=67108864"
+        );
     }
 }

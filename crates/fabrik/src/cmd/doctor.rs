@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
 use fabrik_model::Finding;
+use fabrik_monitor::Thresholds;
 use fabrik_render::doctor as render;
 use fabrik_render::Format;
 
@@ -27,6 +28,8 @@ pub struct Args {
     /// counter findings (FAB-CNT-1xx: errors, flaps, retransmissions, pause and CNP rates).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub watch: Option<Duration>,
+    #[command(flatten)]
+    pub thresholds: crate::cmd::diff::ThresholdArgs,
     #[command(flatten)]
     pub expect: crate::cmd::expect::ExpectArgs,
 }
@@ -75,12 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::cmd::inventory::check_root(root)?;
     }
     // The roots are watched while they are probed: the interval is spent once, not per root.
+    let thresholds = args.thresholds.get();
+    let thresholds = &thresholds;
     let (nodes, watched) = std::thread::scope(|scope| {
         let watchers: Vec<_> = match args.watch {
             Some(interval) => args
                 .root
                 .iter()
-                .map(|root| scope.spawn(move || watch_root(root, interval)))
+                .map(|root| scope.spawn(move || watch_root(root, interval, thresholds)))
                 .collect(),
             None => vec![],
         };
@@ -122,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Counter findings between two samples of `root`, `interval` apart. A snapshot tarball is
 /// frozen, so its counters cannot move: it is skipped with a note.
-fn watch_root(root: &Path, interval: Duration) -> Vec<Finding> {
+fn watch_root(root: &Path, interval: Duration, thresholds: &Thresholds) -> Vec<Finding> {
     if fabrik_probe::snapshot::is_snapshot_tarball(root) {
         eprintln!(
             "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
@@ -131,8 +136,7 @@ fn watch_root(root: &Path, interval: Duration) -> Vec<Finding> {
         );
         return vec![];
     }
-    let (_, findings) =
-        fabrik_monitor::watch(root, interval, &fabrik_monitor::Thresholds::default());
+    let (_, findings) = fabrik_monitor::watch(root, interval, thresholds);
     findings
 }
 

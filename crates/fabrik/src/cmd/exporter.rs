@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use fabrik_monitor::server::{Exporter, ExporterConfig};
-use fabrik_monitor::Thresholds;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,6 +26,8 @@ pub struct Args {
     /// on every scrape); `0s` leaves them out.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub doctor_every: Duration,
+    #[command(flatten)]
+    pub thresholds: crate::cmd::diff::ThresholdArgs,
 }
 
 /// The doctor's node rules on `root`, re-run at most every `every` (a probe reads far more
@@ -68,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = ExporterConfig {
         root: args.root.clone(),
         options,
-        thresholds: Thresholds::default(),
+        thresholds: args.thresholds.get(),
         findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
     };
     let mut exporter = Exporter::bind(&args.listen, config).context("starting the exporter")?;

@@ -12,25 +12,12 @@ use serde::Serialize;
 use super::env::{build_env, NodeArgs};
 use fabrik_render::Format;
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum KindArg {
-    Torchrun,
-    Docker,
-    K8s,
-    Slurm,
-    Hostfile,
-}
-
-impl From<KindArg> for Kind {
-    fn from(k: KindArg) -> Self {
-        match k {
-            KindArg::Torchrun => Kind::Torchrun,
-            KindArg::Docker => Kind::Docker,
-            KindArg::K8s => Kind::K8s,
-            KindArg::Slurm => Kind::Slurm,
-            KindArg::Hostfile => Kind::Hostfile,
-        }
-    }
+/// `KIND` as fabrik-launch names its targets ([`Kind::ALL`]), so a new target needs no change
+/// here.
+fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::as_str))
+        .try_map(|s| s.parse::<Kind>())
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -43,8 +30,8 @@ pub enum K8sKindArg {
 #[derive(clap::Args)]
 pub struct Args {
     /// What to render.
-    #[arg(value_enum)]
-    pub kind: KindArg,
+    #[arg(value_parser = kind_parser())]
+    pub kind: Kind,
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
     /// GPUs (ranks) per node; defaults to the GPUs found on the probed node, else 8.
@@ -124,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         rdma_resource: args.rdma_resource.clone(),
         instance_type: args.instance_type.clone(),
     };
-    let kind: Kind = args.kind.into();
+    let kind = args.kind;
     let text = fabrik_launch::render(kind, &env, &shape)?;
     let out = match args.format {
         Format::Text | Format::Markdown => text,

@@ -16,6 +16,7 @@ pub mod inventory;
 pub mod launch;
 pub mod logs;
 pub mod parse;
+pub mod ras;
 pub mod rdma;
 pub mod report;
 pub mod rules;

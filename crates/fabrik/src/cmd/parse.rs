@@ -36,6 +36,10 @@ pub enum What {
     /// `mlnx_qos -i IF` output: PFC priorities and trust mode; `-` reads stdin.
     #[command(alias = "mlnx_qos")]
     MlnxQos(CmdArgs),
+    /// NCCL RAS output: `ncclras` reports, `NCCL DIAG` lines, monitor events; `-` reads stdin.
+    Ras(crate::cmd::ras::ParseArgs),
+    /// NCCL Inspector profiler files: straggler ranks per collective, with their hosts.
+    Inspector(crate::cmd::ras::InspectorArgs),
 }
 
 #[derive(clap::Args)]
@@ -88,6 +92,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         What::ShowGids(a) => command_output(a, "show_gids"),
         What::Ibdev2netdev(a) => command_output(a, "ibdev2netdev"),
         What::MlnxQos(a) => command_output(a, "mlnx_qos"),
+        What::Ras(a) => crate::cmd::ras::parse_ras(a),
+        What::Inspector(a) => crate::cmd::ras::parse_inspector(a),
     }
 }
 

@@ -1,14 +1,15 @@
 //! The RDMA half of `fabrik bench p2p --transport rdma|auto`: verbs options, and the wiring of
-//! fabrik-verbs' client and server to the control channel and the output.
+//! fabrik-verbs' point-to-point runs ([`fabrik_verbs::p2p`]) to the output.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use fabrik_model::{P2pReport, P2pTest};
-use fabrik_verbs::wire::{Channel, Token};
+use fabrik_model::P2pTest;
+use fabrik_verbs::p2p::{run_local, run_remote, test_params, Requested, Server, ServerConfig};
+use fabrik_verbs::wire::Token;
 use fabrik_verbs::{LocalOptions, MemKind, Op, TestParams, Verbs};
 
 use crate::output::print_json;
@@ -105,15 +106,6 @@ pub struct Common {
     pub link_gbps: Option<f64>,
 }
 
-/// What `--transport auto` picks: `Ok` (RDMA) when libibverbs loads and a device has an ACTIVE
-/// port, else `Err` with why not, which the output carries so a TCP number is not read as an
-/// RDMA one.
-pub fn rdma_choice() -> Result<String, String> {
-    let verbs = Verbs::load().map_err(|e| format!("libibverbs could not be loaded ({e})"))?;
-    fabrik_verbs::usable_device(&Arc::new(verbs))
-        .ok_or_else(|| "no RDMA device has an ACTIVE port 1".to_string())
-}
-
 impl RdmaArgs {
     /// The RDMA options given with a value other than their default: over TCP each would be
     /// silently ignored and the run would measure something else (host memory, one stream).
@@ -148,11 +140,16 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             Some(t) => (Token::new(t).context("--token / FABRIK_TOKEN")?, false),
             None => (Token::random()?, true),
         };
-        let listener =
-            TcpListener::bind(c.bind).with_context(|| format!("listening on {}", c.bind))?;
+        let cfg = ServerConfig {
+            bind: c.bind,
+            token: token.clone(),
+            timeout: c.timeout,
+            once: c.once,
+        };
+        let server = Server::bind(verbs, opts, cfg)?;
         println!(
             "fabrik bench p2p (rdma) server listening on {}",
-            listener.local_addr()?
+            server.local_addr()?
         );
         if generated {
             println!(
@@ -160,21 +157,8 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
                 token.as_str()
             );
         }
-        loop {
-            let (stream, peer) = listener.accept().context("accepting a client")?;
-            let served = Channel::accept(stream, &token, c.timeout)
-                .map_err(anyhow::Error::from)
-                .and_then(|mut ch| {
-                    fabrik_verbs::serve(&verbs, &mut ch, &opts).map_err(anyhow::Error::from)
-                })
-                .with_context(|| format!("serving the RDMA test of {peer}"));
-            match served {
-                Ok(()) if c.once => return Ok(ExitCode::SUCCESS),
-                Err(e) if c.once => return Err(e),
-                Ok(()) => {}
-                Err(e) => eprintln!("fabrik: {e:#}"),
-            }
-        }
+        server.serve(&mut |e| eprintln!("fabrik: {:#}", anyhow::Error::from(e)))?;
+        return Ok(ExitCode::SUCCESS);
     }
     let params = params_from(c, r)?;
     let report = if c.local {
@@ -187,15 +171,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             bail!("the client needs the server's token: --token or FABRIK_TOKEN");
         };
         let token = Token::new(token).context("--token / FABRIK_TOKEN")?;
-        let mut ch = Channel::connect(host.as_str(), &token, c.timeout)
-            .with_context(|| format!("connecting to {host}"))?;
-        fabrik_verbs::run_client(&verbs, &mut ch, &opts, &params).with_context(|| {
-            format!(
-                "RDMA {} {} test with {host}",
-                params.op.as_str(),
-                fabrik_render::p2p::test_name(params.test)
-            )
-        })?
+        run_remote(&verbs, host, &token, &opts, &params)?
     };
     if let Some(w) = report.memory.as_ref().and_then(|m| m.warning.as_ref()) {
         eprintln!("fabrik: warning: {w}");
@@ -215,33 +191,6 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
     Ok(crate::exit::status(judged.is_some_and(|j| {
         j.verdict == fabrik_doctor::passline::Verdict::Fail
     })))
-}
-
-/// Both ends in this process over loopback TCP, on the same device: a quick look.
-fn run_local(
-    verbs: &Arc<Verbs>,
-    opts: &LocalOptions,
-    params: &TestParams,
-) -> anyhow::Result<P2pReport> {
-    let token = Token::random()?;
-    let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
-    let addr = listener.local_addr()?;
-    let (sv, so, st, timeout) = (verbs.clone(), opts.clone(), token.clone(), opts.timeout);
-    let server = std::thread::spawn(move || -> anyhow::Result<()> {
-        let (stream, _) = listener.accept()?;
-        let mut ch = Channel::accept(stream, &st, timeout)?;
-        fabrik_verbs::serve(&sv, &mut ch, &so)?;
-        Ok(())
-    });
-    let mut ch = Channel::connect(addr, &token, timeout)?;
-    let report = fabrik_verbs::run_client(verbs, &mut ch, opts, params);
-    drop(ch);
-    let served = server
-        .join()
-        .map_err(|_| anyhow::anyhow!("the local RDMA server thread panicked"))?;
-    let report = report.context("local RDMA test")?;
-    served.context("local RDMA server")?;
-    Ok(report)
 }
 
 fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions> {
@@ -266,27 +215,21 @@ fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions
 }
 
 fn params_from(c: &Common, r: &RdmaArgs) -> anyhow::Result<TestParams> {
-    let test = c.test;
-    let d = fabrik_verbs::proto::PerftestDefaults::of(test);
-    let sizes = c.sizes.clone().unwrap_or_else(|| vec![d.size]);
-    let tx_depth = r.tx_depth.unwrap_or(d.tx_depth);
-    let p = TestParams {
-        op: match r.op {
-            OpArg::Write => Op::Write,
-            OpArg::Read => Op::Read,
-            OpArg::Send => Op::Send,
-        },
-        test,
-        sizes,
-        iterations: c.iters.unwrap_or(d.iterations),
-        tx_depth,
-        cq_mod: r.cq_mod.min(tx_depth).max(1),
+    let op = match r.op {
+        OpArg::Write => Op::Write,
+        OpArg::Read => Op::Read,
+        OpArg::Send => Op::Send,
+    };
+    let req = Requested {
+        sizes: c.sizes.clone(),
+        iterations: c.iters,
+        tx_depth: r.tx_depth,
+        cq_mod: r.cq_mod,
         qps: r.qps,
-        inline_size: r.inline_size.unwrap_or(d.inline_size),
+        inline_size: r.inline_size,
         verify: c.verify,
     };
-    p.validate().map_err(anyhow::Error::msg)?;
-    Ok(p)
+    Ok(test_params(op, c.test, &req)?)
 }
 
 #[cfg(test)]
@@ -332,27 +275,14 @@ mod tests {
     }
 
     #[test]
-    fn perftest_defaults_per_test() {
+    fn flags_map_to_the_test_with_perftest_defaults() {
+        // The defaults themselves are fabrik_verbs::p2p's; here, that the flags reach them.
         let p = params_from(&common(P2pTest::Bw), &rdma()).unwrap();
         assert_eq!(
-            (p.sizes.clone(), p.iterations, p.inline_size),
-            (vec![65536], 5000, 0)
+            (p.op, p.tx_depth, p.cq_mod, p.verify),
+            (Op::Send, 64, 64, true)
         );
-        // cq-mod never exceeds the tx depth, or the send queue would fill unsignaled.
-        assert_eq!(p.cq_mod, 64);
-        assert_eq!(p.op, Op::Send);
-        let p = params_from(&common(P2pTest::Lat), &rdma()).unwrap();
-        assert_eq!(
-            (p.sizes.clone(), p.iterations, p.inline_size),
-            (vec![2], 1000, 236)
-        );
-        // Latency without --tx-depth: perftest's tx depth 1, so every send is signaled.
-        let mut r = rdma();
-        r.tx_depth = None;
-        let p = params_from(&common(P2pTest::Lat), &r).unwrap();
-        assert_eq!((p.tx_depth, p.cq_mod), (1, 1));
-        let p = params_from(&common(P2pTest::Bw), &r).unwrap();
-        assert_eq!((p.tx_depth, p.cq_mod), (128, 100));
+        assert_eq!((p.sizes.clone(), p.iterations), (vec![65536], 5000));
     }
 
     #[test]
@@ -362,13 +292,7 @@ mod tests {
         assert!(o.relaxed_ordering);
         let mut r = rdma();
         r.device = Some("mlx5_0:x".into());
-        assert!(local_options(&r, Duration::from_secs(1)).is_err());
-    }
-
-    #[test]
-    fn latency_with_several_qps_is_refused() {
-        let mut r = rdma();
-        r.qps = 2;
-        assert!(params_from(&common(P2pTest::Lat), &r).is_err());
+        let e = local_options(&r, Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.to_string(), "bad port in --device mlx5_0:x");
     }
 }

@@ -51,7 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(dir) = &args.png {
-        let renderer = PngRenderer::system();
+        // The system's fonts (fontdb reads the usual font directories itself, no fontconfig
+        // library needed, so it works headless); the renderer itself reads no file.
+        let mut fonts = fontdb::Database::new();
+        fonts.load_system_fonts();
+        let renderer = PngRenderer::with_fonts(fonts);
         if renderer.font_family().is_none() {
             eprintln!(
                 "fabrik: warning: no font found in the system's font directories (on Debian: apt-get install fonts-dejavu-core); the PNG plots are drawn without text"

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
-use fabrik_monitor::{compare, report_findings, Report, SampleOptions, Thresholds};
+use fabrik_monitor::{compare, report_findings, Report, SampleOptions};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -36,6 +36,8 @@ pub struct Args {
     /// per interval (NDJSON).
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
+    #[command(flatten)]
+    pub thresholds: crate::cmd::diff::ThresholdArgs,
 }
 
 #[derive(Serialize)]
@@ -105,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut out = stdout.lock();
         match args.format {
             Format::Json => {
-                let findings = report_findings(&report, &Thresholds::default());
+                let findings = report_findings(&report, &args.thresholds.get());
                 let frame = Frame {
                     schema_version: SCHEMA_VERSION,
                     time_unix_s: unix_now(),

@@ -26,7 +26,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use fabrik_model::{Gid, GidType, LinkLayer, Port};
+use crate::{Gid, GidType, LinkLayer, Port};
 
 /// `NCCL_IB_ADDR_FAMILY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -148,7 +148,7 @@ fn parse_addr_range(raw: &str, af: AddrFamily) -> Option<(IpAddr, u32)> {
     (bits <= max).then_some((ip, bits))
 }
 
-pub use fabrik_model::gid::parse as parse_gid;
+pub use super::parse as parse_gid;
 
 fn word(raw: &[u8; 16], i: usize) -> u32 {
     u32::from_be_bytes([raw[4 * i], raw[4 * i + 1], raw[4 * i + 2], raw[4 * i + 3]])
@@ -302,7 +302,3 @@ pub fn recommended_gid_index(port: &Port) -> Option<u32> {
     let i = nccl_gid_index(port, &s);
     routable_v2(port, i, &s).map(|g| g.index)
 }
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests;

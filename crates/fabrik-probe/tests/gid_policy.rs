@@ -4,13 +4,14 @@
 //! see them. Expected indexes are NCCL's: each was traced through `ncclIbGetGidIndex`
 //! (v2.21.5-1 .. v2.30.7-1) by hand; the trace is in the comment of each case.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 
+use fabrik_model::gid::policy::*;
 use fabrik_model::{LinkLayer, Port};
 use fabrik_probe::fs::RootFs;
 use fabrik_probe::rdma::{read_devices, MtuMap};
-
-use super::*;
 
 const ZERO: &str = "0000:0000:0000:0000:0000:0000:0000:0000";
 const V1: &str = "IB/RoCE v1";

@@ -1,0 +1,388 @@
+//! Output of NCCL's Inspector profiler plugin (plugins/profiler/inspector, `NCCL_INSPECTOR_ENABLE=1`):
+//! one file per process (`<NCCL_INSPECTOR_DUMP_DIR>/<host>-pid<pid>.log`) holding a stream of JSON
+//! objects, one per completed collective (or point-to-point operation) per communicator:
+//! `{"header": {"id", "comm_name", "rank", "n_ranks", "nnodes"}, "metadata": {"hostname", "pid",
+//! ...}, "coll_perf": {"coll", "coll_sn", "coll_msg_size_bytes", "coll_exec_time_us",
+//! "coll_timing_source", "coll_algobw_gbs", "coll_busbw_gbs", "event_trace_ts"?}}` (format v4.0,
+//! src inspector_json.cc).
+//!
+//! A collective ends at the same time on every rank; the rank that launched it last spent the
+//! least time in it, since the others waited for it inside their kernels. So per collective
+//! (communicator id and sequence number) the straggler is the rank with the latest kernel start
+//! when the verbose trace gives start times (`event_trace_ts`), else the rank with the shortest
+//! execution time; its lag is how far it is from the median of the others.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use fabrik_model::{Evidence, Finding, Severity};
+use serde::{Deserialize, Serialize};
+
+/// Most records kept in memory (8 ranks x 1M collectives would be 8M; past this the rest is
+/// counted, not analysed).
+pub const MAX_RECORDS: usize = 4 << 20;
+/// A lag below this is kernel-timing noise, not a straggler (the plugin times in whole µs and
+/// a collective's launch jitter on a healthy node is tens of µs).
+pub const MIN_LAG_US: f64 = 100.0;
+/// A lag below this share of the collective's median time is not reported either.
+pub const MIN_LAG_SHARE: f64 = 0.10;
+
+/// One rank's record of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The communicator (`header.id`).
+    pub comm: String,
+    /// `header.comm_name`, when the program named the communicator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_name: Option<String>,
+    /// The collective (`AllReduce`) or point-to-point operation (`Send`).
+    pub op: String,
+    /// Its sequence number in the communicator.
+    pub sn: u64,
+    /// The rank.
+    pub rank: u64,
+    /// Ranks in the communicator.
+    pub n_ranks: Option<u64>,
+    /// `metadata.hostname`.
+    pub host: Option<String>,
+    /// `metadata.pid`.
+    pub pid: Option<u64>,
+    /// Message size.
+    pub bytes: Option<u64>,
+    /// Execution time.
+    pub exec_us: f64,
+    /// Bus bandwidth.
+    pub busbw_gbs: Option<f64>,
+    /// Earliest kernel start (µs since the epoch, verbose dumps only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_us: Option<u64>,
+}
+
+/// One record from one JSON object; None when it is not an Inspector record.
+pub fn record(v: &serde_json::Value) -> Option<Record> {
+    let h = v.get("header")?;
+    let m = v.get("metadata");
+    let (perf, p2p) = match (v.get("coll_perf"), v.get("p2p_perf")) {
+        (Some(c), _) => (c, false),
+        (None, Some(p)) => (p, true),
+        _ => return None,
+    };
+    let k = |s: &str| {
+        if p2p {
+            format!("p2p_{s}")
+        } else {
+            format!("coll_{s}")
+        }
+    };
+    let s =
+        |x: &serde_json::Value, key: &str| x.get(key).and_then(|y| y.as_str()).map(str::to_string);
+    let u = |x: &serde_json::Value, key: &str| x.get(key).and_then(serde_json::Value::as_u64);
+    let f = |x: &serde_json::Value, key: &str| x.get(key).and_then(serde_json::Value::as_f64);
+    let start_us = perf
+        .get("event_trace_ts")
+        .and_then(|t| t.get("kernel_events"))
+        .and_then(|k| k.as_array())
+        .and_then(|a| a.iter().filter_map(|e| u(e, "kernel_start_ts")).min());
+    Some(Record {
+        comm: s(h, "id")?,
+        comm_name: s(h, "comm_name").filter(|n| !n.is_empty()),
+        op: s(perf, if p2p { "p2p" } else { "coll" })?,
+        sn: u(perf, &k("sn"))?,
+        rank: u(h, "rank")?,
+        n_ranks: u(h, "n_ranks"),
+        host: m.and_then(|m| s(m, "hostname")),
+        pid: m.and_then(|m| u(m, "pid")),
+        bytes: u(perf, &k("msg_size_bytes")),
+        exec_us: f(perf, &k("exec_time_us"))?,
+        busbw_gbs: f(perf, &k("busbw_gbs")),
+        start_us,
+    })
+}
+
+/// Everything read from one or more Inspector files.
+#[derive(Debug, Default)]
+pub struct Inspector {
+    records: Vec<Record>,
+    /// Records beyond [`MAX_RECORDS`].
+    pub dropped: u64,
+    /// JSON values that were not Inspector records.
+    pub skipped: u64,
+}
+
+/// Why an Inspector file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectorError {
+    /// Not JSON where a record should start.
+    #[error("{name}: not NCCL Inspector JSON after {records} record(s): {source}")]
+    Json {
+        /// The input.
+        name: String,
+        /// Records read before.
+        records: u64,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+}
+
+impl Inspector {
+    /// Nothing read yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads one file's stream of JSON objects.
+    pub fn read<R: Read>(&mut self, name: &str, reader: R) -> Result<u64, InspectorError> {
+        let mut n = 0u64;
+        let stream = serde_json::Deserializer::from_reader(std::io::BufReader::new(reader))
+            .into_iter::<serde_json::Value>();
+        for v in stream {
+            let v = v.map_err(|source| InspectorError::Json {
+                name: name.to_string(),
+                records: n,
+                source,
+            })?;
+            match record(&v) {
+                Some(r) if self.records.len() < MAX_RECORDS => {
+                    self.records.push(r);
+                    n += 1;
+                }
+                Some(_) => self.dropped += 1,
+                None => self.skipped += 1,
+            }
+        }
+        Ok(n)
+    }
+
+    /// The records read.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The analysis.
+    pub fn finish(self, nics: &BTreeMap<String, Vec<String>>) -> InspectorReport {
+        analyze(self.records, self.dropped, nics)
+    }
+}
+
+/// The straggler of one collective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Straggler {
+    /// The communicator.
+    pub comm: String,
+    /// Its name, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_name: Option<String>,
+    /// The operation.
+    pub op: String,
+    /// Its sequence number.
+    pub sn: u64,
+    /// Message size.
+    pub bytes: Option<u64>,
+    /// The rank the others waited for.
+    pub rank: u64,
+    /// Its host.
+    pub host: Option<String>,
+    /// How late it was, in µs.
+    pub lag_us: f64,
+    /// The median execution time of the collective's ranks.
+    pub median_us: f64,
+    /// Ranks compared.
+    pub ranks: u64,
+    /// `start` (latest kernel start) or `exec` (shortest execution time).
+    pub by: String,
+}
+
+/// A rank's record over all collectives compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankLag {
+    /// The communicator.
+    pub comm: String,
+    /// The rank.
+    pub rank: u64,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its process.
+    pub pid: Option<u64>,
+    /// The NICs its process listed in the NCCL log given with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<String>,
+    /// Collectives of its communicator compared.
+    pub compared: u64,
+    /// In how many it was the straggler.
+    pub straggler: u64,
+    /// Mean lag when it was.
+    pub mean_lag_us: f64,
+    /// Largest lag.
+    pub max_lag_us: f64,
+}
+
+/// What the Inspector files say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct InspectorReport {
+    /// The JSON schema version of this document.
+    pub schema_version: u32,
+    /// Records read.
+    pub records: u64,
+    /// Records not analysed (over the memory bound).
+    pub dropped: u64,
+    /// Collectives seen by at least two ranks.
+    pub compared: u64,
+    /// The stragglers, largest lag first (at most 64).
+    pub stragglers: Vec<Straggler>,
+    /// Per communicator and rank, ranks that were stragglers first.
+    pub ranks: Vec<RankLag>,
+    /// The findings.
+    pub findings: Vec<Finding>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Stragglers per collective and per rank. `nics` maps `host:pid` to the NICs a log of the same
+/// job shows for that process.
+pub fn analyze(
+    mut records: Vec<Record>,
+    dropped: u64,
+    nics: &BTreeMap<String, Vec<String>>,
+) -> InspectorReport {
+    let total = records.len() as u64;
+    records.sort_by(|a, b| (&a.comm, a.sn, &a.op, a.rank).cmp(&(&b.comm, b.sn, &b.op, b.rank)));
+    let mut stragglers = Vec::new();
+    let mut per_rank: BTreeMap<(String, u64), RankLag> = BTreeMap::new();
+    let mut compared = 0u64;
+    let mut i = 0;
+    while i < records.len() {
+        let j = i + records[i..]
+            .iter()
+            .take_while(|r| {
+                r.comm == records[i].comm && r.sn == records[i].sn && r.op == records[i].op
+            })
+            .count();
+        let group = &records[i..j];
+        i = j;
+        for r in group {
+            let e = per_rank
+                .entry((r.comm.clone(), r.rank))
+                .or_insert_with(|| RankLag {
+                    comm: r.comm.clone(),
+                    rank: r.rank,
+                    host: r.host.clone(),
+                    pid: r.pid,
+                    nics: match (&r.host, r.pid) {
+                        (Some(h), Some(p)) => {
+                            nics.get(&format!("{h}:{p}")).cloned().unwrap_or_default()
+                        }
+                        _ => Vec::new(),
+                    },
+                    compared: 0,
+                    straggler: 0,
+                    mean_lag_us: 0.0,
+                    max_lag_us: 0.0,
+                });
+            e.compared += 1;
+        }
+        if group.len() < 2 {
+            continue;
+        }
+        compared += 1;
+        let mut exec: Vec<f64> = group.iter().map(|r| r.exec_us).collect();
+        let med = median(&mut exec);
+        let (idx, lag, by) = if group.iter().all(|r| r.start_us.is_some()) {
+            let mut starts: Vec<f64> = group
+                .iter()
+                .filter_map(|r| r.start_us)
+                .map(|s| s as f64)
+                .collect();
+            let m = median(&mut starts);
+            let (k, last) = group
+                .iter()
+                .enumerate()
+                .map(|(k, r)| (k, r.start_us.unwrap_or(0) as f64))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((0, m));
+            (k, last - m, "start")
+        } else {
+            let (k, least) = group
+                .iter()
+                .enumerate()
+                .map(|(k, r)| (k, r.exec_us))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or((0, med));
+            (k, med - least, "exec")
+        };
+        if lag < MIN_LAG_US || lag < MIN_LAG_SHARE * med {
+            continue;
+        }
+        let r = &group[idx];
+        if let Some(e) = per_rank.get_mut(&(r.comm.clone(), r.rank)) {
+            e.mean_lag_us = (e.mean_lag_us * e.straggler as f64 + lag) / (e.straggler + 1) as f64;
+            e.straggler += 1;
+            e.max_lag_us = e.max_lag_us.max(lag);
+        }
+        stragglers.push(Straggler {
+            comm: r.comm.clone(),
+            comm_name: r.comm_name.clone(),
+            op: r.op.clone(),
+            sn: r.sn,
+            bytes: r.bytes,
+            rank: r.rank,
+            host: r.host.clone(),
+            lag_us: lag,
+            median_us: med,
+            ranks: group.len() as u64,
+            by: by.into(),
+        });
+    }
+    stragglers.sort_by(|a, b| b.lag_us.total_cmp(&a.lag_us));
+    let mut ranks: Vec<RankLag> = per_rank.into_values().collect();
+    ranks.sort_by(|a, b| b.straggler.cmp(&a.straggler).then(a.rank.cmp(&b.rank)));
+    let findings = findings(&ranks);
+    stragglers.truncate(64);
+    InspectorReport {
+        schema_version: fabrik_model::SCHEMA_VERSION,
+        records: total,
+        dropped,
+        compared,
+        stragglers,
+        ranks,
+        findings,
+    }
+}
+
+/// A rank that held up at least a quarter of its communicator's compared collectives (and three
+/// of them) is a straggler worth a look: one slow launch is noise, a pattern is a node.
+fn findings(ranks: &[RankLag]) -> Vec<Finding> {
+    ranks
+        .iter()
+        .filter(|r| r.straggler >= 3 && r.straggler * 4 >= r.compared)
+        .map(|r| {
+            let mut where_ = r.host.clone().unwrap_or_else(|| "an unknown host".into());
+            if !r.nics.is_empty() {
+                where_.push_str(&format!(", NIC(s) {}", r.nics.join(",")));
+            }
+            Finding {
+                rule: "FAB-NCCL-INSPECTOR-STRAGGLER".into(),
+                severity: Severity::Warning,
+                subject: r.host.clone().unwrap_or_else(|| format!("rank {}", r.rank)),
+                message: format!(
+                    "Rank {} of communicator {} ({where_}) was the last to start {} of {} collectives, {:.0} µs late on average (at most {:.0} µs): the other ranks waited for it",
+                    r.rank, r.comm, r.straggler, r.compared, r.mean_lag_us, r.max_lag_us
+                ),
+                evidence: vec![Evidence::new(
+                    "inspector",
+                    format!("rank {} pid {}", r.rank, r.pid.map_or_else(|| "?".into(), |p| p.to_string())),
+                )],
+                fix: "Look at what delays this rank: its host's CPU and GPU load (data loading, another job, thermal throttling), its NIC (`fabrik doctor`, port counters) and its place in the pipeline; compare with NCCL RAS's operation counts".into(),
+            }
+        })
+        .collect()
+}
