@@ -29,7 +29,7 @@ for f in ./usr/bin/fabrik ./usr/lib/fabrik/fabrik-healthcheck ./etc/default/fabr
 done
 ok "the package holds the binary, the Slurm wrapper, the unit, completions, the manual and deploy/"
 
-trap 'dpkg -r fabrik >/dev/null 2>&1 || true' EXIT
+trap 'dpkg --purge fabrik >/dev/null 2>&1 || true' EXIT
 dpkg -i "$deb" >/dev/null
 [ "$(/usr/bin/fabrik --version)" = "fabrik $version" ] || fail "installed fabrik --version: $(/usr/bin/fabrik --version)"
 ok "dpkg -i installs fabrik $version"
@@ -44,13 +44,21 @@ set -e
 [ "$healthy" -eq 0 ] && [ "$broken" -eq 1 ] || fail "installed fabrik check: exit $healthy (healthy) and $broken (broken)"
 ok "the installed fabrik check passes a healthy node and fails a broken one"
 n=$(ls /usr/share/fabrik/expect/*.toml | wc -l)
-[ "$n" -eq "$(ls deploy/expect/*.toml | wc -l)" ] || fail "/usr/share/fabrik/expect holds $n files"
+diff <(cd deploy/expect && ls) <(cd /usr/share/fabrik/expect && ls) >/dev/null \
+  || fail "/usr/share/fabrik/expect does not hold deploy/expect's files: $(ls /usr/share/fabrik/expect | tr '\n' ' ')"
+for f in /usr/share/fabrik/expect/*.toml; do
+  cmp -s "$f" "deploy/expect/$(basename "$f")" || fail "$f differs from deploy/expect"
+  set +e
+  /usr/bin/fabrik check --root fixtures/nodes/ib-ndr-8gpu --expect "$f" >/dev/null 2>&1; code=$?
+  set -e
+  [ "$code" -lt 2 ] || fail "the installed fabrik refuses the installed $f (exit $code)"
+done
 set +e
 /usr/bin/fabrik check --root fixtures/nodes/ib-ndr-8gpu --expect /usr/share/fabrik/expect/dgx-h100.toml >/dev/null; met=$?
 /usr/bin/fabrik check --root fixtures/nodes/ib-ndr-8gpu --expect /usr/share/fabrik/expect/dgx-b200.toml >/dev/null; other=$?
 set -e
 [ "$met" -eq 0 ] && [ "$other" -eq 1 ] || fail "installed expectations: exit $met (dgx-h100) and $other (dgx-b200) on the H100 fixture"
-ok "the $n expectations files are installed in /usr/share/fabrik/expect and judge a node"
+ok "deploy/expect's $n files are installed as they are in /usr/share/fabrik/expect, each read by the installed fabrik, and judge a node"
 
 zcat /usr/share/man/man1/fabrik.1.gz | grep -q '^\.TH fabrik 1' || fail "the manual page has no .TH header"
 ok "manual page"
@@ -65,5 +73,8 @@ fi
 
 dpkg -r fabrik >/dev/null
 [ ! -e /usr/bin/fabrik ] || fail "dpkg -r left /usr/bin/fabrik"
-ok "dpkg -r removes it"
+[ -e /etc/default/fabrik-healthcheck ] || fail "dpkg -r removed the conffile /etc/default/fabrik-healthcheck"
+dpkg --purge fabrik >/dev/null
+[ ! -e /etc/default/fabrik-healthcheck ] || fail "dpkg --purge left /etc/default/fabrik-healthcheck"
+ok "dpkg -r removes it and keeps the settings; dpkg --purge removes them"
 echo "package: $pass passed, 0 failed"

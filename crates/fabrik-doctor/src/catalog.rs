@@ -242,6 +242,14 @@ const PCI_SYSFS_CONFIG: Source = Source {
     title: "Linux kernel: pci_read_config in drivers/pci/pci-sysfs.c (the config file gives 64 bytes without CAP_SYS_ADMIN)",
     url: "https://github.com/torvalds/linux/blob/master/drivers/pci/pci-sysfs.c",
 };
+const NCCL_PARAM_SRC: Source = Source {
+    title: "NCCL source: NCCL_PARAM reads \"NCCL_\" env (src/include/param.h, v2.30.7-1)",
+    url: "https://github.com/NVIDIA/nccl/blob/v2.30.7-1/src/include/param.h",
+};
+const OFI_PARAM_SRC: Source = Source {
+    title: "aws-ofi-nccl source: OFI_NCCL_PARAM reads \"OFI_NCCL_\" env (src/nccl_ofi_param.cpp, v1.21.1)",
+    url: "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/src/nccl_ofi_param.cpp",
+};
 const KERNEL_DCBNL: Source = Source {
     title: "Linux kernel: DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET; EOPNOTSUPP for a driver without dcbnl_ops), net/dcb/dcbnl.c",
     url: "https://github.com/torvalds/linux/blob/master/net/dcb/dcbnl.c",
@@ -1107,6 +1115,17 @@ pub static RULES: &[Rule] = &[
         evidence: "Kernel log lines.",
         fix: "Reload nvidia-peermem after driver updates, check BAR1 usage, or use dma-buf.",
         sources: &[GDR_MANUAL, GPU_OPERATOR_RDMA],
+    },
+    Rule {
+        id: "FAB-ENV-009",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "An NCCL variable that nothing reads",
+        checks: "Every NCCL_* and OFI_NCCL_* name of the planned environment against the variables NCCL (2.4 to today), its network plugins (aws-ofi-nccl, nccl-rdma-sharp-plugins, GPUDirect-TCPX/TCPXO) and nccl-tests read, extracted release by release from their sources (crates/fabrik-nccl/data/nccl-env.tsv, scripts/catalog/nccl_env.py; NCCL_PARAM(name, \"IB_HCA\", ...) reads NCCL_IB_HCA). Warning when a read name is at most 2 edits away, or one `_` word added or left out: a misspelling, named with the variable meant. Info when no read name is near (another program's setting, such as PyTorch's, or a release newer than the list) and when only older releases read it.",
+        why: "NCCL ignores a variable it does not read, silently: NCCL_SOCKET_IFNAMES=eth0 leaves the interface choice automatic, NCCL_IB_GID_IDX=3 leaves the GID index automatic, and the job runs with settings nobody chose.",
+        evidence: "env:NAME with its value; the nearest name read and the releases that read it.",
+        fix: "Rename the variable to the one meant; remove settings no release you run reads.",
+        sources: &[NCCL_ENV, NCCL_PARAM_SRC, OFI_PARAM_SRC],
     },
 ];
 

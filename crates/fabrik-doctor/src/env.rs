@@ -1,21 +1,25 @@
 //! A planned NCCL environment: the `KEY=VALUE` lines of an env file or a process environment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Variables a job will run with. Only names starting with `NCCL_`, `FI_`, `RDMAV_` and
-/// `UCX_` are kept: fabrik judges fabric settings and never records anything else.
+/// Variables a job will run with. Only names starting with `NCCL_`, `OFI_NCCL_` (either in
+/// any case, so that a misspelt case is seen), `FI_`, `RDMAV_` and `UCX_` are kept: fabrik
+/// judges fabric settings and never records anything else.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlannedEnv {
     /// Where the values came from (`env-file:jobs/env.sh`, `process environment`).
     pub source: String,
     /// `NAME` to value, kept prefixes only.
     pub vars: BTreeMap<String, String>,
+    /// Names of other families within a few edits of a variable NCCL reads
+    /// (`CCL_NET_GDR_LEVEL`, the N of NCCL lost): kept by name, never with their value.
+    pub misspelt_names: BTreeSet<String>,
 }
 
 const KEPT_PREFIXES: [&str; 4] = ["NCCL_", "FI_", "RDMAV_", "UCX_"];
 
 fn kept(key: &str) -> bool {
-    KEPT_PREFIXES.iter().any(|p| key.starts_with(p))
+    KEPT_PREFIXES.iter().any(|p| key.starts_with(p)) || fabrik_nccl::vars::is_checked_family(key)
 }
 
 impl PlannedEnv {
@@ -23,6 +27,7 @@ impl PlannedEnv {
     /// in single or double quotes. Lines that are not assignments are ignored.
     pub fn parse(source: impl Into<String>, text: &str) -> Self {
         let mut vars = BTreeMap::new();
+        let mut misspelt = BTreeSet::new();
         for line in text.lines() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -38,11 +43,14 @@ impl PlannedEnv {
             }
             if kept(key) {
                 vars.insert(key.to_string(), unquote(value.trim()).to_string());
+            } else if misspelt_into_nccl(key) {
+                misspelt.insert(key.to_string());
             }
         }
         PlannedEnv {
             source: source.into(),
             vars,
+            misspelt_names: misspelt,
         }
     }
 
@@ -53,14 +61,19 @@ impl PlannedEnv {
         K: Into<String>,
         V: Into<String>,
     {
-        let vars = pairs
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .filter(|(k, _)| kept(k))
-            .collect();
+        let mut vars = BTreeMap::new();
+        let mut misspelt_names = BTreeSet::new();
+        for (k, v) in pairs.into_iter().map(|(k, v)| (k.into(), v.into())) {
+            if kept(&k) {
+                vars.insert(k, v);
+            } else if misspelt_into_nccl(&k) {
+                misspelt_names.insert(k);
+            }
+        }
         PlannedEnv {
             source: source.into(),
             vars,
+            misspelt_names,
         }
     }
 
@@ -88,6 +101,12 @@ impl PlannedEnv {
     pub fn evidence_path(key: &str) -> String {
         format!("env:{key}")
     }
+}
+
+/// A name of another family a misspelling away from an NCCL variable: only names long enough
+/// to mean something are looked at (short ones are a few edits from anything).
+fn misspelt_into_nccl(key: &str) -> bool {
+    key.len() >= 8 && fabrik_nccl::vars::misspells_into_family(key).is_some()
 }
 
 fn unquote(v: &str) -> &str {
@@ -119,6 +138,18 @@ mod tests {
         assert_eq!(e.get("FI_PROVIDER"), Some("efa"));
         assert!(!e.vars.contains_key("PATH"));
         assert_eq!(e.socket_ifname(), Some("eth0"));
+        assert!(e.misspelt_names.is_empty());
+        // NERSC/podman-hpc#136: the N of NCCL lost. The name is kept, its value is not.
+        let e = PlannedEnv::parse(
+            "t",
+            "CCL_NET_GDR_LEVEL=PHB\nnccl_ib_hca=mlx5\nSECRET_TOKEN=x\n",
+        );
+        assert_eq!(
+            e.misspelt_names.iter().collect::<Vec<_>>(),
+            ["CCL_NET_GDR_LEVEL"]
+        );
+        assert_eq!(e.get("nccl_ib_hca"), Some("mlx5"));
+        assert_eq!(e.vars.len(), 1);
         assert_eq!(
             PlannedEnv::parse("t", "NCCL_SOCKET_IFNAME=^\n").socket_ifname(),
             None

@@ -22,6 +22,8 @@ pub const P2P_SHM_DISABLED: &str = "FAB-ENV-006";
 
 /// Rule id of "NCCL_IB_HCA leaves out rails the node has".
 pub const IB_HCA_FEWER_RAILS: &str = "FAB-ENV-008";
+/// Rule id of "An NCCL variable that nothing reads".
+pub const UNREAD_VARIABLE: &str = "FAB-ENV-009";
 
 /// `mlx5_0:1` → ("mlx5_0", Some(1)).
 fn split_port(entry: &str) -> (&str, Option<u32>) {
@@ -205,6 +207,74 @@ pub fn ib_hca_fewer_rails(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
         ],
         "Name every rail (a prefix such as `NCCL_IB_HCA=mlx5` selects them all), or leave NCCL_IB_HCA unset; exclude only the NICs that are not rails (`^mlx5_8` for a storage NIC).",
     )]
+}
+
+/// Rule [`UNREAD_VARIABLE`]: "An NCCL variable that nothing reads", judged by
+/// [`fabrik_nccl::vars::check`] against what NCCL, its plugins and nccl-tests read.
+pub fn unread_variables(_node: &Node, env: &PlannedEnv) -> Vec<Finding> {
+    use fabrik_nccl::vars::{self, Check};
+    let sources = vars::sources()
+        .iter()
+        .map(|s| s.label())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let read_by = |v: &vars::Variable| ev(format!("read: {}", v.name), vars::readers_text(v));
+    let misspelt = |name: &str, here: fabrik_model::Evidence, meant: &vars::Variable| {
+        finding(
+            UNREAD_VARIABLE,
+            Severity::Warning,
+            format!("env:{name}"),
+            format!(
+                "{name} is not a variable NCCL, its network plugins or nccl-tests read, so it is ignored: did you mean {}?",
+                meant.name
+            ),
+            vec![here, read_by(meant)],
+            format!(
+                "Rename it to {} (read by {}).",
+                meant.name,
+                vars::readers_text(meant)
+            ),
+        )
+    };
+    let mut out = vec![];
+    for name in &env.misspelt_names {
+        if let Some((meant, _)) = vars::misspells_into_family(name) {
+            let here = ev(PlannedEnv::evidence_path(name), "(set; value not kept)");
+            out.push(misspelt(name, here, meant));
+        }
+    }
+    for (name, value) in &env.vars {
+        let here = ev(PlannedEnv::evidence_path(name), value.as_str());
+        match vars::check(name) {
+            Check::Read => {}
+            Check::Misspelled { nearest, .. } => out.push(misspelt(name, here, nearest)),
+            Check::NoLongerRead { variable } => out.push(finding(
+                UNREAD_VARIABLE,
+                Severity::Info,
+                format!("env:{name}"),
+                format!(
+                    "{name} is read only by older releases ({}): the releases after them ignore it",
+                    vars::readers_text(variable)
+                ),
+                vec![here, read_by(variable)],
+                "Remove it unless the job runs one of those releases.",
+            )),
+            Check::Unknown { nearest } => out.push(finding(
+                UNREAD_VARIABLE,
+                Severity::Info,
+                format!("env:{name}"),
+                format!(
+                    "{name} is read by no release of {sources}: another program's setting (PyTorch reads some NCCL_* names) or a newer release's{}",
+                    nearest
+                        .map(|v| format!("; the nearest name read is {}", v.name))
+                        .unwrap_or_default()
+                ),
+                std::iter::once(here).chain(nearest.map(read_by)).collect(),
+                "Check the name against the documentation of the release the job runs; remove it if nothing reads it.",
+            )),
+        }
+    }
+    out
 }
 
 /// Rule [`SOCKET_IFNAME`]: "NCCL_SOCKET_IFNAME matches no usable interface".
@@ -480,6 +550,42 @@ mod tests {
         );
         // A device that matches nothing is FAB-ENV-001's, not this rule's.
         assert!(ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA=mlx4\n")).is_empty());
+    }
+
+    #[test]
+    fn variables_nothing_reads_are_named_with_the_one_meant() {
+        let n = bare_node();
+        let f = unread_variables(
+            &n,
+            &env("NCCL_IB_HCA=mlx5\nNCCL_SOCKET_IFNAMES=eth0\nCCL_NET_GDR_LEVEL=PHB\nNCCL_ASYNC_ERROR_HANDLING=1\nNCCL_AGG_CHANNEL_SIZE=2\nFI_EFA_FORK_SAFE=1\n"),
+        );
+        let by = |s: &str| f.iter().find(|f| f.subject == s).unwrap();
+        assert_eq!(f.len(), 4, "{f:?}");
+        let typo = by("env:NCCL_SOCKET_IFNAMES");
+        assert_eq!(typo.severity, Severity::Warning);
+        assert!(
+            typo.message.contains("did you mean NCCL_SOCKET_IFNAME?"),
+            "{}",
+            typo.message
+        );
+        assert!(typo.fix.contains("NCCL v2.4.2-1.."), "{}", typo.fix);
+        let lost_n = by("env:CCL_NET_GDR_LEVEL");
+        assert_eq!(lost_n.severity, Severity::Warning);
+        assert_eq!(lost_n.evidence[0].value, "(set; value not kept)");
+        let torch = by("env:NCCL_ASYNC_ERROR_HANDLING");
+        assert_eq!(torch.severity, Severity::Info);
+        assert!(
+            torch.message.contains("another program's setting"),
+            "{}",
+            torch.message
+        );
+        let old = by("env:NCCL_AGG_CHANNEL_SIZE");
+        assert_eq!(old.severity, Severity::Info);
+        assert!(
+            old.message.contains("NCCL v2.10.3-1..v2.19.4-1"),
+            "{}",
+            old.message
+        );
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
         gid_index,
         gdr_level,
         p2p_shm_disabled,
+        unread_variables,
     ] {
         out.extend(rule(node, env));
     }

@@ -1,27 +1,83 @@
-//! Pass lines: whether a benchmark's numbers are good enough, with the line and where it comes
-//! from. One place for every command that prints bandwidth (`parse perftest`, `parse
-//! nccl-tests`, `bench p2p`, `bench collective`, `cluster matrix`).
+//! The bandwidth judge: whether a benchmark's numbers are good enough, with the line and where
+//! it comes from, and whether the run is a complete result at all. One rule for every command
+//! that prints bandwidth (`parse perftest`, `parse nccl-tests`, `bench p2p` over TCP and RDMA,
+//! `bench collective`, `cluster matrix`):
 //!
-//! The line is the expectations file's when it gives one (`[bandwidth]`); else, for
-//! point-to-point runs, 90 % of the link rate of the NIC in use: NVIDIA's own acceptance line in
-//! ngc_multinode_perf (`common.sh`: `BW_PASS_RATE = multiplier * 0.9 * port_rate`, the port rate
-//! read from sysfs, multiplier 2 for bidirectional runs). Collectives have no default: no
-//! public rule turns a node's links into an all_reduce bus bandwidth, so only an expectations
-//! file judges them.
+//! - A line the expectations file gives for what was measured is the line (`[bandwidth]`
+//!   `p2p_gbps_per_nic`, `all_reduce_busbw_gbs`): a value a vendor or an operator states as a
+//!   pass line (AzNHC's 460 GB/s, Oracle's ib_write_bw line) is taken as stated.
+//! - Else the line is a share of the hardware's rate, 0.9 unless `[bandwidth] pass_fraction`
+//!   says otherwise. 0.9 is the tolerance of both tools this judge stands in for: NVIDIA's
+//!   ngc_multinode_perf passes a link at `multiplier * 0.9 * port_rate` (`BW_PASS_RATE`, its
+//!   `PASS_CRITERION` 0.9), and nccl-tests fails a run whose bus bandwidth is below 0.9 of the
+//!   one it is given (`NCCL_TESTS_MIN_BW`, `bw < check_avg_bw*(0.9)` in src/common.cu).
+//!   - Point-to-point (perftest, `bench p2p`, each link of the matrix): the NIC's link rate,
+//!     times the NICs striped over, doubled for a bidirectional run; rows from 64 KiB up
+//!     (ngc_multinode_perf's message size) are judged.
+//!   - A collective across hosts (output that lists no hosts counts as one when it is given a
+//!     link rate): one NIC's link rate, as bus bandwidth (Gb/s / 8). nccl-tests
+//!     defines bus bandwidth so that it "should reflect the speed of the hardware bottleneck"
+//!     (doc/PERFORMANCE.md); across hosts every rank's data crosses the network, which moves at
+//!     least one NIC's rate per node, so bus bandwidth below that means the job does not use the
+//!     network as it should (socket fallback, GPUDirect off, a slow rail). A run on one host has
+//!     no network line. The largest size is judged, when it is at least
+//!     [`COLLECTIVE_JUDGED_BYTES`]: below, bus bandwidth still climbs with the size.
+//! - A run that did not finish is not a result: [`collective_incomplete`] and
+//!   [`p2p_incomplete`] say why, and `fabrik report` shows the same words.
 
-use fabrik_model::{CollectiveReport, LinkMeasurement, P2pReport, P2pRows};
+use fabrik_model::{
+    CollectiveReport, Evidence, Finding, LinkMeasurement, P2pReport, P2pRows, ResultSource,
+    Severity,
+};
 use serde::Serialize;
 
 use crate::expect::Expectations;
 
-/// NVIDIA ngc_multinode_perf's pass fraction of the port rate.
-pub const NGC_FRACTION: f64 = 0.9;
+/// The share of the hardware's rate a run must reach when no line is given: ngc_multinode_perf's
+/// `PASS_CRITERION` and nccl-tests' `NCCL_TESTS_MIN_BW` tolerance.
+pub const DEFAULT_FRACTION: f64 = 0.9;
 /// ngc_multinode_perf's default bandwidth message size (`bw_ms_list=("65536")` in
 /// ngc_rdma_test.sh): rows from this size up are judged; smaller messages are bound by message
 /// rate, not the link.
 pub const P2P_JUDGED_BYTES: u64 = 65_536;
+/// The smallest collective size judged against a line drawn from the link rate: below 32 MiB
+/// the bus bandwidth of a multi-host run still climbs with the size.
+pub const COLLECTIVE_JUDGED_BYTES: u64 = 32 << 20;
+
+/// Rule id of a point-to-point run (or link) below its pass line.
+pub const LOW_BW: &str = "FAB-BENCH-LOW-BW";
+/// Rule id of a collective below its bus bandwidth pass line.
+pub const LOW_BUSBW: &str = "FAB-BENCH-LOW-BUSBW";
+/// Rule id of a run that did not finish (aborted, cut, header only).
+pub const INCOMPLETE: &str = "FAB-BENCH-INCOMPLETE";
 
 const NGC_SOURCE: &str = "NVIDIA ngc_multinode_perf common.sh (BW_PASS_RATE = 0.9 x port rate), https://github.com/Mellanox/ngc_multinode_perf/blob/main/common.sh";
+const NCCL_TESTS_SOURCE: &str = "nccl-tests doc/PERFORMANCE.md (bus bandwidth reflects the hardware bottleneck) and src/common.cu (NCCL_TESTS_MIN_BW x 0.9), https://github.com/NVIDIA/nccl-tests";
+
+/// What a line measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Point-to-point bandwidth, Gb/s.
+    PointToPoint,
+    /// A collective's bus bandwidth, GB/s.
+    BusBandwidth,
+}
+
+/// The share of the link rate the runs must reach: the file's `pass_fraction`, else 0.9, and
+/// how a basis says it (`90 %`, `85 % (expectations: bandwidth.pass_fraction)`).
+fn fraction(expect: Option<&Expectations>) -> (f64, String) {
+    match expect
+        .and_then(|e| e.bandwidth.as_ref())
+        .and_then(|b| b.pass_fraction)
+    {
+        Some(f) => (
+            f,
+            format!("{} % (expectations: bandwidth.pass_fraction)", f * 100.0),
+        ),
+        None => (DEFAULT_FRACTION, format!("{} %", DEFAULT_FRACTION * 100.0)),
+    }
+}
 
 /// A line a number must reach, its unit and why it is there.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +88,11 @@ pub struct PassLine {
     pub unit: &'static str,
     /// Where the line comes from (the expectations file, or 90 % of the link rate and its source).
     pub basis: String,
+    /// What it measures.
+    pub measure: Measure,
+    /// The one collective it is for (`all_reduce` for the file's all_reduce line); none: any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
 }
 
 /// Whether a number reached its line.
@@ -99,20 +160,25 @@ pub fn p2p_line(
                     ""
                 }
             ),
+            measure: Measure::PointToPoint,
+            op: None,
         });
     }
     let link = link_gbps.filter(|g| g.is_finite() && *g > 0.0)?;
+    let (f, share) = fraction(expect);
     Some(PassLine {
-        value: NGC_FRACTION * link * factor,
+        value: f * link * factor,
         unit: "Gb/s",
         basis: format!(
-            "90 % of the {link} Gb/s link rate{} ({NGC_SOURCE})",
+            "{share} of the {link} Gb/s link rate{} ({NGC_SOURCE})",
             if bidirectional {
                 ", x2 bidirectional"
             } else {
                 ""
             }
         ),
+        measure: Measure::PointToPoint,
+        op: None,
     })
 }
 
@@ -171,13 +237,51 @@ pub fn p2p_line_striped(
     Some(line)
 }
 
-/// The all_reduce bus bandwidth line: only an expectations file gives one.
+/// The expectations file's all_reduce bus bandwidth line (for all_reduce runs only).
 pub fn busbw_line(expect: Option<&Expectations>) -> Option<PassLine> {
     let g = expect?.bandwidth.as_ref()?.all_reduce_busbw_gbs?;
     Some(PassLine {
         value: g,
         unit: "GB/s",
         basis: format!("expectations: bandwidth.all_reduce_busbw_gbs = {g}"),
+        measure: Measure::BusBandwidth,
+        op: Some("all_reduce".into()),
+    })
+}
+
+/// The line of a collective run: the file's all_reduce line for an all_reduce run, else, for
+/// a run across hosts, the share of one NIC's link rate as bus bandwidth (the module's rule);
+/// output that lists no hosts (no device lines) is taken to cross the link it is given.
+/// `None` when neither applies (one host, no link rate, another op than the file's).
+pub fn collective_line(
+    expect: Option<&Expectations>,
+    report: &CollectiveReport,
+    link_gbps: Option<f64>,
+) -> Option<PassLine> {
+    if report.op == "all_reduce" {
+        if let Some(line) = busbw_line(expect) {
+            return Some(line);
+        }
+    }
+    let mut hosts: Vec<&String> = report.hosts.iter().collect();
+    hosts.sort();
+    hosts.dedup();
+    let link = link_gbps.filter(|g| g.is_finite() && *g > 0.0)?;
+    let across = match hosts.len() {
+        1 => return None,
+        0 => "the output lists no hosts: a run given a link rate is taken to cross it".to_string(),
+        n => format!("a run across {n} hosts"),
+    };
+    let (f, share) = fraction(expect);
+    Some(PassLine {
+        value: f * link / 8.0,
+        unit: "GB/s",
+        basis: format!(
+            "{share} of one NIC's {link} Gb/s link rate ({} GB/s) as bus bandwidth, {across} ({NCCL_TESTS_SOURCE})",
+            link / 8.0,
+        ),
+        measure: Measure::BusBandwidth,
+        op: None,
     })
 }
 
@@ -223,12 +327,13 @@ pub fn judge_p2p(report: &P2pReport, line: &PassLine) -> Option<Judgement> {
     judgement(line, judged)
 }
 
-/// Judges an all_reduce run's out-of-place bus bandwidth (in-place when that is all there is)
+/// Judges a collective run's out-of-place bus bandwidth (in-place when that is all there is)
 /// at its largest message size: the bus bandwidth curve climbs with the size and an expected
 /// value is its plateau (AzNHC runs all_reduce_perf at one size, 16 GiB, and judges that).
-/// `None` for other collectives, whose bus bandwidth the line does not speak of.
+/// `None` for a collective the line is not for, and, against a line drawn from the link rate,
+/// when the largest size is below [`COLLECTIVE_JUDGED_BYTES`].
 pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Judgement> {
-    if report.op != "all_reduce" {
+    if line.op.as_ref().is_some_and(|op| *op != report.op) {
         return None;
     }
     let largest = report
@@ -237,6 +342,9 @@ pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Ju
         .filter(|r| r.out_of_place.is_some() || r.in_place.is_some())
         .map(|r| r.size)
         .max()?;
+    if line.op.is_none() && largest < COLLECTIVE_JUDGED_BYTES {
+        return None;
+    }
     let judged = report
         .rows
         .iter()
@@ -251,6 +359,98 @@ pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Ju
         })
         .collect();
     judgement(line, judged)
+}
+
+impl Judgement {
+    /// The finding of a run below its line (`None` when it passed): every row below it, the
+    /// line and its basis. An error: a run below its line exits 1 like one.
+    pub fn finding(&self, subject: impl Into<String>) -> Option<Finding> {
+        if self.verdict == Verdict::Pass {
+            return None;
+        }
+        let below: Vec<&RowVerdict> = self
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .collect();
+        let worst = below.iter().min_by(|a, b| a.value.total_cmp(&b.value))?;
+        let unit = self.line.unit;
+        let (rule, what, fix) = match self.line.measure {
+            Measure::PointToPoint => (
+                LOW_BW,
+                "bandwidth",
+                "Check link width/speed and errors (`fabrik doctor`), the PCIe width of the NIC, the MTU, and that both ends use the same GID/port; try more QPs (-q 4).",
+            ),
+            Measure::BusBandwidth => (
+                LOW_BUSBW,
+                "bus bandwidth",
+                "Check the transport NCCL used (`fabrik logs`: socket fallback, GPUDirect RDMA off), the GPU-NIC affinity, and each link with `fabrik bench` or `fabrik cluster matrix`.",
+            ),
+        };
+        Some(Finding {
+            rule: rule.into(),
+            severity: Severity::Error,
+            subject: subject.into(),
+            message: format!(
+                "{} of {} judged row(s) below the pass line {:.2} {unit}, the lowest {what} {:.2} {unit} at {} bytes (line: {})",
+                below.len(),
+                self.rows.len(),
+                self.line.value,
+                worst.value,
+                worst.bytes,
+                self.line.basis
+            ),
+            evidence: below
+                .iter()
+                .take(8)
+                .map(|r| Evidence::new(format!("{} bytes", r.bytes), format!("{:.2} {unit}", r.value)))
+                .collect(),
+            fix: fix.into(),
+        })
+    }
+}
+
+/// Why a collective run is not a complete result, if it is not: fabrik's own run noted that it
+/// was aborted (`bench collective --output` keeps the rows so far when a run fails), no rows at
+/// all (a header only), or (parsed nccl-tests output) no `# Avg bus bandwidth` line, which
+/// nccl-tests prints once every size has run (`writeResultFooter`).
+pub fn collective_incomplete(r: &CollectiveReport) -> Option<String> {
+    if let Some(note) = r.notes.iter().find(|n| n.starts_with("aborted")) {
+        return Some(note.clone());
+    }
+    if r.rows.is_empty() {
+        return Some("aborted: no result rows".into());
+    }
+    if r.source != ResultSource::Fabrik && r.avg_busbw.is_none() {
+        return Some(
+            "incomplete: no \"# Avg bus bandwidth\" line (the run stopped before its last \
+             size, or the output was cut)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Why a point-to-point run is not a result, if it is not: no result rows.
+pub fn p2p_incomplete(r: &P2pReport) -> Option<String> {
+    let empty = match &r.results {
+        P2pRows::Bw(rows) => rows.is_empty(),
+        P2pRows::Lat(rows) => rows.is_empty(),
+    };
+    empty.then(|| "aborted: no result rows".to_string())
+}
+
+/// The finding of a run that is not a complete result, with why ([`collective_incomplete`],
+/// [`p2p_incomplete`]): an error, since neither its numbers nor its silence can be trusted.
+pub fn incomplete_finding(subject: impl Into<String>, why: &str) -> Finding {
+    Finding {
+        rule: INCOMPLETE.into(),
+        severity: Severity::Error,
+        subject: subject.into(),
+        message: format!("the run is not a complete result: {why}"),
+        evidence: vec![Evidence::new("run", why)],
+        fix: "Rerun the benchmark to its end and keep its whole output (the footer with `# Avg bus bandwidth` for nccl-tests); if it stopped by itself, its last lines and `fabrik logs` on its NCCL_DEBUG=INFO output say why.".into(),
+    }
 }
 
 /// One judged link of the all-pairs matrix.
@@ -358,6 +558,8 @@ mod tests {
             value: 90.0,
             unit: "Gb/s",
             basis: "t".into(),
+            measure: Measure::PointToPoint,
+            op: None,
         };
         let row = |bytes, avg| fabrik_model::BwRow {
             bytes,
@@ -394,12 +596,137 @@ mod tests {
         assert_eq!(judge_p2p(&r, &line), None);
     }
 
+    fn coll(op: &str, hosts: &[&str], sizes_busbw: &[(u64, f64)]) -> CollectiveReport {
+        CollectiveReport {
+            schema_version: 1,
+            source: ResultSource::NcclTests,
+            op: op.into(),
+            backend: None,
+            ranks: None,
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            devices: vec![],
+            rows: sizes_busbw
+                .iter()
+                .map(|&(size, busbw)| fabrik_model::CollectiveRow {
+                    size,
+                    count: size / 4,
+                    dtype: "float".into(),
+                    redop: None,
+                    root: None,
+                    out_of_place: Some(fabrik_model::CollTiming {
+                        time_us: 1.0,
+                        algbw: busbw,
+                        busbw,
+                        wrong: Some(0),
+                    }),
+                    in_place: None,
+                })
+                .collect(),
+            avg_busbw: Some(1.0),
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn one_share_of_the_link_judges_point_to_point_and_collectives_across_hosts() {
+        // 400 Gb/s: 360 Gb/s for a link, 45 GB/s of bus bandwidth for a multi-host collective.
+        let p2p = p2p_line(None, Some(400.0), false).unwrap();
+        let two = coll(
+            "all_gather",
+            &["a", "b"],
+            &[(1 << 20, 10.0), (1 << 30, 44.0)],
+        );
+        let c = collective_line(None, &two, Some(400.0)).unwrap();
+        assert_eq!((p2p.value, c.value), (360.0, 45.0));
+        assert!(p2p.basis.starts_with("90 % of"), "{}", p2p.basis);
+        assert!(
+            c.basis
+                .starts_with("90 % of one NIC's 400 Gb/s link rate (50 GB/s)"),
+            "{}",
+            c.basis
+        );
+        assert!(c.basis.contains("a run across 2 hosts"), "{}", c.basis);
+        let unlisted = coll("all_gather", &[], &[(1 << 30, 44.0)]);
+        let c0 = collective_line(None, &unlisted, Some(400.0)).unwrap();
+        assert!(c0.basis.contains("lists no hosts"), "{}", c0.basis);
+        let j = judge_collective(&two, &c).unwrap();
+        assert_eq!((j.rows.len(), j.verdict), (1, Verdict::Fail));
+        let f = j.finding("nccl-tests all_gather").unwrap();
+        assert_eq!((f.rule.as_str(), f.severity), (LOW_BUSBW, Severity::Error));
+        assert!(
+            f.message
+                .contains("the lowest bus bandwidth 44.00 GB/s at 1073741824 bytes"),
+            "{}",
+            f.message
+        );
+        // The file's share applies to every line drawn from a link rate.
+        let e = Expectations::parse("t", "[bandwidth]\npass_fraction = 0.8\n").unwrap();
+        let c = collective_line(Some(&e), &two, Some(400.0)).unwrap();
+        assert_eq!(c.value, 40.0);
+        assert!(
+            c.basis
+                .starts_with("80 % (expectations: bandwidth.pass_fraction)"),
+            "{}",
+            c.basis
+        );
+        assert!(judge_collective(&two, &c).unwrap().finding("x").is_none());
+        assert_eq!(p2p_line(Some(&e), Some(100.0), false).unwrap().value, 80.0);
+        // One host: no network line. Largest size below 32 MiB: not judged against the link.
+        let one = coll("all_reduce", &["a", "a"], &[(1 << 30, 1.0)]);
+        assert_eq!(collective_line(None, &one, Some(400.0)), None);
+        let small = coll("all_reduce", &["a", "b"], &[(1 << 20, 1.0)]);
+        let l = collective_line(None, &small, Some(400.0)).unwrap();
+        assert_eq!(judge_collective(&small, &l), None);
+        assert_eq!(collective_line(None, &two, None), None);
+    }
+
+    #[test]
+    fn the_files_all_reduce_line_judges_all_reduce_only() {
+        let e = Expectations::parse("t", "[bandwidth]\nall_reduce_busbw_gbs = 460\n").unwrap();
+        let ar = coll("all_reduce", &["a"], &[(1 << 20, 400.0)]);
+        let l = collective_line(Some(&e), &ar, Some(400.0)).unwrap();
+        assert_eq!((l.value, l.op.as_deref()), (460.0, Some("all_reduce")));
+        // Judged at the largest size whatever it is: the file says what that size must reach.
+        assert_eq!(judge_collective(&ar, &l).unwrap().verdict, Verdict::Fail);
+        let ag = coll("all_gather", &["a", "b"], &[(1 << 30, 400.0)]);
+        assert_eq!(judge_collective(&ag, &l), None);
+        // Another op across hosts falls back to the link.
+        assert_eq!(
+            collective_line(Some(&e), &ag, Some(400.0)).unwrap().value,
+            45.0
+        );
+    }
+
+    #[test]
+    fn a_run_that_did_not_finish_says_why() {
+        let mut r = coll("all_reduce", &["a"], &[(1 << 20, 1.0)]);
+        assert_eq!(collective_incomplete(&r), None);
+        r.avg_busbw = None;
+        assert!(collective_incomplete(&r)
+            .unwrap()
+            .starts_with("incomplete: no \"# Avg bus bandwidth\""));
+        r.rows.clear();
+        assert_eq!(
+            collective_incomplete(&r).unwrap(),
+            "aborted: no result rows"
+        );
+        r.notes.push("aborted: rank 1 (b): connection reset".into());
+        assert_eq!(
+            collective_incomplete(&r).unwrap(),
+            "aborted: rank 1 (b): connection reset"
+        );
+        let f = incomplete_finding("nccl-tests all_reduce", "aborted: no result rows");
+        assert_eq!((f.rule.as_str(), f.severity), (INCOMPLETE, Severity::Error));
+    }
+
     #[test]
     fn one_slow_link_fails_the_matrix_and_is_named() {
         let line = PassLine {
             value: 90.0,
             unit: "Gb/s",
             basis: "t".into(),
+            measure: Measure::PointToPoint,
+            op: None,
         };
         let link = |src, dst, gbps| LinkMeasurement {
             src,

@@ -227,6 +227,14 @@ impl Builder {
             if let Some(op) = op_from_test_start(rest) {
                 self.set_op(op);
             }
+        } else if let Some(rest) = body.strip_prefix("Collective test concluded:") {
+            // nccl-tests >= 2.19 names its program again below the footer
+            // (`writeResultFooter`): the op of a run whose opening lines were cut off.
+            if !self.op_named {
+                if let Some(op) = op_from_test_start(rest) {
+                    self.set_op(op);
+                }
+            }
         } else if body.starts_with("nccl-tests version") {
             if self.has_data() {
                 self.start_new_run();

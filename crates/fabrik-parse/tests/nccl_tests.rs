@@ -64,7 +64,7 @@ fn t02_no_redop_error_float_column() {
     assert_eq!(run.max_error, Some(0.0));
     assert_eq!(r.avg_busbw, Some(6.6972));
     assert_eq!(run.out_of_bounds, Some(0));
-    assert!(check_collective(run, None).is_empty());
+    assert!(check_collective(run).is_empty());
 }
 
 #[test]
@@ -84,11 +84,8 @@ fn t03_na_wrong_and_cut_last_row() {
     assert_eq!(last.root, Some(-1));
     assert_eq!(last.redop.as_deref(), Some("sum"));
     assert_eq!(max_busbw(r), 89.25);
-    // 89.25 GB/s = 714 Gb/s: fine on an 800 Gb/s budget, far below on 3200.
-    assert!(check_collective(&run, Some(800.0)).is_empty());
-    let f = check_collective(&run, Some(3200.0));
-    assert_eq!(f.len(), 1);
-    assert_eq!(f[0].rule, "FAB-BENCH-LOW-BUSBW");
+    // #wrong is N/A (data checks off): nothing to say about the results' values.
+    assert!(check_collective(&run).is_empty());
 }
 
 #[test]
@@ -171,7 +168,7 @@ fn json_round_trips_into_the_model() {
 fn wrong_results_are_flagged() {
     let text = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n  1048576  262144  float  sum  -1  27.76  37.78  66.11  3  27.49  38.15  66.76  0\n# Out of bounds values : 3 FAILED\n";
     let runs = fabrik_parse::nccl_tests::parse_str(text);
-    let f = check_collective(&runs[0], None);
+    let f = check_collective(&runs[0]);
     assert_eq!(f.len(), 2);
     assert!(f.iter().all(|f| f.rule == "FAB-BENCH-WRONG"));
 }
@@ -191,11 +188,7 @@ fn t10_rank_tag_repeated_inside_rows() {
     assert_eq!((oop.time_us, oop.busbw, oop.wrong), (1626.5, 1.24, Some(0)));
     assert_eq!(first.in_place.as_ref().unwrap().time_us, 2302.3);
     assert_eq!(r.rows[9].size, 536_870_912);
-    // Peak busbw at >= 32 MiB is 29.50 GB/s = 236 Gb/s: above half of 400, below half of 800.
-    assert!(check_collective(&run, Some(400.0)).is_empty());
-    let f = check_collective(&run, Some(800.0));
-    assert!(f.iter().any(|f| f.rule == "FAB-BENCH-LOW-BUSBW"), "{f:?}");
-    assert!(f[0].message.contains("29.50"), "{}", f[0].message);
+    assert!(check_collective(&run).is_empty());
 }
 
 #[test]
@@ -241,11 +234,41 @@ fn t12_rccl_tests_two_runs_with_the_library_block() {
             .time_us,
         6.32
     );
-    assert!(check_collective(&runs[0], None).is_empty());
+    assert!(check_collective(&runs[0]).is_empty());
 }
 
 /// The fixture 06 table pasted quoted, with srun `--label` and with mpirun `--tag-output` reads
 /// the same rows.
+#[test]
+fn the_op_named_only_below_the_footer_is_found() {
+    // 14: rccl-tests rows with root 0 and no header; only `# Collective test concluded:
+    // broadcast_perf` names the op. 15: the tail of an all_reduce run. 17: the footer twice.
+    for (file, op) in [
+        (
+            "14-rccl-tests-strix-halo-broadcast-root0-concluded-next-test-cut.txt",
+            "broadcast",
+        ),
+        (
+            "15-rccl-tests-ainic-all-reduce-16gib-rows-concluded.txt",
+            "all_reduce",
+        ),
+        (
+            "17-nccl-2.29.7-one-gpu-last-rows-1e06-algbw-concluded-destroy.txt",
+            "all_reduce",
+        ),
+    ] {
+        let runs = load(file);
+        assert_eq!(runs.len(), 1, "{file}");
+        assert_eq!(runs[0].report.op, op, "{file}");
+    }
+    // A banner's op is not overridden by a later footer of the same run.
+    let text = "# Collective test starting: all_gather_perf\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n 1048576 262144 float none -1 10.0 100.0 90.0 0 10.0 100.0 90.0 0\n# Avg bus bandwidth : 90\n# Collective test concluded: all_reduce_perf\n";
+    assert_eq!(
+        fabrik_parse::nccl_tests::parse_str(text)[0].report.op,
+        "all_gather"
+    );
+}
+
 #[test]
 fn quoted_and_launcher_prefixed_tables_read_the_same() {
     let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -160,6 +160,7 @@ fn planned_environments_fire_their_rules() {
             "FAB-ENV-008",
             0,
         ),
+        ("env-009-misspelt-names.env", "ib-healthy", "FAB-ENV-009", 0),
         (
             "env-006-p2p-shm-disabled.env",
             "ib-healthy",
@@ -214,6 +215,85 @@ fn planned_environments_fire_their_rules() {
         &root(&env.join("healthy-a3-tcpx.env")),
     ]);
     assert!(!fired(&report).contains("FAB-CLOUD-001"), "{report}");
+}
+
+/// FAB-ENV-009's findings in a report: (subject, severity, message).
+fn unread(report: &Value) -> Vec<(String, String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "FAB-ENV-009")
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("subject"), s("severity"), s("message"))
+        })
+        .collect()
+}
+
+#[test]
+fn misspelt_nccl_variables_are_named_with_the_one_meant() {
+    let node = root(&fixtures().join("nodes/ib-healthy"));
+    let env = root(&fixtures().join("env/env-009-misspelt-names.env"));
+    let (c, report) = doctor_json(&["--root", &node, "--env-file", &env]);
+    let found = unread(&report);
+    let meant: Vec<(&str, &str)> = found
+        .iter()
+        .map(|(subject, severity, message)| {
+            assert_eq!(severity, "warning", "{message}");
+            let name = message.rsplit("did you mean ").next().unwrap();
+            (subject.as_str(), name.trim_end_matches('?'))
+        })
+        .collect();
+    assert_eq!(
+        meant,
+        [
+            ("env:CCL_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL"),
+            ("env:NCCL_EXCLUDE_IB_HCA", "NCCL_IB_HCA"),
+            ("env:NCCL_GID_INDEX", "NCCL_IB_GID_INDEX"),
+        ],
+        "{report:#}"
+    );
+    assert_eq!(c, 0, "warnings alone");
+    let (c, _) = doctor_json(&["--root", &node, "--env-file", &env, "--strict"]);
+    assert_eq!(c, 1);
+    // The health check prints each one; its value is never printed for the name kept
+    // without it.
+    let out = fabrik()
+        .args(["check", "--root", &node, "--env-file", &env])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with(
+            "WARNING: fabrik: FAB-ENV-009 env:NCCL_GID_INDEX: NCCL_GID_INDEX is not a variable"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_vendors_own_environment_draws_no_warning_about_names() {
+    // Google's TCPXO profile: every name is read by NCCL or the plugin, except four that the
+    // published sources never read (Google's own tuner and shim, and two plugin settings of
+    // its scripts): infos, not misspellings.
+    let node = root(&fixtures().join("nodes/cloud-001-gcp-a3"));
+    let env = root(&fixtures().join("env/vendor-gcp-a3-mega-tcpxo.env"));
+    let (_, report) = doctor_json(&["--root", &node, "--env-file", &env]);
+    let found = unread(&report);
+    assert!(found.iter().all(|(_, sev, _)| sev == "info"), "{found:?}");
+    let subjects: BTreeSet<&str> = found.iter().map(|(s, _, _)| s.as_str()).collect();
+    assert_eq!(
+        subjects,
+        BTreeSet::from([
+            "env:NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL",
+            "env:NCCL_FASTRAK_USE_SNAP",
+            "env:NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE",
+            "env:NCCL_TUNER_CONFIG_PATH",
+        ]),
+        "{found:?}"
+    );
 }
 
 #[test]

@@ -18,13 +18,16 @@ fn parse_nccl_tests_json_round_trips() {
             "--op",
             "all_reduce",
         ])
-        .arg(fixture("nccl-tests", "09-mooncake-all-reduce-rows.txt"))
+        .arg(fixture(
+            "nccl-tests",
+            "02-nccl-2.6.4-era-no-redop-error-float.txt",
+        ))
         .output()
         .unwrap();
     assert!(out.status.success());
     let report: CollectiveReport = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report.op, "all_reduce");
-    assert_eq!(report.rows.len(), 11);
+    assert_eq!(report.rows.len(), 12);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["findings"].as_array().unwrap().is_empty());
     assert_eq!(v["schema_version"], 1);
@@ -123,18 +126,27 @@ fn missing_file_is_a_clear_error() {
 
 #[test]
 fn parse_nccl_tests_takes_the_link_rate_from_an_inventory_root() {
-    // ib-ndr-8gpu has 400 Gb/s NDR ports; the Mooncake run peaks at 300.52 GB/s busbw
-    // (2404 Gb/s), far above half the link, so no finding.
+    // ib-ndr-8gpu has 400 Gb/s NDR ports: the line is 90 % of one, 45 GB/s of bus bandwidth.
+    // The Mooncake run reaches 300.51 GB/s at its largest complete size (32 MiB): above it; but
+    // its last row is cut, no `# Avg bus bandwidth` follows, so it is not a complete result.
     let out = fabrik()
         .args(["parse", "nccl-tests", "--format", "json", "--root"])
         .arg(fixture("nodes", "ib-ndr-8gpu"))
         .arg(fixture("nccl-tests", "09-mooncake-all-reduce-rows.txt"))
         .output()
         .unwrap();
-    let v = support::json_ok(&out);
-    assert!(v["findings"].as_array().unwrap().is_empty());
-    // The A3-Mega TCPXO run peaks at 89.25 GB/s = 714 Gb/s: above half of 400 too. The
-    // old nccl-tests run of fixture 02 peaks far lower and must be flagged against NDR.
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["FAB-BENCH-INCOMPLETE"], "{v:#}");
+    assert_eq!(v["pass_line"]["verdict"], "pass", "{v:#}");
+    assert_eq!(v["pass_line"]["line"]["value"], 45.0);
+    // The old nccl-tests run of fixture 02 plateaus near 21 GB/s: below the line.
     let out = fabrik()
         .args([
             "parse",
@@ -152,10 +164,12 @@ fn parse_nccl_tests_takes_the_link_rate_from_an_inventory_root() {
         ))
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let f = v["findings"].as_array().unwrap();
     assert!(
         f.iter().any(|f| f["rule"] == "FAB-BENCH-LOW-BUSBW"
+            && f["severity"] == "error"
             && f["message"].as_str().unwrap().contains("400 Gb/s link")),
         "{f:?}"
     );

@@ -1,6 +1,7 @@
-//! Pass lines end to end: `fabrik parse perftest|nccl-tests` judge real tool output against an
-//! expectations file's `[bandwidth]` or, for perftest, 90 % of the link rate (NVIDIA
-//! ngc_multinode_perf's line); a verdict per row, `pass`/`fail` in the JSON, exit 1 below it.
+//! The bandwidth judge end to end: `fabrik parse perftest|nccl-tests` judge real tool output
+//! against an expectations file's `[bandwidth]` or 90 % (`pass_fraction`) of the link rate,
+//! one rule for both; a verdict per row, `pass`/`fail` in the JSON, an error finding and exit 1
+//! below it; a run that did not finish exits 1 with the words `fabrik report` uses for it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use assert_cmd::Command;
@@ -150,6 +151,158 @@ fn nccl_tests_all_reduce_is_judged_only_against_an_expectations_file() {
         ),
         "{text}"
     );
+}
+
+/// Runs `fabrik parse ARGS --format json`, then `fabrik report` on what it printed; returns
+/// (parse's exit code, its JSON, the report's page).
+fn parse_then_report(args: &[&str]) -> (i32, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("fabrik")
+        .unwrap()
+        .arg("parse")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = dir.path().join("run.json");
+    std::fs::write(&json, &out.stdout).unwrap();
+    let html = dir.path().join("report.html");
+    let rep = Command::cargo_bin("fabrik")
+        .unwrap()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(rep.status.code(), Some(0));
+    (
+        out.status.code().unwrap(),
+        v,
+        std::fs::read_to_string(&html).unwrap(),
+    )
+}
+
+#[test]
+fn parse_and_report_agree_on_runs_that_did_not_finish() {
+    // Cut (04: seven rows and a cut one, no footer) and header-only runs (01: two device
+    // lines of an old nccl-tests; 11: eight, their `#` lost in Markdown; 16: a one-GPU header
+    // whose only row is cut) exit 1 with the reason the report prints for the same file.
+    for (file, why) in [
+        (
+            "nccl-tests/04-reduce-scatter-wrong-column-zero-size.txt",
+            "incomplete: no \"# Avg bus bandwidth\" line",
+        ),
+        (
+            "nccl-tests/01-v2.0-era-old-header-pid-error-column.txt",
+            "aborted: no result rows",
+        ),
+        (
+            "nccl-tests/11-old-header-hash-lost-in-markdown.txt",
+            "aborted: no result rows",
+        ),
+        (
+            "nccl-tests/16-g5-one-gpu-hash-lost-blocking-enabled-worker-name.txt",
+            "aborted: no result rows",
+        ),
+    ] {
+        let (code, v, page) = parse_then_report(&["nccl-tests", &fixture(file)]);
+        assert_eq!(code, 1, "{file}: {v:#}");
+        let f = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["rule"] == "FAB-BENCH-INCOMPLETE")
+            .unwrap_or_else(|| panic!("{file}: {v:#}"));
+        assert_eq!(f["severity"], "error");
+        assert!(f["message"].as_str().unwrap().contains(why), "{file}: {f}");
+        assert!(page.contains(&why.replace('"', "&quot;")), "{file}");
+    }
+    // A complete run (02 ends with its footer) is complete for both.
+    let (code, v, page) = parse_then_report(&[
+        "nccl-tests",
+        &fixture("nccl-tests/02-nccl-2.6.4-era-no-redop-error-float.txt"),
+    ]);
+    assert_eq!(code, 0, "{v:#}");
+    assert!(v["findings"].as_array().unwrap().is_empty());
+    assert!(page.contains(">complete<"), "{page}");
+}
+
+#[test]
+fn the_op_named_only_in_the_footer_is_judged() {
+    // 15: the tail of an rccl-tests all_reduce run, 2 GiB..16 GiB near 360 GB/s; only the
+    // footer (`Collective test concluded: all_reduce_perf`) names the op. AzNHC's 460 GB/s
+    // all_reduce line now judges it.
+    let run = fixture("nccl-tests/15-rccl-tests-ainic-all-reduce-16gib-rows-concluded.txt");
+    let nd = repo().join("deploy/expect/azure-nd-h100-v5.toml");
+    let (code, v) = parse_json(&["nccl-tests", &run, "--expect", &nd.to_string_lossy()]);
+    assert_eq!(v["op"], "all_reduce");
+    assert_eq!(v["pass_line"]["verdict"], "fail", "{v:#}");
+    assert_eq!(v["pass_line"]["rows"][0]["bytes"], 17179869184u64);
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == "FAB-BENCH-LOW-BUSBW"));
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn one_share_of_the_link_rate_judges_perftest_and_nccl_tests() {
+    // perftest 10 (27.33 Gb/s on a 40 Gb/s QDR port) and nccl-tests 10 (24 H100 ranks: 5.31
+    // GB/s of bus bandwidth at its largest complete size, 512 MiB) against 90 % of the link:
+    // 36 Gb/s point to point, 45 GB/s of bus bandwidth for one 400 Gb/s NIC.
+    let (code, p) = parse_json(&["perftest", &fixture(QDR_RUN), "--link-gbps", "40"]);
+    assert_eq!(code, 1);
+    assert!(p["pass_line"]["line"]["basis"]
+        .as_str()
+        .unwrap()
+        .starts_with("90 % of the 40 Gb/s link rate"));
+    let f = &p["findings"][0];
+    assert_eq!(
+        (f["rule"].as_str(), f["severity"].as_str()),
+        (Some("FAB-BENCH-LOW-BW"), Some("error"))
+    );
+    let nt = fixture("nccl-tests/10-prepend-rank-tag-inside-rows.txt");
+    let (code, c) = parse_json(&["nccl-tests", &nt, "--link-gbps", "400"]);
+    assert_eq!(code, 1);
+    assert_eq!(c["pass_line"]["line"]["value"], 45.0);
+    assert_eq!(c["pass_line"]["line"]["measure"], "bus_bandwidth");
+    assert!(c["pass_line"]["line"]["basis"]
+        .as_str()
+        .unwrap()
+        .starts_with("90 % of one NIC's 400 Gb/s link rate (50 GB/s) as bus bandwidth"));
+    assert_eq!(c["pass_line"]["rows"][0]["value"], 5.31);
+    // The file's pass_fraction moves both lines: at 0.5, 20 Gb/s and 25 GB/s.
+    let dir = tempfile::tempdir().unwrap();
+    let half = write_expect(&dir, "[bandwidth]\npass_fraction = 0.5\n");
+    let (code, p) = parse_json(&[
+        "perftest",
+        &fixture(QDR_RUN),
+        "--link-gbps",
+        "40",
+        "--expect",
+        &half,
+    ]);
+    assert_eq!(p["pass_line"]["line"]["value"], 20.0);
+    assert_eq!(p["pass_line"]["verdict"], "pass");
+    assert_eq!(code, 0);
+    let (_, c) = parse_json(&["nccl-tests", &nt, "--link-gbps", "400", "--expect", &half]);
+    assert_eq!(c["pass_line"]["line"]["value"], 25.0);
+    // A run on one host has no network line: 12 is eight MI300X of one machine.
+    let (code, v) = parse_json(&[
+        "nccl-tests",
+        &fixture("nccl-tests/12-rccl-tests-mi300x-two-runs-rccl-version-block.txt"),
+        "--link-gbps",
+        "400",
+    ]);
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d.get("pass_line").is_none()));
+    assert_eq!(code, 0);
 }
 
 /// `bench p2p` over loopback: a line far below what any machine moves passes, one far above

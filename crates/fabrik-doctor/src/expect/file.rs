@@ -152,6 +152,9 @@ pub struct BandwidthExpect {
     pub p2p_gbps_per_nic: Option<f64>,
     /// all_reduce bus bandwidth over the whole node at large sizes (GB/s, as nccl-tests prints).
     pub all_reduce_busbw_gbs: Option<f64>,
+    /// The share of the link rate a run must reach where no line above is given (0 to 1;
+    /// default [`crate::passline::DEFAULT_FRACTION`], 0.9).
+    pub pass_fraction: Option<f64>,
 }
 
 /// The InfiniBand MTUs (IBTA: 256 to 4096 bytes; `enum ibv_mtu`).
@@ -298,6 +301,13 @@ impl Expectations {
                 MAX_BUSBW_GBS,
                 "GB/s",
             )?;
+            if let Some(f) = b.pass_fraction {
+                if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+                    return Err(format!(
+                        "bandwidth.pass_fraction = {f} is not a share of the link rate (above 0, at most 1)"
+                    ));
+                }
+            }
         }
         for key in self.nccl.keys() {
             let well_formed = key.strip_prefix("NCCL_").is_some_and(|rest| {
@@ -309,6 +319,14 @@ impl Expectations {
             if !well_formed {
                 return Err(format!(
                     "[nccl] key `{key}` is not an NCCL variable (NCCL_ followed by capitals, digits and _)"
+                ));
+            }
+            if let fabrik_nccl::vars::Check::Misspelled { nearest, .. } =
+                fabrik_nccl::vars::check(key)
+            {
+                return Err(format!(
+                    "[nccl] key `{key}` is read by no release of NCCL or its plugins: did you mean `{}`?",
+                    nearest.name
                 ));
             }
         }
@@ -350,6 +368,12 @@ mod tests {
                 "not a positive number",
             ),
             ("[nccl]\nnccl_ib_hca = \"mlx5\"\n", "not an NCCL variable"),
+            ("[bandwidth]\npass_fraction = 90\n", "not a share"),
+            (
+                "[nccl]\nNCCL_IB_HCAS = \"mlx5\"\n",
+                "did you mean `NCCL_IB_HCA`?",
+            ),
+            ("[bandwidth]\npass_fraction = 0\n", "not a share"),
             ("[versions]\nofed = \"\"\n", "empty"),
         ] {
             let e = Expectations::parse("t", text).unwrap_err().to_string();
@@ -360,6 +384,7 @@ mod tests {
             "[roce]\npfc_priorities = [3]\ntrust = \"dscp\"\n",
             "[host]\nmemlock = 65536\n",
             "[bandwidth]\np2p_gbps_per_nic = 380\nall_reduce_busbw_gbs = 460\n",
+            "[bandwidth]\npass_fraction = 0.85\n",
         ] {
             Expectations::parse("t", ok).unwrap();
         }

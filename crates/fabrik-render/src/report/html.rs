@@ -5,6 +5,11 @@ use std::fmt::Write as _;
 
 use fabrik_model::{CollectiveReport, Finding, Node, P2pReport, P2pRows, ResultSource, Severity};
 
+/// Whether a run is a complete result is the bandwidth judge's to say (`fabrik parse` says the
+/// same of the same file).
+pub use fabrik_doctor::passline::collective_incomplete;
+use fabrik_doctor::passline::p2p_incomplete;
+
 use super::svg::{busbw_plot, heatmap, run_label};
 use super::{LogDoc, Named, ReportError, ReportInput};
 
@@ -43,35 +48,6 @@ pub struct PageMeta {
     pub generated: String,
     /// The fabrik version that made it.
     pub version: String,
-}
-
-/// Why a collective run is not a complete result, if it is not: fabrik's own run noted that it
-/// was aborted (`bench collective --output` keeps the rows so far when a run fails), no rows at
-/// all, or (parsed nccl-tests output) no `# Avg bus bandwidth` line, which nccl-tests prints
-/// once every size has run.
-pub fn collective_incomplete(r: &CollectiveReport) -> Option<String> {
-    if let Some(note) = r.notes.iter().find(|n| n.starts_with("aborted")) {
-        return Some(note.clone());
-    }
-    if r.rows.is_empty() {
-        return Some("aborted: no result rows".into());
-    }
-    if r.source != ResultSource::Fabrik && r.avg_busbw.is_none() {
-        return Some(
-            "incomplete: no \"# Avg bus bandwidth\" line (the run stopped before its last \
-             size, or the output was cut)"
-                .into(),
-        );
-    }
-    None
-}
-
-fn p2p_incomplete(r: &P2pReport) -> Option<String> {
-    let empty = match &r.results {
-        P2pRows::Bw(rows) => rows.is_empty(),
-        P2pRows::Lat(rows) => rows.is_empty(),
-    };
-    empty.then(|| "aborted: no result rows".to_string())
 }
 
 fn findings_table(body: &mut String, findings: &[(String, Finding)]) {

@@ -199,6 +199,53 @@ pub fn judge_rdma_p2p(
     )
 }
 
+/// Judges a parsed nccl-tests run (`fabrik parse nccl-tests`): the findings about it (wrong
+/// values, a run that did not finish, bus bandwidth below its line) and its judgement, all by
+/// the one bandwidth judge.
+pub fn judge_parsed_collective(
+    run: &fabrik_parse::nccl_tests::NcclTestsRun,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> (
+    Vec<fabrik_model::Finding>,
+    Option<fabrik_doctor::passline::Judgement>,
+) {
+    use fabrik_doctor::passline;
+    let r = &run.report;
+    let subject = format!("nccl-tests {}", r.op);
+    let mut findings = fabrik_parse::check::check_collective(run);
+    if let Some(why) = passline::collective_incomplete(r) {
+        findings.push(passline::incomplete_finding(&subject, &why));
+    }
+    let judged = passline::collective_line(expect, r, link_gbps)
+        .and_then(|l| passline::judge_collective(r, &l));
+    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    (findings, judged)
+}
+
+/// Judges a parsed perftest report (`fabrik parse perftest`): a report without rows, and its
+/// bandwidth against the point-to-point line.
+pub fn judge_parsed_p2p(
+    report: &fabrik_model::P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> (
+    Vec<fabrik_model::Finding>,
+    Option<fabrik_doctor::passline::Judgement>,
+) {
+    use fabrik_doctor::passline;
+    let subject = format!("perftest {}", report.device.as_deref().unwrap_or("?"));
+    let mut findings = vec![];
+    if let Some(why) = passline::p2p_incomplete(report) {
+        findings.push(passline::incomplete_finding(&subject, &why));
+    }
+    let bidir = fabrik_parse::perftest::is_bidirectional(report);
+    let judged =
+        passline::p2p_line(expect, link_gbps, bidir).and_then(|l| passline::judge_p2p(report, &l));
+    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    (findings, judged)
+}
+
 /// The matrix with its links judged beside it.
 #[derive(serde::Serialize)]
 pub struct WithLinksPassLine<'a, T: serde::Serialize> {

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_doctor::passline::{self, Judgement, Verdict};
+use fabrik_doctor::passline::{Judgement, Verdict};
 use fabrik_model::{Finding, P2pReport};
-use fabrik_parse::check::{check_collective, check_p2p};
 use fabrik_parse::formats::paste::Tool;
 use fabrik_render::Format;
 use serde::Serialize;
@@ -92,7 +91,8 @@ pub struct ToolArgs {
     pub file: PathBuf,
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
-    /// Link rate in Gb/s to compare large-message bandwidth with (per NIC).
+    /// Link rate in Gb/s of one NIC: the pass line is 90 % of it (perftest; a collective
+    /// across hosts as bus bandwidth, Gb/s / 8) unless `--expect` gives one.
     #[arg(long)]
     pub link_gbps: Option<f64>,
     /// Take the link rate from this machine's inventory instead (a sysfs root such as `/`
@@ -102,8 +102,8 @@ pub struct ToolArgs {
     /// Collective name when the text does not say (`all_reduce`, `reduce_scatter`...).
     #[arg(long)]
     pub op: Option<String>,
-    /// Judge the numbers against this cluster file's `[bandwidth]` lines (else perftest runs
-    /// are judged against 90 % of the link rate, when one is known); exit 1 below the line.
+    /// Judge the numbers against this cluster file's `[bandwidth]` lines (else against 90 %,
+    /// or its `pass_fraction`, of the link rate, when one is known); exit 1 below the line.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
 }
@@ -227,16 +227,12 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
             r.report.op = op.clone();
         }
     }
-    let findings: Vec<Vec<Finding>> = runs.iter().map(|r| check_collective(r, link)).collect();
-    let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let judged: Vec<Option<Judgement>> = runs
+    let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = runs
         .iter()
-        .map(|r| {
-            passline::busbw_line(expect.as_ref())
-                .and_then(|l| passline::judge_collective(&r.report, &l))
-        })
-        .collect();
+        .map(|r| crate::cmd::expect::judge_parsed_collective(r, expect.as_ref(), link))
+        .unzip();
+    let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
     match a.format {
         Format::Json => {
             let docs: Vec<_> = runs
@@ -287,19 +283,14 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
             a.file.display()
         );
     }
-    let findings: Vec<Vec<Finding>> = reports.iter().map(|r| check_p2p(r, link)).collect();
+    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
+    let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = reports
+        .iter()
+        .map(|r| crate::cmd::expect::judge_parsed_p2p(r, expect.as_ref(), link))
+        .unzip();
     let failed = fabrik_parse::perftest_failures::findings(&out.failures);
     let mut all: Vec<Finding> = failed.clone();
     all.extend(findings.iter().flatten().cloned());
-    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let judged: Vec<Option<Judgement>> = reports
-        .iter()
-        .map(|r| {
-            let bidir = fabrik_parse::perftest::is_bidirectional(r);
-            passline::p2p_line(expect.as_ref(), link, bidir)
-                .and_then(|l| passline::judge_p2p(r, &l))
-        })
-        .collect();
     match a.format {
         Format::Json => {
             let docs: Vec<_> = reports
