@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod collective;
+pub mod diagnose;
 pub mod doctor;
 pub mod dtype;
 mod error;
@@ -15,11 +16,14 @@ pub mod launch;
 pub mod link;
 pub mod matrix;
 pub mod nccl_sweep;
+mod pair_test;
 pub mod pairs;
+mod path_mtu;
 pub mod ranks;
 pub mod rdma_link;
 pub mod rendezvous;
 mod ring;
+mod sockinfo;
 pub mod sweep;
 mod tcp_link;
 

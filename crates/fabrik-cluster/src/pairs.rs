@@ -330,6 +330,7 @@ pub fn isolation_verdicts(
             why: "no node passed every pair, so no suspect could be measured against a good one"
                 .into(),
             evidence: Vec::new(),
+            causes: Vec::new(),
         });
         return out;
     }
@@ -365,6 +366,7 @@ pub fn isolation_verdicts(
                     partners.len()
                 ),
                 evidence: ev,
+                causes: Vec::new(),
             });
         } else if analysis.slow_nodes.iter().any(|n| n.rank == s) {
             out.push(Culprit {
@@ -378,6 +380,7 @@ pub fn isolation_verdicts(
                     partners.len()
                 ),
                 evidence: ev,
+                causes: Vec::new(),
             });
         }
     }
@@ -432,6 +435,7 @@ pub fn isolation_verdicts(
             hosts: vec![host(a), host(b)],
             why,
             evidence: ev,
+            causes: Vec::new(),
         });
     }
     out

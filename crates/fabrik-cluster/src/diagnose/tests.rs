@@ -1,0 +1,2 @@
+//! Tests of the verdict.
+use super::*;
