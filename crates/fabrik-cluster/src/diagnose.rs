@@ -40,10 +40,32 @@ pub const LATENCY_EXTRA_US: f64 = 50.0;
 /// Share of a host's pairs that must be bad to blame the host.
 pub const HOST_SHARE: f64 = 0.75;
 
-/// One bad pair: why, in a few words, and how bad (for ordering the evidence).
+/// One bad pair: why, in a few words, and the numbers a host's summary gathers.
 #[derive(Debug, Clone)]
 struct Bad {
     why: String,
+    /// The cause's measure on this pair (a loss share in %, a path MTU, a round trip in µs).
+    value: f64,
+    /// What it is compared with (the MTU the interfaces allow, the median round trip).
+    against: f64,
+}
+
+/// Sums up a host's bad pairs of one cause (`1.1-2.1 % of segments retransmitted`).
+type Summary<'a> = &'a dyn Fn(&[&Bad]) -> String;
+
+/// `lo-hi` of `values` with `digits` decimals, or one number when they are all alike.
+fn range(values: impl Iterator<Item = f64>, digits: usize) -> String {
+    let v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (a, b) = (format!("{lo:.digits$}"), format!("{hi:.digits$}"));
+    if v.is_empty() {
+        "?".into()
+    } else if a == b {
+        a
+    } else {
+        format!("{a}-{b}")
+    }
 }
 
 /// Pairs, lower rank first.
@@ -69,6 +91,7 @@ fn triangulate(
     bad: &BTreeMap<PairKey, Bad>,
     measured: &BTreeSet<PairKey>,
     what: &str,
+    summary: Summary<'_>,
 ) -> Found {
     let mut out = Found::default();
     if bad.is_empty() || ranks < 3 {
@@ -108,23 +131,17 @@ fn triangulate(
     }
     for &r in &blamed {
         let mine = measured.iter().filter(|(a, b)| *a == r || *b == r).count();
-        let mut whys: Vec<String> = bad
+        let bad_mine: Vec<&Bad> = bad
             .iter()
             .filter(|((a, b), _)| *a == r || *b == r)
-            .map(|((a, b), w)| format!("with rank {}: {}", if *a == r { b } else { a }, w.why))
+            .map(|(_, w)| w)
             .collect();
-        let n = whys.len();
-        whys.truncate(3);
-        let more = if n > 3 {
-            format!("; and {} more", n - 3)
-        } else {
-            String::new()
-        };
         out.hosts.push((
             r,
             format!(
-                "{what} on {n} of its {mine} pairs ({}{more})",
-                whys.join("; ")
+                "{what} on {} of its {mine} pairs: {}",
+                bad_mine.len(),
+                summary(&bad_mine)
             ),
         ));
     }
@@ -207,10 +224,17 @@ fn loss(m: &PairMatrix, pass: &str) -> (BTreeMap<PairKey, Bad>, BTreeSet<PairKey
                     .join(", ")
             ),
         };
+        let value = share.map_or(lost as f64, |s| s * 100.0);
         // Keep the worse direction's words.
-        let worse = bad.get(&k).is_none();
-        if worse {
-            bad.insert(k, Bad { why: text });
+        if bad.get(&k).is_none_or(|b| b.value < value) {
+            bad.insert(
+                k,
+                Bad {
+                    why: text,
+                    value,
+                    against: if share.is_some() { 1.0 } else { 0.0 },
+                },
+            );
         }
     }
     (bad, measured)
@@ -237,6 +261,8 @@ fn latency(m: &PairMatrix) -> (BTreeMap<PairKey, Bad>, BTreeSet<PairKey>) {
                         2.0 * us,
                         2.0 * med
                     ),
+                    value: 2.0 * us,
+                    against: 2.0 * med,
                 },
             )
         })
@@ -254,6 +280,13 @@ fn unreachable(m: &PairMatrix, measured: &BTreeSet<PairKey>) -> BTreeMap<PairKey
                 key(f.a, f.b),
                 Bad {
                     why: format!("failed at {}: {err}", f.stage),
+                    value: 0.0,
+                    against: match f.stage.as_str() {
+                        "connecting" => 0.0,
+                        "path MTU" => 1.0,
+                        "latency" => 3.0,
+                        _ => 2.0,
+                    },
                 },
             )
         })
@@ -365,6 +398,8 @@ fn black_holes(m: &PairMatrix, skip: &[u32]) -> (BTreeMap<PairKey, Bad>, BTreeSe
                      interfaces allow {allowed}",
                     p.src, p.dst
                 ),
+                value: f64::from(path),
+                against: f64::from(allowed),
             });
         }
     }
@@ -441,32 +476,84 @@ fn first_pass(m: &PairMatrix) -> Entries {
     }
     let skip: Vec<u32> = mismatched.iter().map(|(r, _)| *r).collect();
     let (holes, probed) = black_holes(m, &skip);
+    let holes_summary = |b: &[&Bad]| {
+        format!(
+            "packets above {} bytes to or from it vanish without notice, though the interfaces \
+             allow {}",
+            range(b.iter().map(|x| x.value), 0),
+            range(b.iter().map(|x| x.against), 0)
+        )
+    };
     take(
         Cause::Mtu,
-        triangulate(m.ranks, &holes, &probed, "an MTU black hole"),
+        triangulate(
+            m.ranks,
+            &holes,
+            &probed,
+            "an MTU black hole",
+            &holes_summary,
+        ),
         &mut out,
     );
     let (lossy, with_counts) = loss(m, "matrix");
+    let loss_summary = |b: &[&Bad]| {
+        if b.iter().all(|x| x.against > 0.0) {
+            format!(
+                "{} % of the segments sent to or from it retransmitted (TCP_INFO), on each pair",
+                range(b.iter().map(|x| x.value), 1)
+            )
+        } else {
+            format!(
+                "{} RDMA retries or sequence errors per pair",
+                range(b.iter().map(|x| x.value), 0)
+            )
+        }
+    };
     take(
         Cause::Loss,
-        triangulate(m.ranks, &lossy, &with_counts, "packet loss"),
+        triangulate(m.ranks, &lossy, &with_counts, "packet loss", &loss_summary),
         &mut out,
     );
     let failed = unreachable(m, &measured);
+    let failed_summary = |b: &[&Bad]| {
+        // `against` holds the stage's kind (see `unreachable`).
+        let kinds = [
+            "no connection",
+            "the MTU probe failed",
+            "a transfer stalled",
+            "the latency test failed",
+        ];
+        let mut parts = Vec::new();
+        for (i, kind) in kinds.iter().enumerate() {
+            let of: Vec<&&Bad> = b.iter().filter(|x| x.against as usize == i).collect();
+            if let Some(first) = of.first() {
+                parts.push(format!("{kind} on {} ({})", of.len(), first.why));
+            }
+        }
+        parts.join("; ")
+    };
     take(
         Cause::Unreachable,
         triangulate(
             m.ranks,
             &failed,
             &measured,
-            "pairs that could not be measured",
+            "no measurement",
+            &failed_summary,
         ),
         &mut out,
     );
     let (slow_rtt, timed) = latency(m);
+    let rtt_summary = |b: &[&Bad]| {
+        format!(
+            "round trips of {} µs against the matrix's median of {} µs",
+            range(b.iter().map(|x| x.value), 0),
+            range(b.iter().map(|x| x.against), 0)
+        )
+    };
     take(
         Cause::Latency,
-        triangulate(m.ranks, &slow_rtt, &timed, "slow round trips"),
+        triangulate(m.ranks, &slow_rtt, &timed, "slow round trips", &rtt_summary),
         &mut out,
     );
     // A link whose end is already blamed for the same cause is that host's business.
@@ -633,7 +720,20 @@ fn bandwidth(
                 let r = v.ranks.first().copied().unwrap_or(u32::MAX);
                 let e = hosts.entry(r).or_default();
                 if e.causes.insert(Cause::Bandwidth) {
-                    e.whys.push(v.why);
+                    let numbers = a
+                        .slow_nodes
+                        .iter()
+                        .find(|n| n.rank == r)
+                        .map(|n| {
+                            format!(
+                                "the median of its links is {:.3} Gb/s, {:.0} % of the nodes' \
+                                 median; ",
+                                n.median_gbps,
+                                n.ratio_to_median * 100.0
+                            )
+                        })
+                        .unwrap_or_default();
+                    e.whys.push(format!("{numbers}{}", v.why));
                 }
                 e.evidence.extend(v.evidence);
             }

@@ -299,7 +299,7 @@ fn second_pass(
     let rounds: Vec<Vec<(u32, u32)>> = group.broadcast(m.as_ref().map(|_| {
         planned
             .as_ref()
-            .map(|(_, _, pairs)| disjoint_rounds(pairs))
+            .map(|(_, plan, pairs)| with_controls(disjoint_rounds(pairs), &plan.good))
             .unwrap_or_default()
     }))?;
     let mut acc = Acc::default();
@@ -330,6 +330,29 @@ fn second_pass(
         });
     }
     Ok(())
+}
+
+/// Fills each round with control pairs of good ranks that are free in it, so that the
+/// suspects are measured under the load the first pass had (on hosts that share CPUs or a
+/// switch, a round with fewer pairs runs faster) and beside a baseline of their own: what
+/// good nodes reach in the same round. The pairs of good ranks rotate from round to round.
+fn with_controls(rounds: Vec<Vec<(u32, u32)>>, good: &[u32]) -> Vec<Vec<(u32, u32)>> {
+    rounds
+        .into_iter()
+        .enumerate()
+        .map(|(k, mut round)| {
+            let busy = |r: &u32| round.iter().any(|&(a, b)| a == *r || b == *r);
+            let mut free: Vec<u32> = good.iter().copied().filter(|r| !busy(r)).collect();
+            if !free.is_empty() {
+                let shift = k % free.len();
+                free.rotate_left(shift);
+            }
+            for pair in free.chunks_exact(2) {
+                round.push((pair[0].min(pair[1]), pair[0].max(pair[1])));
+            }
+            round
+        })
+        .collect()
 }
 
 /// This rank's pair test of round `k` (of the second pass when `second`), if it plays. A pair

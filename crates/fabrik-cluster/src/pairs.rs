@@ -146,25 +146,27 @@ pub fn analyze(links: &[LinkMeasurement], hosts: &[String], ranks: u32) -> Matri
     }
     out.slow_links.sort_by(|a, b| a.gbps.total_cmp(&b.gbps));
 
-    let node_medians: Vec<f64> = (0..ranks)
-        .map(|r| {
+    // A rank none of whose pairs could be measured has no median: the failures speak for it.
+    let per_node: Vec<(u32, f64)> = (0..ranks)
+        .filter_map(|r| {
             let mine: Vec<f64> = links
                 .iter()
                 .filter(|l| l.src == r || l.dst == r)
                 .map(|l| l.gbps)
                 .collect();
-            median(&mine)
+            (!mine.is_empty()).then(|| (r, median(&mine)))
         })
         .collect();
+    let node_medians: Vec<f64> = per_node.iter().map(|(_, v)| *v).collect();
     let (nmed_ln, nmad_ln, nthr) = low_threshold(&node_medians);
     let nmed = median(&node_medians);
     out.node_median_gbps = nmed;
     out.node_threshold_gbps = nthr;
-    for (r, &v) in node_medians.iter().enumerate() {
+    for &(r, v) in &per_node {
         if v < nthr {
             out.slow_nodes.push(SlowNode {
-                rank: r as u32,
-                host: host(r as u32),
+                rank: r,
+                host: host(r),
                 median_gbps: v,
                 ratio_to_median: if nmed > 0.0 { v / nmed } else { 0.0 },
                 robust_z: robust_z(v, nmed_ln, nmad_ln),
@@ -354,17 +356,59 @@ pub fn isolation_verdicts(
             }
             ev.extend(e);
         }
-        if !partners.is_empty() && 2 * slow_with >= partners.len() {
+        // A node slow as a whole is judged as a whole again: the median of its second-pass
+        // links against the line that flagged it. A host whose every link is a third of the
+        // others' (small socket buffers, a throttled CPU) stays above the per-link line where
+        // links among good nodes spread widely, but not above the nodes' line.
+        // The line is drawn relative to the control pairs measured beside the suspects in the
+        // same rounds (pairs of good nodes filling the rounds), which met the same load; without
+        // them, relative to the first pass's median node.
+        let again: Vec<f64> = ev.iter().map(|e| e.gbps).collect();
+        let slow_node = analysis.slow_nodes.iter().any(|n| n.rank == s);
+        let controls: Vec<f64> = second
+            .iter()
+            .filter(|l| plan.good.contains(&l.src) && plan.good.contains(&l.dst))
+            .filter(|l| !plan.pairs.contains(&(l.src.min(l.dst), l.src.max(l.dst))))
+            .map(|l| l.gbps)
+            .collect();
+        let base = if controls.len() >= 2 {
+            median(&controls)
+        } else {
+            analysis.node_median_gbps
+        };
+        let line = if analysis.node_median_gbps > 0.0 {
+            base * analysis.node_threshold_gbps / analysis.node_median_gbps
+        } else {
+            0.0
+        };
+        let whole = slow_node && !again.is_empty() && median(&again) < line;
+        if !partners.is_empty() && (2 * slow_with >= partners.len() || whole) {
             bad_nodes.push(s);
+            let why = if 2 * slow_with >= partners.len() {
+                format!(
+                    "slow with {slow_with} of {} nodes that passed every pair: the node (its \
+                     NIC, port, cable or host) is bad",
+                    partners.len()
+                )
+            } else {
+                format!(
+                    "slow again with the {} nodes that passed every pair: its links' median {:.3} \
+                     Gb/s is below the line of {line:.3} Gb/s drawn from {}, so the node (its \
+                     NIC, port, cable, socket buffers or host) is bad",
+                    partners.len(),
+                    median(&again),
+                    if controls.len() >= 2 {
+                        "pairs of good nodes measured beside it"
+                    } else {
+                        "the nodes' median"
+                    }
+                )
+            };
             out.push(Culprit {
                 kind: CulpritKind::Node,
                 ranks: vec![s],
                 hosts: vec![host(s)],
-                why: format!(
-                    "slow with {slow_with} of {} nodes that passed every pair: the node (its NIC, \
-                     port, cable or host) is bad",
-                    partners.len()
-                ),
+                why,
                 evidence: ev,
                 causes: Vec::new(),
             });

@@ -24,8 +24,13 @@ const BATCHES: u32 = 4;
 const PER_BATCH: u32 = 12;
 /// Copies of each probe: a path that loses a few percent still answers one of them.
 const COPIES: u32 = 2;
-/// The search stops when the largest echoed and the smallest lost are this close.
-const RESOLUTION: u32 = 8;
+/// MTUs paths commonly have (Ethernet, PPPoE, IPsec and tunnel overheads, GCP, AWS, jumbo
+/// frames): each is tried beside the next size up in the first batch, so a path that stops at
+/// one of them is found exactly in one window.
+const COMMON: &[u32] = &[
+    576, 1280, 1400, 1420, 1450, 1460, 1480, 1492, 1500, 2044, 4092, 4200, 8192, 8244, 8896, 8958,
+    9000, 9001, 9216,
+];
 /// The echo loop looks at its stop flag this often.
 const ECHO_POLL: Duration = Duration::from_millis(20);
 /// Probe header: tag, sequence number and the packet's size.
@@ -147,12 +152,22 @@ impl Prober {
         // `ok` passed, `bad` did not: the answer lies in [ok, bad).
         let mut ok: Option<u32> = None;
         let mut bad = top;
-        for _ in 0..BATCHES {
+        for batch in 0..BATCHES {
             let from = ok.map_or(low, |o| o + 1);
             if from >= bad {
                 break;
             }
-            let sizes = spread(from, bad - 1, PER_BATCH);
+            let mut sizes = spread(from, bad - 1, PER_BATCH);
+            if batch == 0 {
+                sizes.extend(
+                    COMMON
+                        .iter()
+                        .flat_map(|&c| [c, c + 1])
+                        .filter(|&c| c >= from && c < bad),
+                );
+                sizes.sort_unstable();
+                sizes.dedup();
+            }
             let echoed = self.batch(&sizes);
             if let Some(&best) = echoed.iter().max() {
                 ok = Some(ok.map_or(best, |o| o.max(best)));
@@ -170,7 +185,7 @@ impl Prober {
                 // which says nothing about the MTU.
                 return None;
             }
-            if ok.is_some_and(|o| bad - o <= RESOLUTION) {
+            if ok.is_some_and(|o| bad - o <= 1) {
                 break;
             }
         }
