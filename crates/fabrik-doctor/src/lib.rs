@@ -33,7 +33,7 @@ pub use waive::{apply_waivers, Waived, Waiver};
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 23] = [
+    let plain: [fn(&Node) -> Vec<Finding>; 24] = [
         rdma::no_rdma,
         rdma::no_uverbs,
         rdma::memlock,
@@ -42,6 +42,7 @@ pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
         ports::phys_state,
         ports::below_capable,
         ports::mixed_rates,
+        ports::software_rate,
         ports::unknown_values,
         ports::unreadable,
         pci::pcie_link,

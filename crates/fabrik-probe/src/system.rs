@@ -7,7 +7,7 @@ use crate::captures::Captures;
 use crate::fs::{join, RootFs};
 use crate::parse::{
     iommu_cmdline_flags, parse_memlock, parse_nvidia_open_module, parse_nvidia_version,
-    parse_ofed_info, parse_os_release, parse_proc_modules,
+    parse_ofed_info, parse_os_release, parse_proc_modules, parse_proc_version_release,
 };
 
 /// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
@@ -51,10 +51,36 @@ pub fn os_info(fs: &mut RootFs) -> OsInfo {
         .or_else(|| fs.text_opt("/usr/lib/os-release"))
         .and_then(|t| parse_os_release(&t, "PRETTY_NAME"));
     OsInfo {
-        kernel: fs.attr("/proc/sys/kernel/osrelease"),
+        kernel: kernel_release(fs),
         kernel_cmdline: fs.attr("/proc/cmdline"),
         distro,
         virtualized: virtualized(fs),
+    }
+}
+
+/// The kernel release from every source the root has: `/proc/sys/kernel/osrelease`, then the
+/// banner in `/proc/version` (a snapshot or a container's `/proc` may hold only one of them).
+/// Both are read when both exist, so a snapshot keeps both; when they disagree the release file
+/// wins, with a warning.
+fn kernel_release(fs: &mut RootFs) -> Option<String> {
+    let osrelease = fs.attr_opt("/proc/sys/kernel/osrelease");
+    let banner = fs.text_opt("/proc/version");
+    let from_banner = banner.as_deref().and_then(parse_proc_version_release);
+    if banner.is_some() && from_banner.is_none() {
+        fs.warn("/proc/version", "no `Linux version RELEASE` banner");
+    }
+    match (osrelease, from_banner) {
+        (Some(r), Some(b)) if r != b => {
+            fs.warn(
+                "/proc/version",
+                format!("names kernel {b} where /proc/sys/kernel/osrelease says {r}"),
+            );
+            Some(r)
+        }
+        (Some(r), _) => Some(r),
+        (None, Some(b)) => Some(b),
+        // Neither: said as it always was, about the release file.
+        (None, None) => fs.attr("/proc/sys/kernel/osrelease"),
     }
 }
 

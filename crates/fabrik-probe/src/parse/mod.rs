@@ -16,6 +16,7 @@ mod nvidia;
 mod ofed_info;
 mod os_release;
 mod pci;
+mod proc_version;
 mod rate;
 mod route;
 
@@ -32,6 +33,7 @@ pub use nvidia::{parse_nvidia_gpu_information, parse_nvidia_open_module, parse_n
 pub use ofed_info::parse_ofed_info;
 pub use os_release::parse_os_release;
 pub use pci::{is_bdf, normalize_bdf, parse_pci_speed};
+pub use proc_version::parse_proc_version_release;
 pub use rate::parse_rate;
 pub use route::{parse_proc_route, RouteEntry};
 
