@@ -300,7 +300,9 @@ fn ports_below_peers(nodes: &[NamedNode]) -> Vec<Finding> {
     let mut by_model: BTreeMap<String, Vec<Seen<'_>>> = BTreeMap::new();
     for n in nodes {
         for (dev, port) in all_ports(&n.node) {
-            if dev.is_software() || dev.is_iwarp() || !is_active(port) {
+            // EFA's driver reports one fixed rate (`100 Gb/sec (4X EDR)`), and software devices
+            // their netdev's: neither is a trained link.
+            if dev.is_software() || dev.is_iwarp() || dev.is_efa() || !is_active(port) {
                 continue;
             }
             let Some(rate) = &port.rate else { continue };
