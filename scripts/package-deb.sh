@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Debian package target/debian/fabrik_VERSION-1_ARCH.deb with cargo-deb (installed
 # into ~/.cargo/bin when missing): the release binary, shell completions and the manual page it
-# generates itself, the Slurm health-check wrapper, the exporter's systemd unit and deploy/.
+# generates itself, the Slurm health-check wrapper, the exporter's systemd unit and deploy/
+# (the expectations files of deploy/expect/ go to /usr/share/fabrik/expect/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi

@@ -22,7 +22,8 @@ for f in ./usr/bin/fabrik ./usr/lib/fabrik/fabrik-healthcheck ./etc/default/fabr
   ./usr/share/bash-completion/completions/fabrik ./usr/share/zsh/vendor-completions/_fabrik \
   ./usr/share/fish/vendor_completions.d/fabrik.fish ./usr/share/fabrik/prometheus/fabrik-alerts.yml \
   ./usr/share/fabrik/grafana/fabrik-dashboard.json \
-  ./usr/share/fabrik/kubernetes/exporter-daemonset.yaml; do
+  ./usr/share/fabrik/kubernetes/exporter-daemonset.yaml \
+  ./usr/share/fabrik/expect/dgx-h100.toml ./usr/share/fabrik/expect/README.md; do
   grep -q " $f\$" <<<"$contents" || fail "the package lacks $f"
 done
 ok "the package holds the binary, the Slurm wrapper, the unit, completions, the manual and deploy/"
@@ -41,6 +42,14 @@ set +e
 set -e
 [ "$healthy" -eq 0 ] && [ "$broken" -eq 1 ] || fail "installed fabrik check: exit $healthy (healthy) and $broken (broken)"
 ok "the installed fabrik check passes a healthy node and fails a broken one"
+n=$(ls /usr/share/fabrik/expect/*.toml | wc -l)
+[ "$n" -eq "$(ls deploy/expect/*.toml | wc -l)" ] || fail "/usr/share/fabrik/expect holds $n files"
+set +e
+/usr/bin/fabrik check --root fixtures/nodes/ib-ndr-8gpu --expect /usr/share/fabrik/expect/dgx-h100.toml >/dev/null; met=$?
+/usr/bin/fabrik check --root fixtures/nodes/ib-ndr-8gpu --expect /usr/share/fabrik/expect/dgx-b200.toml >/dev/null; other=$?
+set -e
+[ "$met" -eq 0 ] && [ "$other" -eq 1 ] || fail "installed expectations: exit $met (dgx-h100) and $other (dgx-b200) on the H100 fixture"
+ok "the $n expectations files are installed in /usr/share/fabrik/expect and judge a node"
 
 zcat /usr/share/man/man1/fabrik.1.gz | grep -q '^\.TH fabrik 1' || fail "the manual page has no .TH header"
 ok "manual page"

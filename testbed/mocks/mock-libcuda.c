@@ -144,7 +144,8 @@ CUresult cuStreamQuery(CUstream s) {
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   return (h && *h == '1') ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream s) { return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+/* NULL is the legacy default stream, which the real driver accepts too. */
+CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 
 /* No dma-buf export: the caller falls back to ibv_reg_mr. */
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t n, int type, unsigned long long flags) {

@@ -66,6 +66,13 @@ for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ib_write_bw /u
   [ -e "$b" ] && copy_with_libs "$b"
 done
 cp /etc/libibverbs.d/rxe.driver ird/etc/libibverbs.d/
+# A real PAM session for the memlock fix (vm-tests-fix.sh): util-linux's runuser with
+# pam_limits, which reads /etc/security/limits.conf and limits.d/*.conf as on any login.
+copy_with_libs /usr/sbin/runuser
+for m in pam_rootok pam_permit pam_limits; do copy_with_libs "/lib/x86_64-linux-gnu/security/$m.so"; done
+mkdir -p ird/etc/pam.d ird/etc/security/limits.d
+printf 'auth sufficient pam_rootok.so\naccount required pam_permit.so\nsession required pam_limits.so\n' > ird/etc/pam.d/runuser
+: > ird/etc/security/limits.conf
 # fabrik dlopens libibverbs (copied above), so ldd shows only libc and friends.
 strip -o ird/usr/bin/fabrik "$bin" 2>/dev/null || cp "$bin" ird/usr/bin/fabrik
 for l in $( (ldd "$bin"; ldd "$busybox_bin") 2>/dev/null | grep -o '/[^ ]*'); do mkdir -p "ird$(dirname "$l")"; cp -Ln "$l" "ird$l"; done
@@ -76,6 +83,7 @@ cc -shared -fPIC -O2 -Wall -o ird/fabrik/mock-cuda/libcuda.so.1 "$here/../mocks/
 cp "$here/init" ird/init
 cp "$here/vm-tests.sh" ird/fabrik/vm-tests.sh
 cp "$here/vm-tests-collective.sh" ird/fabrik/vm-tests-collective.sh
+cp "$here/vm-tests-fix.sh" ird/fabrik/vm-tests-fix.sh
 for t in ${SOFTROCE_SCRIPTS:-}; do cp "$t" ird/fabrik/; done
 chmod +x ird/init ird/fabrik/vm-tests.sh
 (cd ird && find . | cpio -o -H newc 2>/dev/null | gzip -1) > initrd.gz.tmp && mv initrd.gz.tmp initrd.gz

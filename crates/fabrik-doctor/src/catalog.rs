@@ -169,6 +169,24 @@ const LBNL_NHC: Source = Source {
     url: "https://github.com/mej/nhc",
 };
 
+const KERNEL_MLX5_KCONFIG: Source = Source {
+    title: "Linux kernel documentation: mlx5 driver, CONFIG_MLX5_CORE and CONFIG_MLX5_INFINIBAND (mlx5_ib: the RDMA half of the driver)",
+    url: "https://docs.kernel.org/networking/device_drivers/ethernet/mellanox/mlx5/kconfig.html",
+};
+const NHC_HW_IB: Source = Source {
+    title: "LBNL NHC: check_hw_ib and check_hw_eth, a node fails when its fabric device is missing",
+    url: "https://github.com/mej/nhc/blob/master/scripts/lbnl_hw.nhc",
+};
+
+const PCI_SYSFS_CONFIG: Source = Source {
+    title: "Linux kernel: pci_read_config in drivers/pci/pci-sysfs.c (the config file gives 64 bytes without CAP_SYS_ADMIN)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/pci/pci-sysfs.c",
+};
+const KERNEL_DCBNL: Source = Source {
+    title: "Linux kernel: DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET; EOPNOTSUPP for a driver without dcbnl_ops), net/dcb/dcbnl.c",
+    url: "https://github.com/torvalds/linux/blob/master/net/dcb/dcbnl.c",
+};
+
 /// The pages of the doctor's own rules; [`rules`] lists them together with the counter and log
 /// rules.
 pub static RULES: &[Rule] = &[
@@ -221,7 +239,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "RDMA port not ACTIVE",
-        checks: "ports/N/state is DOWN, INIT, ARMED (or another non-ACTIVE state). INIT on InfiniBand is explained as a missing subnet manager. INIT and ARMED are errors; DOWN is an error when no other hardware port of the node is ACTIVE and a warning otherwise (an unplugged second port is common).",
+        checks: "ports/N/state is DOWN, INIT, ARMED (or another non-ACTIVE state). INIT on InfiniBand is explained as a missing subnet manager. INIT and ARMED are errors. DOWN is an error when no other hardware port of the node is ACTIVE, or when the port is a rail of a multi-rail GPU node (no port of its card is ACTIVE while a card of the same driver elsewhere is), unless the expectations' rdma.active_ports is met without it; otherwise a warning (the uncabled second port of a dual-port card is common).",
         why: "Only ACTIVE ports carry traffic; NCCL skips the others, losing a rail, or falls back to sockets when none is left.",
         evidence: "/sys/class/infiniband/<dev>/ports/<n>/state (`4: ACTIVE` as the kernel writes it).",
         fix: "DOWN: cable and switch port. INIT: start a subnet manager (opensm or the switch SM). ARMED: check the SM log.",
@@ -232,7 +250,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Error,
         scope: Scope::Node,
         title: "Physical link not LinkUp",
-        checks: "ports/N/phys_state is Polling, Disabled, LinkErrorRecovery, Sleep... rather than `5: LinkUp`. LinkErrorRecovery is an error; the others are errors when no other hardware port is ACTIVE, warnings otherwise.",
+        checks: "ports/N/phys_state is Polling, Disabled, LinkErrorRecovery, Sleep... rather than `5: LinkUp`. LinkErrorRecovery is an error; the others are errors when no other hardware port is ACTIVE or the port is a rail of a multi-rail GPU node (as FAB-PORT-001), warnings otherwise.",
         why: "Polling means no partner is seen (bad or unplugged cable, peer down); Disabled means the port was turned off; LinkErrorRecovery means the link keeps retraining.",
         evidence: "/sys/class/infiniband/<dev>/ports/<n>/phys_state.",
         fix: "Check the cable/transceiver (`mlxlink`), enable the port (`ibportstate ... enable`, `ip link set <netdev> up`), check the switch port.",
@@ -798,6 +816,39 @@ pub static RULES: &[Rule] = &[
         evidence: "gc_thresh3 of the node; the count of peer addresses on its subnets.",
         fix: "Raise gc_thresh1/2/3 on every node above the on-link peer count (the table holds other neighbours too), e.g. with a file in /etc/sysctl.d/.",
         sources: &[KERNEL_NEIGH_SYSCTL],
+    },
+    Rule {
+        id: "FAB-RDMA-005",
+        severity: Severity::Error,
+        scope: Scope::Node,
+        title: "RDMA hardware on the PCI bus without a working RDMA stack",
+        checks: "A network-class PCI function made for RDMA (vendor 0x15b3, every ConnectX and BlueField; AWS EFA 0x1d0f:0xefa*) that no device under /sys/class/infiniband points at: no driver bound to it, or a driver (mlx5_core) that gave it a netdev but no RDMA device (mlx5_ib not loaded). Functions bound to vfio-pci (passed to a VM), unbound SR-IOV virtual functions, and the second function of a bonded card (one mlx5_bond_N device serves both) are left out. Error on a node with GPUs, warning otherwise. Intel and Broadcom NICs are not judged: they are plain Ethernet on GPU nodes often enough.",
+        why: "Without the RDMA device NCCL does not see the NIC: it stripes over the rails left or falls back to TCP sockets, and every other rule that judges ports, GIDs and PFC sees nothing to judge, so the node looked healthy.",
+        evidence: "/sys/bus/pci/devices/<addr>/{vendor,device,class,driver}, /sys/class/infiniband/*/device, /proc/modules.",
+        fix: "`modprobe mlx5_core mlx5_ib ib_uverbs` (or `efa`) and load them at boot; when the driver is loaded, `dmesg` says why it refused the card (firmware, PCIe errors).",
+        sources: &[KERNEL_MLX5_KCONFIG, NHC_HW_IB, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-CHK-001",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A fact the check could not read",
+        checks: "Facts a rule needs that the root did not give, with the reason probing recorded: ACS of the PCIe bridges on GPU and NIC paths (read from config space, which beyond its 64-byte header only root reads, else an lspci -vvv capture), PFC and trust of hardware RoCE netdevs (DCB over netlink, else an mlnx_qos capture; a driver without DCB says so), the InfiniBand active MTU (ibv_devinfo -v). One finding per fact, naming every subject. Warning for ACS on a GPU node that is not a VM and for PFC; info for ACS elsewhere and the IB MTU; nothing for ACS in a VM, where FAB-PCI-002 does not judge.",
+        why: "A rule that cannot see its fact stays silent, and a silent health check reads as a healthy node: on a live node without root, or with a tool missing or past the budget, ACS redirect or PFC off would pass unseen.",
+        evidence: "Each subject (bridge, netdev, port) with the reason: the bytes of config space read, the netlink answer (EOPNOTSUPP, a timeout), the tool's outcome.",
+        fix: "Run the check as root on the node, with rdma-core's tools installed and a --budget they fit in; in a container, mount the host's root and run on the host network. Waive the finding with a reason where the fact cannot be had.",
+        sources: &[PCI_SYSFS_CONFIG, KERNEL_DCBNL, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-ENV-008",
+        severity: Severity::Warning,
+        scope: Scope::Env,
+        title: "NCCL_IB_HCA leaves out rails the node has",
+        checks: "The ACTIVE ports of the hardware RDMA devices of the driver family NCCL_IB_HCA selects (EFA, iWARP and software devices left out), against those its entries select (prefixes, `=` exact names, `:N` ports, `^` exclusion, as NCCL reads them): a warning naming each rail left out.",
+        why: "NCCL stripes inter-node traffic over the NICs NCCL_IB_HCA allows; a value that names 2 of 8 rails gives the job a quarter of the node's bandwidth, and nothing fails to tell.",
+        evidence: "NCCL_IB_HCA, /sys/class/infiniband/*/ports/*/state.",
+        fix: "Name every rail (`NCCL_IB_HCA=mlx5` selects them all) or leave it unset; exclude only NICs that are not rails (`^mlx5_8`).",
+        sources: &[NCCL_ENV],
     },
 ];
 

@@ -378,12 +378,10 @@ fn ports_below_peers(nodes: &[NamedNode]) -> Vec<Finding> {
     out
 }
 
-/// Nodes whose IPv4 neighbour table cannot hold an entry for every peer address on the subnets
-/// they share with it. Each on-link peer address takes one ARP entry; past `gc_thresh3` the
-/// kernel resolves no new neighbour, so a job whose traffic reaches every peer (the pair
-/// matrix, alltoall, a bootstrap all-gather) finds some of them unreachable. Peers reached
-/// through a gateway (another subnet, /31 and /32 fabrics) take no entry and are not counted.
-fn neighbour_tables(nodes: &[NamedNode]) -> Vec<Finding> {
+/// For each node, the number of the other nodes' IPv4 addresses on the subnets it is on: the
+/// neighbour (ARP) entries a job that reaches every peer needs there (FAB-X-011, and the
+/// thresholds `fabrik fix` raises).
+pub fn on_link_peers(nodes: &[NamedNode]) -> Vec<u64> {
     // Each address is parsed once: per node, how many of its addresses sit on each network,
     // and over the job, how many addresses each network holds. A node's on-link peers are then
     // the job's addresses on its networks less its own, without comparing every pair of nodes.
@@ -408,15 +406,27 @@ fn neighbour_tables(nodes: &[NamedNode]) -> Vec<Finding> {
     for (net, count) in per_node.iter().flatten() {
         *job.entry(*net).or_default() += count;
     }
+    per_node
+        .iter()
+        .map(|mine| {
+            mine.iter()
+                .map(|(net, own)| job.get(net).map_or(0, |all| all - own))
+                .sum()
+        })
+        .collect()
+}
+
+/// Nodes whose IPv4 neighbour table cannot hold an entry for every peer address on the subnets
+/// they share with it. Each on-link peer address takes one ARP entry; past `gc_thresh3` the
+/// kernel resolves no new neighbour, so a job whose traffic reaches every peer (the pair
+/// matrix, alltoall, a bootstrap all-gather) finds some of them unreachable. Peers reached
+/// through a gateway (another subnet, /31 and /32 fabrics) take no entry and are not counted.
+fn neighbour_tables(nodes: &[NamedNode]) -> Vec<Finding> {
     let mut out = vec![];
-    for (n, mine) in nodes.iter().zip(&per_node) {
+    for (n, need) in nodes.iter().zip(on_link_peers(nodes)) {
         let Some(limit) = n.node.neighbour_limits.as_ref().and_then(|l| l.gc_thresh3) else {
             continue;
         };
-        let need: u64 = mine
-            .iter()
-            .map(|(net, own)| job.get(net).map_or(0, |all| all - own))
-            .sum();
         if need <= limit {
             continue;
         }

@@ -20,6 +20,9 @@ pub const GDR_LEVEL: &str = "FAB-ENV-005";
 /// Rule id of "NCCL_P2P_DISABLE or NCCL_SHM_DISABLE set".
 pub const P2P_SHM_DISABLED: &str = "FAB-ENV-006";
 
+/// Rule id of "NCCL_IB_HCA leaves out rails the node has".
+pub const IB_HCA_FEWER_RAILS: &str = "FAB-ENV-008";
+
 /// `mlx5_0:1` → ("mlx5_0", Some(1)).
 fn split_port(entry: &str) -> (&str, Option<u32>) {
     match entry.rsplit_once(':') {
@@ -135,6 +138,73 @@ pub fn ib_hca(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// Rule [`IB_HCA_FEWER_RAILS`]: "NCCL_IB_HCA leaves out rails the node has". The rails are
+/// the ACTIVE ports of the hardware RDMA devices of the driver family NCCL_IB_HCA selects
+/// (a storage NIC of another family is no rail); a job given fewer stripes its inter-node
+/// traffic over fewer NICs than the node has, and its bandwidth drops with them.
+pub fn ib_hca_fewer_rails(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
+    let Some(raw) = env.get("NCCL_IB_HCA") else {
+        return vec![];
+    };
+    let filter = NameFilter::parse(raw);
+    let selected = |d: &fabrik_model::RdmaDevice, p: &fabrik_model::Port| {
+        let hit = filter.entries.iter().any(|e| {
+            let (dev, port) = split_port(e);
+            filter.matches_entry(dev, &d.name) && port.is_none_or(|n| n == p.number)
+        });
+        hit != filter.exclude
+    };
+    let active: Vec<_> = all_ports(node)
+        .filter(|(d, p)| !d.is_software() && !d.is_efa() && !d.is_iwarp() && is_active(p))
+        .collect();
+    let families: std::collections::BTreeSet<String> = active
+        .iter()
+        .filter(|(d, p)| selected(d, p))
+        .map(|(d, _)| device_family(d))
+        .collect();
+    if families.is_empty() {
+        return vec![];
+    }
+    let rails: Vec<_> = active
+        .iter()
+        .filter(|(d, _)| families.contains(&device_family(d)))
+        .collect();
+    let left_out: Vec<String> = rails
+        .iter()
+        .filter(|(d, p)| !selected(d, p))
+        .map(|(d, p)| port_subject(d, p))
+        .collect();
+    if left_out.is_empty() {
+        return vec![];
+    }
+    vec![finding(
+        IB_HCA_FEWER_RAILS,
+        Severity::Warning,
+        "env:NCCL_IB_HCA",
+        format!(
+            "NCCL_IB_HCA={raw} uses {} of the node's {} ACTIVE rails; it leaves out {}: NCCL stripes inter-node traffic over the rails it is given, so the job gets their share of the bandwidth",
+            rails.len() - left_out.len(),
+            rails.len(),
+            left_out.join(", ")
+        ),
+        vec![
+            ev(PlannedEnv::evidence_path("NCCL_IB_HCA"), raw),
+            ev(
+                "/sys/class/infiniband/*/ports/*/state",
+                format!(
+                    "ACTIVE: {}",
+                    rails
+                        .iter()
+                        .map(|(d, p)| port_subject(d, p))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            ),
+        ],
+        "Name every rail (a prefix such as `NCCL_IB_HCA=mlx5` selects them all), or leave NCCL_IB_HCA unset; exclude only the NICs that are not rails (`^mlx5_8` for a storage NIC).",
+    )]
 }
 
 /// Rule [`SOCKET_IFNAME`]: "NCCL_SOCKET_IFNAME matches no usable interface".
@@ -376,6 +446,40 @@ mod tests {
         assert!(ib_hca(&n, &env("NCCL_IB_HCA=\n")).is_empty());
         let f = ib_hca(&n, &env("NCCL_IB_HCA=^mlx5\n"));
         assert!(f[0].message.contains("excludes every active"));
+    }
+
+    #[test]
+    fn ib_hca_naming_fewer_rails_warns() {
+        let n = healthy_ib_node("a");
+        assert!(ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA=mlx5\n")).is_empty());
+        assert!(ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA=\n")).is_empty());
+        let all: Vec<String> = n
+            .rdma_devices
+            .iter()
+            .map(|d| format!("{}:1", d.name))
+            .collect();
+        let all = all.join(",");
+        let f = ib_hca_fewer_rails(&n, &env(&format!("NCCL_IB_HCA=={all}\n")));
+        assert!(f.is_empty(), "{all}: {f:?}");
+        let f = ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA==mlx5_0,mlx5_1\n"));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        let rails = n.rdma_devices.len();
+        assert!(
+            f[0].message
+                .contains(&format!("uses 2 of the node's {rails} ACTIVE rails")),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0].message.contains("mlx5_2:1"), "{}", f[0].message);
+        let f = ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA=^mlx5_3\n"));
+        assert!(
+            f[0].message.contains("leaves out mlx5_3:1"),
+            "{}",
+            f[0].message
+        );
+        // A device that matches nothing is FAB-ENV-001's, not this rule's.
+        assert!(ib_hca_fewer_rails(&n, &env("NCCL_IB_HCA=mlx4\n")).is_empty());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod env;
 pub mod env_rules;
 pub mod expect;
 pub mod passline;
+pub mod remedy;
 pub mod rules;
 pub mod socket;
 mod util;
@@ -33,8 +34,10 @@ pub use waive::{apply_waivers, Waived, Waiver};
 pub fn check_node(node: &Node, env: Option<&PlannedEnv>) -> Vec<Finding> {
     use rules::*;
     let mut out = vec![];
-    let plain: [fn(&Node) -> Vec<Finding>; 24] = [
+    let plain: [fn(&Node) -> Vec<Finding>; 26] = [
+        unchecked::not_checked,
         rdma::no_rdma,
+        rdma::no_stack,
         rdma::no_uverbs,
         rdma::memlock,
         rdma::sriov_vf,
@@ -76,6 +79,7 @@ pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     let mut out = vec![];
     for rule in [
         ib_hca,
+        ib_hca_fewer_rails,
         socket_ifname,
         ib_disabled,
         gid_index,
@@ -147,6 +151,30 @@ impl Report {
         let many = nodes.len() > 1;
         let mut more = vec![];
         for n in nodes {
+            let prefix = if many {
+                format!("{}/", n.name)
+            } else {
+                String::new()
+            };
+            if let Some(have) = expect::rails_met(&n.node, expect) {
+                for f in &mut self.findings {
+                    let Some(subject) = f.subject.strip_prefix(&prefix) else {
+                        continue;
+                    };
+                    let is_rail = [rules::ports::PORT_STATE, rules::ports::PHYS_STATE]
+                        .contains(&f.rule.as_str())
+                        && f.severity == Severity::Error
+                        && subject.split_once(':').is_some_and(|(dev, _)| {
+                            n.node
+                                .rdma_device(dev)
+                                .is_some_and(|d| rules::ports::is_rail_down(&n.node, d))
+                        });
+                    if is_rail {
+                        f.severity = Severity::Warning;
+                        f.message = format!("{}; the expectations ask for {have}, which the node has, so this rail is not counted on", f.message);
+                    }
+                }
+            }
             for mut f in check_expectations(&n.node, expect, env) {
                 if many {
                     f.subject = format!("{}/{}", n.name, f.subject);
@@ -316,6 +344,36 @@ mod tests {
                 proptest::prop_assert!(catalog::rule(&f.rule).is_some());
             }
         }
+    }
+
+    #[test]
+    fn a_rail_down_fails_the_node_unless_the_expectations_do_without_it() {
+        let mut n = healthy_ib_node("a");
+        n.rdma_devices[2].ports[0].state = state("1: DOWN");
+        let named = name_nodes(vec![n]);
+        let r = diagnose(&named, None);
+        assert!(r.has_problems(false), "{:?}", r.findings);
+        let active = named[0].node.rdma_devices.len() - 1;
+        let e = Expectations::parse("t", &format!("[rdma]\nactive_ports = {active}\n")).unwrap();
+        let mut waived = r.clone();
+        waived.add_expectations(&named, &e, None);
+        assert!(!waived.has_problems(false), "{:?}", waived.findings);
+        let f = waived
+            .findings
+            .iter()
+            .find(|f| f.rule == "FAB-PORT-001")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("not counted on"), "{}", f.message);
+        // Asking for every rail keeps the error (and adds the expectation's own).
+        let e =
+            Expectations::parse("t", &format!("[rdma]\nactive_ports = {}\n", active + 1)).unwrap();
+        let mut kept = r.clone();
+        kept.add_expectations(&named, &e, None);
+        assert!(kept
+            .findings
+            .iter()
+            .any(|f| f.rule == "FAB-PORT-001" && f.severity == Severity::Error));
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub fn pci(address: &str, numa: i32, path: &[&str]) -> PciFunction {
         },
         physfn: None,
         path: path.iter().map(|s| s.to_string()).collect(),
+        relaxed_ordering: None,
     }
 }
 

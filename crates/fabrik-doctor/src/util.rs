@@ -22,6 +22,34 @@ pub(crate) fn finding(
     }
 }
 
+/// The known names closest to `word` (case-insensitive edit distance), nearest first, at
+/// most `n`: what an error says when a name is not known. Only names within half the word's
+/// length are offered, and the closest always is.
+pub(crate) fn nearest<'a>(
+    word: &str,
+    known: impl IntoIterator<Item = &'a str>,
+    n: usize,
+) -> Vec<&'a str> {
+    let w = word.to_ascii_uppercase();
+    let mut scored: Vec<(usize, &str)> = known
+        .into_iter()
+        .map(|k| (strsim::levenshtein(&w, &k.to_ascii_uppercase()), k))
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    let limit = (w.chars().count() / 2).max(1);
+    let mut out: Vec<&str> = scored
+        .iter()
+        .take(n)
+        .filter(|(d, _)| *d <= limit)
+        .map(|(_, k)| *k)
+        .collect();
+    if out.is_empty() {
+        out.extend(scored.first().map(|(_, k)| *k));
+    }
+    out
+}
+
 pub(crate) fn ev(path: impl Into<String>, value: impl Into<String>) -> Evidence {
     Evidence::new(path, value)
 }

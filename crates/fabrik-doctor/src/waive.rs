@@ -90,6 +90,14 @@ impl Waiver {
         if self.rule.trim().is_empty() {
             return Err("a waiver needs a rule id".into());
         }
+        if crate::catalog::rule(self.rule.trim()).is_none() {
+            let ids: Vec<&str> = crate::catalog::rules().iter().map(|r| r.id).collect();
+            return Err(format!(
+                "unknown rule id `{}` (nearest known: {}); `fabrik rules` lists every id",
+                self.rule.trim(),
+                crate::util::nearest(&self.rule, ids, 3).join(", ")
+            ));
+        }
         if self.reason.trim().is_empty() {
             return Err(format!(
                 "the waiver of {} has no reason: say why the finding is harmless",
@@ -245,6 +253,27 @@ mod tests {
             Err(WaiverError::Invalid(..))
         ));
         assert!(Waiver::parse_flag("FAB-PORT-001:[=x").is_err());
+    }
+
+    #[test]
+    fn an_unknown_rule_id_is_refused_naming_the_nearest_known_ones() {
+        let e = Waiver::parse_flag("FAB-PCI-02=typo").unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("unknown rule id `FAB-PCI-02`"), "{text}");
+        let named = text.split("nearest known: ").nth(1).unwrap();
+        assert!(named.starts_with("FAB-PCI-002"), "{text}");
+        assert!(Waiver::parse_flag("FAB-NOPE-999=x").is_err());
+        let file = crate::expect::Expectations::parse(
+            "t",
+            "[[waive]]\nrule = \"FAB-PORT-01\"\nreason = \"x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(file.contains("nearest known: FAB-PORT-001"), "{file}");
+        // Every id the catalog lists is accepted, in any case.
+        for r in crate::catalog::rules() {
+            Waiver::parse_flag(&format!("{}=known", r.id.to_ascii_lowercase())).unwrap();
+        }
     }
 
     #[test]

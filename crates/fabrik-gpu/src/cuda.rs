@@ -244,6 +244,18 @@ impl Cuda {
         self.check(rc, "cuMemcpyHtoD")
     }
 
+    /// Waits for the copies queued on the legacy default stream to reach the device.
+    ///
+    /// `cuMemcpyHtoD` from pageable memory returns once the data is staged, and `cuMemcpyDtoD`
+    /// returns at once; the DMA itself may still be running (CUDA driver API, "API
+    /// synchronization behavior"). Work queued on a non-blocking stream, as NCCL's is, does not
+    /// wait for it, so a buffer written this way must have landed before such work is queued.
+    fn settle(&self) -> Result<(), GpuError> {
+        // SAFETY: the null handle is the legacy default stream of the current context.
+        let rc = unsafe { (self.stream_sync)(std::ptr::null_mut()) };
+        self.check(rc, "cuStreamSynchronize")
+    }
+
     /// Copies `out.len()` bytes from device address `src`.
     ///
     /// # Safety
@@ -321,7 +333,8 @@ impl DeviceBuffer {
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), GpuError> {
         self.range(offset, data.len())?;
         // SAFETY: range checked against this live allocation.
-        unsafe { self.cuda.htod(self.ptr + offset as u64, data) }
+        unsafe { self.cuda.htod(self.ptr + offset as u64, data) }?;
+        self.cuda.settle()
     }
 
     /// Copies `out.len()` bytes from byte `offset` of the buffer to the host; a range outside the buffer is [`GpuError::Invalid`].
@@ -367,7 +380,8 @@ impl DeviceBuffer {
         // SAFETY: both ranges checked against live allocations.
         let rc =
             unsafe { (self.cuda.dtod)(self.ptr + offset as u64, src.ptr + src_off as u64, len) };
-        self.cuda.check(rc, "cuMemcpyDtoD")
+        self.cuda.check(rc, "cuMemcpyDtoD")?;
+        self.cuda.settle()
     }
 
     fn range(&self, offset: usize, len: usize) -> Result<(), GpuError> {

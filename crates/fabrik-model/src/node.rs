@@ -29,6 +29,10 @@ pub struct Node {
     /// GPU↔NIC distance for every pair of a GPU and an RDMA device (or, on nodes without RDMA, a
     /// PCI network interface).
     pub gpu_nic_paths: Vec<GpuNicPath>,
+    /// Every network-class PCI function on the bus (class `0x02....`), whether or not a driver
+    /// bound it: a NIC whose driver did not load appears only here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_functions: Vec<PciFunction>,
     /// PCIe bridges and switch ports between GPUs and NICs, with ACS state where `lspci -vvv` was
     /// captured.
     pub pci_bridges: Vec<PciBridge>,
@@ -49,6 +53,22 @@ pub struct Node {
     pub command_captures: Vec<String>,
     /// Why a fact is unknown: unreadable or malformed files, never fatal.
     pub warnings: Vec<ProbeWarning>,
+    /// Facts a health rule needs that this root could not give, and why: the check says so
+    /// rather than passing in silence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_read: Vec<NotRead>,
+}
+
+/// A fact the probe could not read for one subject (a bridge's ACS, a netdev's PFC, a port's
+/// IB MTU), with the reason (a tool missing or past its deadline, a file only root reads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NotRead {
+    /// `acs`, `pfc`, `ib_mtu`, `relaxed_ordering`.
+    pub fact: String,
+    /// The bridge, netdev or port it is about (`0000:16:02.0`, `eth2`, `mlx5_0:1`).
+    pub subject: String,
+    /// Why it is unknown.
+    pub reason: String,
 }
 
 impl Node {
@@ -209,6 +229,10 @@ pub struct PciFunction {
     /// PCI addresses from the root port down to this function (this one last), as the
     /// `/sys/devices/pci…` path shows them.
     pub path: Vec<String>,
+    /// Whether relaxed ordering is enabled in the PCI Express Device Control register
+    /// (`DevCtl: RlxdOrd+`), read from the function's config space; `None` when unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaxed_ordering: Option<bool>,
 }
 
 impl PciFunction {

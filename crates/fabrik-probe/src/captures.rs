@@ -27,6 +27,11 @@ impl Captures {
         Captures { texts }
     }
 
+    /// Adds (or replaces) capture `name`: a tool's output gathered on the live machine.
+    pub fn insert(&mut self, name: &str, text: String) {
+        self.texts.insert(name.to_string(), text);
+    }
+
     /// The capture names (`ibstat`, `mlnx_qos-eth2`), sorted.
     pub fn names(&self) -> Vec<String> {
         self.texts.keys().cloned().collect()

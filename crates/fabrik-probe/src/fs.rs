@@ -55,6 +55,8 @@ pub struct RootFs {
     /// Files a snapshot saw fail, answered with the same error.
     unreadable: BTreeMap<String, i32>,
     live: bool,
+    /// The helper tools run on the live machine and how each ended (for `snapshot`'s summary).
+    pub tool_runs: Vec<(crate::live::Tool, crate::live::ToolOutcome)>,
 }
 
 /// Joins a root-relative path: `/a` + `b` → `/a/b`.
@@ -93,6 +95,7 @@ impl RootFs {
             record: None,
             unreadable,
             live: std::fs::canonicalize(root).is_ok_and(|p| p == Path::new("/")),
+            tool_runs: Vec::new(),
         })
     }
 
@@ -113,6 +116,29 @@ impl RootFs {
         self.live
     }
 
+    /// Whether the root's network interfaces are this process's: the live `/`, or a host's
+    /// root mounted elsewhere (`/host` in a container on the host network) whose
+    /// `sys/class/net` lists the same interfaces with the same index as this process's network
+    /// namespace. Then the kernel's network interfaces (netlink) answer for the root.
+    pub fn shares_network_namespace(&mut self) -> bool {
+        if self.live {
+            return true;
+        }
+        let names: Vec<String> = self
+            .list_opt("/sys/class/net")
+            .into_iter()
+            .filter(|n| n != "bonding_masters")
+            .collect();
+        !names.is_empty()
+            && names.iter().all(|n| {
+                let theirs = self
+                    .attr_quiet(&join(&format!("/sys/class/net/{n}"), "ifindex"))
+                    .and_then(|v| v.parse::<u32>().ok());
+                let ours = nix::net::if_::if_nametoindex(n.as_str()).ok();
+                theirs.is_some() && theirs == ours
+            })
+    }
+
     /// Records a file that probing derived from the live kernel rather than read, so that a
     /// snapshot carries it and reads back the same.
     pub fn record_derived(&mut self, logical: &str, bytes: Vec<u8>) {
@@ -125,12 +151,16 @@ impl RootFs {
         }
     }
 
-    /// Notes that `path` could not be read or understood.
+    /// Notes that `path` could not be read or understood. A file read twice (a NIC's PCI function is read for its RDMA device and again among the
+    /// bus's network functions) is warned about once.
     pub fn warn(&mut self, path: &str, message: impl Into<String>) {
-        self.warnings.push(ProbeWarning {
+        let w = ProbeWarning {
             path: path.to_string(),
             message: message.into(),
-        });
+        };
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
     }
 
     /// Resolves every symlink in `logical` inside the root; returns the resolved root-relative

@@ -7,8 +7,10 @@
 
 pub mod captures;
 pub mod confined;
+mod facts;
 pub mod fs;
 pub mod gpu;
+pub mod live;
 pub mod net;
 pub mod parse;
 pub mod pci;
@@ -20,7 +22,10 @@ pub mod system;
 pub mod topology;
 pub mod unpack;
 
+pub use facts::roce_active_mtu;
+
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use fabrik_model::{Node, PciFunction, SCHEMA_VERSION};
 
@@ -45,10 +50,47 @@ pub enum ProbeError {
     RootUnreadable(PathBuf, std::io::Error),
 }
 
-/// Reads everything fabrik knows about the node rooted at `root`.
+/// How much of the live machine a probe asks beyond its files.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProbeOptions {
+    /// On a live root, run the helper tools whose output only they give (`ibv_devinfo -v`,
+    /// `ofed_info -s`, `nvidia-smi topo -m`): what `check`, `doctor`, `expect --from-root` and
+    /// `snapshot` do, so that all four judge the same facts. Off, only files and the kernel's
+    /// own interfaces (DCB over netlink) are read: what a frequent sampler wants.
+    pub run_tools: bool,
+    /// When the tools and the kernel queries must have answered (a check's budget); tools
+    /// still running then are killed and their facts reported as not read.
+    pub deadline: Option<Instant>,
+}
+
+impl ProbeOptions {
+    /// Every fact, tools included, within `deadline`.
+    pub fn every_fact(deadline: Instant) -> Self {
+        ProbeOptions {
+            run_tools: true,
+            deadline: Some(deadline),
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        self.deadline
+            .unwrap_or_else(|| Instant::now() + DEFAULT_LIVE_WAIT)
+    }
+}
+
+/// How long live queries may take when no deadline is given.
+pub const DEFAULT_LIVE_WAIT: Duration = Duration::from_secs(20);
+
+/// Reads everything fabrik knows about the node rooted at `root` from its files and the
+/// kernel's interfaces, without running tools (see [`probe_with`]).
 pub fn probe(root: &Path) -> Result<Node, ProbeError> {
+    probe_with(root, &ProbeOptions::default())
+}
+
+/// Reads the node at `root` as `opts` says.
+pub fn probe_with(root: &Path, opts: &ProbeOptions) -> Result<Node, ProbeError> {
     let mut fs = open(root)?;
-    Ok(probe_fs(&mut fs, root))
+    Ok(probe_fs(&mut fs, root, opts))
 }
 
 /// The node at `root` with its RDMA devices and network interfaces only, everything else left
@@ -57,7 +99,8 @@ pub fn probe(root: &Path) -> Result<Node, ProbeError> {
 pub fn probe_nics(root: &Path) -> Result<Node, ProbeError> {
     let mut fs = open(root)?;
     let caps = Captures::read(&mut fs);
-    let (rdma_devices, net_interfaces) = read_nics(&mut fs, &caps);
+    let deadline = Instant::now() + DEFAULT_LIVE_WAIT;
+    let (rdma_devices, net_interfaces) = read_nics(&mut fs, &caps, deadline, &mut vec![]);
     Ok(Node {
         schema_version: SCHEMA_VERSION,
         root: root.display().to_string(),
@@ -91,19 +134,32 @@ fn refuse_non_node(root: &Path) -> Result<(), ProbeError> {
 }
 
 /// Probes and also returns every name read, for [`snapshot`].
-pub(crate) fn probe_recording(
-    root: &Path,
-) -> Result<(Node, std::collections::BTreeMap<String, fs::Recorded>), ProbeError> {
+/// A probed node, every name read, and the tools run (for [`snapshot`]).
+pub(crate) type Recording = (
+    Node,
+    std::collections::BTreeMap<String, fs::Recorded>,
+    Vec<(live::Tool, live::ToolOutcome)>,
+);
+
+pub(crate) fn probe_recording(root: &Path, opts: &ProbeOptions) -> Result<Recording, ProbeError> {
     let mut fs = open(root)?.recording();
-    let node = probe_fs(&mut fs, root);
-    Ok((node, fs.take_record()))
+    let node = probe_fs(&mut fs, root, opts);
+    let runs = std::mem::take(&mut fs.tool_runs);
+    Ok((node, fs.take_record(), runs))
 }
 
-fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
-    let caps = Captures::read(fs);
+fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
+    let deadline = opts.deadline();
+    let tools = (opts.run_tools && fs.is_live()).then(|| facts::start_tools(fs, deadline));
+    let mut caps = Captures::read(fs);
     let os = system::os_info(fs);
-    let (rdma_devices, net_interfaces) = read_nics(fs, &caps);
     let gpus = gpu::read_gpus(fs);
+    if let Some(t) = tools {
+        facts::finish_tools(fs, &mut caps, t);
+    }
+    let mut not_read = vec![];
+    let (rdma_devices, net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
+    let network_functions = pci::read_network_functions(fs);
 
     // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
     let mut nics: Vec<(String, PciFunction)> = rdma_devices
@@ -133,7 +189,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         .map(|g| &g.pci)
         .chain(nics.iter().map(|(_, p)| p))
         .collect();
-    let pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
+    let mut pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
+    facts::bridge_acs(fs, &mut pci_bridges, have_lspci, &mut not_read);
 
     let modules = system::modules(fs);
     let dev_infiniband = system::dev_infiniband(fs, !rdma_devices.is_empty());
@@ -152,6 +209,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         net_interfaces,
         gpus,
         gpu_nic_paths,
+        network_functions,
         pci_bridges,
         modules,
         dev_infiniband,
@@ -161,6 +219,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
         versions,
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
+        not_read,
     }
 }
 
@@ -168,6 +227,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path) -> Node {
 fn read_nics(
     fs: &mut RootFs,
     caps: &Captures,
+    deadline: Instant,
+    not_read: &mut Vec<fabrik_model::NotRead>,
 ) -> (
     Vec<fabrik_model::RdmaDevice>,
     Vec<fabrik_model::NetInterface>,
@@ -179,6 +240,8 @@ fn read_nics(
     let mut rdma_devices = rdma::read_devices(fs, &mtus);
     let mut net_interfaces = net::read_interfaces(fs, caps);
     link_netdevs(&mut rdma_devices, &mut net_interfaces);
+    facts::dcb(fs, &rdma_devices, &mut net_interfaces, deadline, not_read);
+    facts::mtus(caps, &mut rdma_devices, &net_interfaces, not_read);
     (rdma_devices, net_interfaces)
 }
 

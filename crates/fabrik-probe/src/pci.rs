@@ -55,7 +55,7 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
         None
     };
     let link = read_link(fs, dir);
-    PciFunction {
+    let mut f = PciFunction {
         address,
         vendor,
         device,
@@ -65,7 +65,10 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
         link,
         physfn,
         path: bdf_chain(dir),
-    }
+        relaxed_ordering: None,
+    };
+    crate::facts::function_config(fs, dir, &mut f);
+    f
 }
 
 fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
@@ -92,6 +95,25 @@ fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
     link.current_width = width(fs, "current_link_width");
     link.max_width = width(fs, "max_link_width");
     link
+}
+
+/// Every network-class PCI function (class `0x02....`: Ethernet `0x0200`, InfiniBand `0x0207`)
+/// listed under `/sys/bus/pci/devices`, whether or not a driver bound it: a NIC whose driver
+/// did not load has no netdev and no RDMA device, and is seen only here.
+pub fn read_network_functions(fs: &mut RootFs) -> Vec<PciFunction> {
+    let mut out = Vec::new();
+    for addr in fs.list_opt(crate::gpu::PCI_DEVICES) {
+        let base = join(crate::gpu::PCI_DEVICES, &addr);
+        let class = fs.attr_opt(&join(&base, "class")).unwrap_or_default();
+        if !class.to_ascii_lowercase().starts_with("0x02") {
+            continue;
+        }
+        match fs.resolve(&base).ok().and_then(|r| pci_dir_of(&r)) {
+            Some(dir) => out.push(read_function(fs, &dir)),
+            None => fs.warn(&base, "PCI device link does not lead to a PCI device"),
+        }
+    }
+    out
 }
 
 /// The PCI function behind a class device's `device` link (`/sys/class/net/eth0/device`), or

@@ -144,7 +144,12 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     }
     // The counters are read during the probe: its start is when they were captured.
     let read_at = SystemTime::now();
-    let (node, record) = crate::probe_recording(&opts.source_root)?;
+    let run_here = opts.run_commands && opts.source_root == Path::new("/");
+    let probe_opts = crate::ProbeOptions {
+        run_tools: run_here,
+        deadline: Some(std::time::Instant::now() + opts.command_timeout),
+    };
+    let (node, record, tool_runs) = crate::probe_recording(&opts.source_root, &probe_opts)?;
     let tarball = is_tarball(&opts.output);
     // The tree is written under a temporary name and renamed into place once finished, and it
     // holds fabrik/partial until then: a killed snapshot is never found under the name asked
@@ -175,12 +180,23 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     )?;
     let (files, directories, symlinks) = write_tree(&tree, &record)?;
     write_captured_at(&tree, &opts.source_root, read_at)?;
-    let run_here = opts.run_commands && opts.source_root == Path::new("/");
-    let commands = if run_here {
-        run_commands(&tree, &node, opts.command_timeout)?
-    } else {
-        Vec::new()
-    };
+    // The tools the probe ran are its facts (already in the record); the rest are captured
+    // for the reader.
+    let mut commands: Vec<CommandRun> = tool_runs
+        .iter()
+        .filter(|(_, o)| *o != crate::live::ToolOutcome::Missing)
+        .map(|(t, o)| CommandRun {
+            name: t.name.clone(),
+            command: format!("{} {}", t.program, t.args.join(" "))
+                .trim()
+                .to_string(),
+            outcome: o.describe(),
+        })
+        .collect();
+    if run_here {
+        let done: Vec<String> = tool_runs.iter().map(|(t, _)| t.name.clone()).collect();
+        commands.extend(run_commands(&tree, &node, opts.command_timeout, &done)?);
+    }
     write_marker(
         &tree,
         crate::root::COMPLETE_MARKER,
@@ -494,10 +510,14 @@ fn run_commands(
     tree: &Path,
     node: &Node,
     timeout: Duration,
+    done: &[String],
 ) -> Result<Vec<CommandRun>, SnapshotError> {
     let dir = tree.join("fabrik").join("cmd");
     let mut runs = Vec::new();
     for (name, program, args) in command_list(node) {
+        if done.contains(&name) {
+            continue;
+        }
         let Some(exe) = crate::run::find_program(program) else {
             continue;
         };

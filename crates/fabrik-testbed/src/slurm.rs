@@ -61,12 +61,27 @@ pub fn skip_reason() -> Option<String> {
 #[derive(Debug, Clone, Default)]
 pub struct Builder {
     health_check: Option<(PathBuf, Duration)>,
+    prolog: Option<PathBuf>,
+    epilog: Option<PathBuf>,
 }
 
 impl Builder {
     /// Runs `program` as the node's HealthCheckProgram every `interval` (and when slurmd starts).
     pub fn health_check(mut self, program: impl Into<PathBuf>, interval: Duration) -> Self {
         self.health_check = Some((program.into(), interval));
+        self
+    }
+
+    /// Runs `program` as the node's Prolog before every job (a failure drains the node and
+    /// requeues the job).
+    pub fn prolog(mut self, program: impl Into<PathBuf>) -> Self {
+        self.prolog = Some(program.into());
+        self
+    }
+
+    /// Runs `program` as the node's Epilog after every job.
+    pub fn epilog(mut self, program: impl Into<PathBuf>) -> Self {
+        self.epilog = Some(program.into());
         self
     }
 
@@ -254,7 +269,34 @@ impl Slurm {
                 interval.as_secs().max(1)
             ));
         }
+        if let Some(p) = &b.prolog {
+            c.push_str(&format!("Prolog={}\n", p.display()));
+        }
+        if let Some(p) = &b.epilog {
+            c.push_str(&format!("Epilog={}\n", p.display()));
+        }
         Ok(c)
+    }
+
+    /// Runs a Slurm client command (`sbatch`, `squeue`...) against this cluster; its stdout.
+    pub fn client(&self, program: &str, args: &[&str]) -> Result<String, TestbedError> {
+        let out = Command::new(find(program).unwrap_or_else(|| program.into()))
+            .args(args)
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| TestbedError::Command {
+                command: format!("{program} {}", args.join(" ")),
+                detail: e.to_string(),
+            })?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(TestbedError::Command {
+                command: format!("{program} {}", args.join(" ")),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
+        }
     }
 
     fn daemon(&self, program: &str, args: &[&str]) -> Result<Child, TestbedError> {

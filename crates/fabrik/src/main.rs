@@ -30,6 +30,9 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// The doctor as a node health check: one line per problem, exit 1 to drain, a time budget.
     Check(cmd::check::Args),
+    /// The configuration changes the findings call for: a plan, a script or a playbook;
+    /// --apply makes them here with an undo record, --undo puts them back.
+    Fix(cmd::fix::Args),
     /// Write a cluster expectations file (TOML) from a known-good node, for --expect.
     Expect(cmd::expect::Args),
     /// List the doctor's rules: id, severity, title.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Snapshot(args) => cmd::snapshot::run(args),
         Command::Check(args) => cmd::check::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Fix(args) => cmd::fix::run(args),
         Command::Expect(args) => cmd::expect::run(args),
         Command::Rules(args) => cmd::rules::run(args),
         Command::Explain(args) => cmd::explain::run(args),

@@ -105,6 +105,15 @@ fn npd_plugin_config_is_valid_and_fabrik_check_speaks_its_protocol() {
             .map(|a| a.as_str().unwrap().to_string())
             .collect();
         assert_eq!(args[0], "check");
+        // An expectations file is passed, one the image holds (the package's deploy/expect/).
+        let expect = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--expect=/fabrik/expect/"))
+            .expect("the plugin passes --expect=/fabrik/expect/FILE");
+        assert!(
+            repo().join("deploy/expect").join(expect).is_file(),
+            "{expect}"
+        );
         // fabrik's own budget must end before NPD kills the plugin, so that NPD reads a verdict.
         let budget = args
             .iter()
@@ -121,6 +130,13 @@ fn npd_plugin_config_is_valid_and_fabrik_check_speaks_its_protocol() {
                 .map(|a| {
                     if a.starts_with("--root=") {
                         format!("--root={}", root.display())
+                    } else if let Some(f) = a.strip_prefix("--expect=/fabrik/expect/") {
+                        // The init container copies the image's /usr/share/fabrik/expect/,
+                        // which the package fills from deploy/expect/.
+                        format!(
+                            "--expect={}",
+                            repo().join("deploy/expect").join(f).display()
+                        )
                     } else {
                         a.clone()
                     }

@@ -145,6 +145,12 @@ fn planned_environments_fire_their_rules() {
         ("env-004-gid-index-v1.env", "roce-healthy", "FAB-ENV-004", 1),
         ("env-005-gdr-level-loc.env", "ib-healthy", "FAB-ENV-005", 0),
         (
+            "env-008-ib-hca-one-rail.env",
+            "ib-healthy",
+            "FAB-ENV-008",
+            0,
+        ),
+        (
             "env-006-p2p-shm-disabled.env",
             "ib-healthy",
             "FAB-ENV-006",
@@ -289,8 +295,8 @@ fn table_and_markdown_render() {
     let out = fabrik().args(["doctor", "--root", &r]).output().unwrap();
     assert_eq!(
         out.status.code(),
-        Some(0),
-        "an unplugged second port is a warning"
+        Some(1),
+        "one of two rails without link on a GPU node fails it"
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("mlx5_1:1\n"), "{text}");
@@ -298,14 +304,14 @@ fn table_and_markdown_render() {
         .lines()
         .last()
         .unwrap()
-        .starts_with("verdict: gpu-ib-01: 0 error(s), 2 warning(s)"));
+        .starts_with("verdict: gpu-ib-01: 2 error(s), 0 warning(s)"));
     let out = fabrik()
         .args(["doctor", "--root", &r, "--format", "markdown"])
         .output()
         .unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
     assert!(md.starts_with("## fabrik doctor: gpu-ib-01"));
-    assert!(md.contains("| warning | FAB-PORT-002 | mlx5_1:1 |"));
+    assert!(md.contains("| error | FAB-PORT-002 | mlx5_1:1 |"));
 }
 
 #[test]

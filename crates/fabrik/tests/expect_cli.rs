@@ -275,10 +275,6 @@ fn waivers_hide_with_a_reason_and_refuse_without_one() {
         "FAB-EXP-002=rail 3 cable replaced on Friday",
         "--ignore",
         "FAB-EXP-001:node=GPU 7 RMA open",
-        "--ignore",
-        "FAB-PORT-*:mlx5_3:1=same cable",
-        "--ignore",
-        "FAB-X-*=no such finding",
     ]);
     let waived: BTreeSet<String> = r["waived"]
         .as_array()
@@ -302,13 +298,26 @@ fn waivers_hide_with_a_reason_and_refuse_without_one() {
         "{waived:?}"
     );
     assert!(exp(&r).is_empty(), "{r:#}");
-    // Rules are named exactly: FAB-PORT-* waives nothing, so the port warnings stay (and, the
-    // expectation errors being waived, the node passes).
-    assert!(r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["rule"].as_str().unwrap().starts_with("FAB-PORT")));
+    // Only the rules named are waived: the dead rail of this GPU node is still an error of
+    // its own (FAB-PORT-*), so the node fails until that is waived too.
+    assert!(r["findings"].as_array().unwrap().iter().any(|f| {
+        f["rule"].as_str().unwrap().starts_with("FAB-PORT") && f["severity"] == "error"
+    }));
+    assert_eq!(code, 1);
+    let (code, _) = doctor_json(&[
+        "--root",
+        &root,
+        "--expect",
+        &expect_file("dgx-h100.toml"),
+        "--ignore",
+        "FAB-EXP-002=rail 3 cable replaced on Friday",
+        "--ignore",
+        "FAB-EXP-001:node=GPU 7 RMA open",
+        "--ignore",
+        "FAB-PORT-001:mlx5_3:1=rail 3 cable replaced on Friday",
+        "--ignore",
+        "FAB-PORT-002:mlx5_3:1=rail 3 cable replaced on Friday",
+    ]);
     assert_eq!(code, 0);
 
     // The table lists what was waived and why.
@@ -329,6 +338,40 @@ fn waivers_hide_with_a_reason_and_refuse_without_one() {
         text.contains("waived: FAB-EXP-001 node [error waived]: GPU 7 RMA open"),
         "{text}"
     );
+
+    // A rule id that does not exist (a typo, a glob) is refused, naming the nearest known ids.
+    for (bad, nearest) in [
+        ("FAB-PCI-02=typo", "FAB-PCI-002"),
+        ("FAB-PORT-*:mlx5_3:1=same cable", "FAB-PORT-00"),
+        ("fab-exp-0001=x", "FAB-EXP-001"),
+    ] {
+        let out = fabrik()
+            .args(["check", "--root", &root, "--ignore", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("unknown rule id"), "{bad}: {err}");
+        assert!(
+            err.split("nearest known: ")
+                .nth(1)
+                .is_some_and(|n| n.starts_with(nearest)),
+            "{bad}: {err}"
+        );
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        file.path(),
+        "[[waive]]\nrule = \"FAB-RDMA-0003\"\nreason = \"typo\"\n",
+    )
+    .unwrap();
+    let out = fabrik()
+        .args(["doctor", "--root", &root, "--expect"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nearest known: FAB-RDMA-003"));
 
     for bad in ["FAB-EXP-001", "FAB-EXP-001=", "FAB-EXP-001:node=  "] {
         let out = fabrik()

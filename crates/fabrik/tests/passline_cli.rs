@@ -179,7 +179,7 @@ fn bench_p2p_judges_its_own_run() {
     assert_eq!(v["pass_line"]["line"]["value"], 900000.0);
     assert_eq!(code, 1);
     let dir = tempfile::tempdir().unwrap();
-    let file = write_expect(&dir, "[bandwidth]\np2p_gbps_per_nic = 1000000\n");
+    let file = write_expect(&dir, "[bandwidth]\np2p_gbps_per_nic = 6000\n");
     let (code, v) = run(&["--expect", &file, "--link-gbps", "0.01"]);
     assert!(v["pass_line"]["line"]["basis"]
         .as_str()
@@ -220,7 +220,7 @@ fn bench_collective_all_reduce_is_judged_against_the_file() {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
         (out.status.code().unwrap(), v)
     };
-    let high = write_expect(&dir, "[bandwidth]\nall_reduce_busbw_gbs = 1000000\n");
+    let high = write_expect(&dir, "[bandwidth]\nall_reduce_busbw_gbs = 9000\n");
     let (code, v) = run(&["--expect", &high]);
     assert_eq!(v["pass_line"]["verdict"], "fail", "{v:#}");
     let rows = v["pass_line"]["rows"].as_array().unwrap();

@@ -1,7 +1,10 @@
-//! deploy/slurm/fabrik-healthcheck as a real Slurm's HealthCheckProgram: munged, slurmctld and
-//! slurmd from Debian, started by the test (fabrik_testbed::slurm). A failing `fabrik check`
-//! drains the node with fabrik's reason, a passing one returns it to service, and a node that an
-//! administrator drained stays drained.
+//! deploy/slurm/fabrik-healthcheck as a real Slurm's HealthCheckProgram and Prolog: munged,
+//! slurmctld and slurmd from Debian, started by the test (fabrik_testbed::slurm). A failing
+//! `fabrik check` drains the node with fabrik's reason, a passing one returns it to service; a
+//! node an administrator drained keeps the administrator's reason through failing and passing
+//! checks alike (NHC's rule); an undecided check marks the node's Comment and drains nothing;
+//! arguments come one per line from a file, spaces and all; as Prolog, a failing check drains
+//! the node with fabrik's reason and Slurm requeues the job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -18,10 +21,11 @@ fn repo() -> PathBuf {
 
 fn write_conf(path: &Path, conf_dir: &Path, slurm_conf: &Path, root: &Path) {
     let text = format!(
-        "FABRIK={}\nFABRIK_ROOT={}\nFABRIK_BUDGET=20s\nSLURM_CONF={}\n",
+        "FABRIK={}\nFABRIK_ROOT={}\nFABRIK_BUDGET=20s\nSLURM_CONF={}\nFABRIK_CHECK_ARGS_FILE={}\n",
         env!("CARGO_BIN_EXE_fabrik"),
         root.display(),
-        slurm_conf.display()
+        slurm_conf.display(),
+        conf_dir.join("check.args").display()
     );
     // Renamed into place: slurmd may run the check while the test switches the root.
     let tmp = conf_dir.join("conf.tmp");
@@ -127,7 +131,20 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
         })
         .unwrap();
 
-    // A drain fabrik did not write is the administrator's: passing checks leave it alone.
+    // An argument with spaces, one per line in the arguments file, reaches fabrik whole: a
+    // shell-split string would make every check exit 2 (undecided).
+    std::fs::write(
+        work.path().join("check.args"),
+        "# waivers with their reasons\n--ignore=FAB-RDMA-003=jobs raise memlock in their prolog\n\n",
+    )
+    .unwrap();
+    std::thread::sleep(INTERVAL * 3);
+    let node = slurm.show_node().unwrap();
+    assert!(!field(&node, "State").unwrap().contains("DRAIN"), "{node}");
+    assert!(comment(&node).is_none(), "{node}");
+
+    // A drain fabrik did not write is the administrator's: failing checks do not replace its
+    // reason and passing ones do not resume it.
     slurm
         .scontrol(&[
             "update",
@@ -136,6 +153,15 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
             "Reason=cable swap by admin",
         ])
         .unwrap();
+    write_conf(&conf, work.path(), &slurm.conf(), &bad);
+    std::thread::sleep(INTERVAL * 4);
+    let node = slurm.show_node().unwrap();
+    assert!(field(&node, "State").unwrap().contains("DRAIN"), "{node}");
+    assert!(
+        reason(&node).unwrap().starts_with("cable swap by admin"),
+        "a failing check replaced the administrator's reason: {node}"
+    );
+    write_conf(&conf, work.path(), &slurm.conf(), &good);
     std::thread::sleep(INTERVAL * 4);
     let node = slurm.show_node().unwrap();
     assert!(field(&node, "State").unwrap().contains("DRAIN"), "{node}");
@@ -143,4 +169,66 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
         reason(&node).unwrap().starts_with("cable swap by admin"),
         "{node}"
     );
+    slurm
+        .scontrol(&[
+            "update",
+            &format!("NodeName={}", slurm.node()),
+            "State=RESUME",
+        ])
+        .unwrap();
+
+    // A check that cannot decide (here: a root that is not a node) drains nothing and says so
+    // in the node's Comment until a check decides again.
+    let nowhere = work.path().join("not-a-node");
+    std::fs::create_dir_all(&nowhere).unwrap();
+    write_conf(&conf, work.path(), &slurm.conf(), &nowhere);
+    slurm
+        .wait_until("the undecided check to mark the node", WAIT, |s| {
+            let node = s.show_node().unwrap_or_default();
+            comment(&node).is_some_and(|c| c.starts_with("fabrik: undecided (exit 2)"))
+        })
+        .unwrap();
+    let node = slurm.show_node().unwrap();
+    assert!(!field(&node, "State").unwrap().contains("DRAIN"), "{node}");
+    eprintln!("scontrol show node, after an undecided check:\n{node}");
+    write_conf(&conf, work.path(), &slurm.conf(), &good);
+    slurm
+        .wait_until("a deciding check to clear the mark", WAIT, |s| {
+            comment(&s.show_node().unwrap_or_default()).is_none()
+        })
+        .unwrap();
+    drop(slurm);
+
+    // As Prolog: a failing check drains the node with fabrik's reason before the job starts,
+    // and Slurm requeues the job.
+    write_conf(&conf, work.path(), &slurm_conf_dir.join("slurm.conf"), &bad);
+    let slurm = Slurm::builder().prolog(&program).start().unwrap();
+    let job = slurm
+        .client(
+            "sbatch",
+            &["--parsable", "--wrap", "true", "-o", "/dev/null"],
+        )
+        .unwrap();
+    let job = job.trim().split(';').next().unwrap().to_string();
+    slurm
+        .wait_until("the failing prolog to drain the node", WAIT, |s| {
+            let node = s.show_node().unwrap_or_default();
+            field(&node, "State").is_some_and(|st| st.contains("DRAIN"))
+                && reason(&node).is_some_and(|r| r.starts_with(&expected))
+        })
+        .unwrap();
+    let jobs = slurm
+        .client("squeue", &["-h", "-j", &job, "-o", "%T %r"])
+        .unwrap();
+    assert!(
+        jobs.contains("PENDING") || jobs.contains("REQUEUE"),
+        "job {job} after the failing prolog: {jobs:?}"
+    );
+}
+
+fn comment(node: &str) -> Option<String> {
+    node.lines()
+        .find_map(|l| l.trim_start().strip_prefix("Comment="))
+        .filter(|c| !c.is_empty() && *c != "(null)")
+        .map(|c| c.to_string())
 }

@@ -8,3 +8,4 @@ pub mod ports;
 pub mod rdma;
 pub mod roce;
 pub mod sockets;
+pub mod unchecked;

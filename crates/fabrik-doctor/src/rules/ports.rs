@@ -42,9 +42,9 @@ pub fn unreadable(node: &Node) -> Vec<Finding> {
     )]
 }
 
-/// A port without link is an error when it leaves the node with no active hardware port, and a
-/// warning otherwise: NCCL skips it (an unused second port of a dual-port NIC is common), but a
-/// rail is missing if it was meant to carry traffic.
+/// A port without link is an error when it leaves the node with no active hardware port, or
+/// when it is a rail of a multi-rail GPU node ([`is_rail_down`]); a warning otherwise: NCCL
+/// skips it, and the unused second port of a dual-port card is common.
 fn no_link_severity(
     node: &Node,
     dev: &fabrik_model::RdmaDevice,
@@ -53,11 +53,44 @@ fn no_link_severity(
     let others_active = all_ports(node).any(|(d, p)| {
         !d.is_software() && is_active(p) && !(d.name == dev.name && p.number == port.number)
     });
-    if others_active {
-        Severity::Warning
-    } else {
+    if !others_active || is_rail_down(node, dev) {
         Severity::Error
+    } else {
+        Severity::Warning
     }
+}
+
+/// The PCI slot (`0000:17:00`) of a function (`0000:17:00.1`): the ports of one card.
+fn slot(address: &str) -> &str {
+    address.rsplit_once('.').map_or(address, |(s, _)| s)
+}
+
+/// Whether `dev` is a rail that is down on a multi-rail GPU node: no port of its card (its own
+/// or a sibling function's) is ACTIVE, while a card of the same driver family elsewhere on the
+/// node is. On a GPU node each such card is a rail NCCL stripes over; a dual-port card with
+/// one port cabled has its other function ACTIVE and is not a rail down.
+pub(crate) fn is_rail_down(node: &Node, dev: &fabrik_model::RdmaDevice) -> bool {
+    if node.gpus.is_empty() || dev.is_software() {
+        return false;
+    }
+    let Some(card) = dev.pci.as_ref().map(|p| slot(&p.address)) else {
+        return false;
+    };
+    let family = device_family(dev);
+    let mut card_active = false;
+    let mut other_card_active = false;
+    for (d, p) in all_ports(node) {
+        let Some(pci) = &d.pci else { continue };
+        if d.is_software() || device_family(d) != family || !is_active(p) {
+            continue;
+        }
+        if slot(&pci.address) == card {
+            card_active = true;
+        } else {
+            other_card_active = true;
+        }
+    }
+    !card_active && other_card_active
 }
 
 /// Rule [`PORT_STATE`]: "RDMA port not ACTIVE".
@@ -452,9 +485,22 @@ mod tests {
         n.rdma_devices[0].ports[0].state = state("1: DOWN");
         n.rdma_devices[0].ports[0].phys_state = state("2: Polling");
         assert_eq!(port_state(&n)[0].message, "port is DOWN: no link");
-        assert_eq!(port_state(&n)[0].severity, Severity::Warning);
+        // One of eight rails down on a GPU node: the check fails.
+        assert_eq!(port_state(&n)[0].severity, Severity::Error);
         assert!(phys_state(&n)[0].message.contains("Polling"));
-        assert_eq!(phys_state(&n)[0].severity, Severity::Warning);
+        assert_eq!(phys_state(&n)[0].severity, Severity::Error);
+        // The same port on a node without GPUs (storage, a login node) is a warning.
+        let mut no_gpu = n.clone();
+        no_gpu.gpus.clear();
+        assert_eq!(port_state(&no_gpu)[0].severity, Severity::Warning);
+        // The second function of a dual-port card whose first port is ACTIVE: an uncabled
+        // port, not a rail down.
+        let mut dual = n.clone();
+        let first = dual.rdma_devices[1].pci.as_ref().unwrap().address.clone();
+        let pci = dual.rdma_devices[0].pci.as_mut().unwrap();
+        pci.address = format!("{}.1", first.rsplit_once('.').unwrap().0);
+        assert_eq!(port_state(&dual)[0].severity, Severity::Warning);
+        assert_eq!(phys_state(&dual)[0].severity, Severity::Warning);
         for d in &mut n.rdma_devices {
             d.ports[0].state = state("1: DOWN");
         }

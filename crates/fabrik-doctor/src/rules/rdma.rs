@@ -14,6 +14,105 @@ pub const NO_UVERBS: &str = "FAB-RDMA-002";
 pub const MEMLOCK: &str = "FAB-RDMA-003";
 /// Rule id of "SR-IOV virtual function: relaxed ordering matters".
 pub const SRIOV_VF: &str = "FAB-RDMA-004";
+/// Rule id of "RDMA hardware on the PCI bus without a working RDMA stack".
+pub const NO_STACK: &str = "FAB-RDMA-005";
+
+/// Whether a PCI function is a NIC made for RDMA: every NVIDIA/Mellanox ConnectX or BlueField
+/// network function (vendor `0x15b3`), and AWS EFA (`0x1d0f`, device `0xefa*`). Other vendors'
+/// NICs (Intel E810, Broadcom) serve as plain Ethernet on GPU nodes often enough that a missing
+/// RDMA driver there is no fault.
+fn made_for_rdma(pci: &fabrik_model::PciFunction) -> Option<(&'static str, &'static str)> {
+    let vendor = pci.vendor.as_deref()?.to_ascii_lowercase();
+    let device = pci
+        .device
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match vendor.as_str() {
+        "0x15b3" => Some(("mlx5_core", "mlx5_ib")),
+        "0x1d0f" if device.starts_with("0xefa") => Some(("efa", "efa")),
+        _ => None,
+    }
+}
+
+/// Rule [`NO_STACK`]: "RDMA hardware on the PCI bus without a working RDMA stack". A ConnectX
+/// (or EFA) function with no RDMA device behind it: its driver did not bind, or the RDMA half
+/// of the driver (`mlx5_ib`) is not loaded. Functions bound to `vfio-pci` (passed to a VM),
+/// unbound SR-IOV virtual functions (made for VMs), and the second function of a bonded card
+/// (one `mlx5_bond_N` device serves both) are left alone. An error on a GPU node, whose NICs
+/// are there to carry NCCL's traffic; a warning elsewhere.
+pub fn no_stack(node: &Node) -> Vec<Finding> {
+    let with_rdma: Vec<&str> = node
+        .rdma_devices
+        .iter()
+        .filter_map(|d| d.pci.as_ref().map(|p| p.address.as_str()))
+        .collect();
+    let slot = |a: &str| {
+        a.rsplit_once('.')
+            .map_or(a.to_string(), |(s, _)| s.to_string())
+    };
+    let bonded: Vec<String> = node
+        .rdma_devices
+        .iter()
+        .filter(|d| d.name.contains("bond"))
+        .filter_map(|d| d.pci.as_ref().map(|p| slot(&p.address)))
+        .collect();
+    let mut out = vec![];
+    let mut functions: Vec<_> = node.network_functions.iter().collect();
+    functions.sort_by(|a, b| a.address.cmp(&b.address));
+    for f in functions {
+        let Some((core, ib)) = made_for_rdma(f) else {
+            continue;
+        };
+        if with_rdma.contains(&f.address.as_str())
+            || bonded.contains(&slot(&f.address))
+            || f.driver.as_deref() == Some("vfio-pci")
+            || (f.physfn.is_some() && f.driver.is_none())
+        {
+            continue;
+        }
+        let netdevs: Vec<&str> = node
+            .net_interfaces
+            .iter()
+            .filter(|n| n.pci.as_ref().is_some_and(|p| p.address == f.address))
+            .map(|n| n.name.as_str())
+            .collect();
+        let (what, fix) = match f.driver.as_deref() {
+            None => (
+                format!("no driver is bound to it, so it has neither a netdev nor an RDMA device (`{core}` not loaded, or it failed to probe the card)"),
+                format!("`modprobe {core}` and `modprobe {ib}`; if it is loaded, `dmesg | grep {core}` tells why it refused the card (firmware, PCIe errors)."),
+            ),
+            Some(d) => (
+                format!("its driver `{d}` gave it {} but no RDMA device: the RDMA driver (`{ib}`) is not loaded or failed", if netdevs.is_empty() { "no netdev".to_string() } else { format!("netdev {}", netdevs.join(", ")) }),
+                format!("`modprobe {ib}` (and `ib_uverbs`), then check /sys/class/infiniband; load them at boot (`/etc/modules-load.d/`)."),
+            ),
+        };
+        let modules: Vec<&str> = node.modules.iter().map(|m| m.name.as_str()).collect();
+        let severity = if node.gpus.is_empty() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        out.push(finding(
+            NO_STACK,
+            severity,
+            format!("pci {}", f.address),
+            format!(
+                "RDMA NIC {} ({} {}) is on the PCI bus but {what}: NCCL cannot use it and falls back to the other NICs or to TCP sockets",
+                f.address,
+                f.vendor.as_deref().unwrap_or("?"),
+                f.device.as_deref().unwrap_or("?"),
+            ),
+            vec![
+                ev(pci_path(&f.address, "driver"), f.driver.clone().unwrap_or_else(|| "no driver bound".into())),
+                ev("/sys/class/infiniband", format!("no device on {}", f.address)),
+                ev("/proc/modules", if modules.is_empty() { "not read".to_string() } else { modules.join(" ") }),
+            ],
+            fix,
+        ));
+    }
+    out
+}
 
 /// Rule [`NO_RDMA`]: "No RDMA device present".
 pub fn no_rdma(node: &Node) -> Vec<Finding> {
@@ -239,6 +338,60 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert!(f[0].evidence[0].value.contains("8388608"));
         assert!(memlock(&bare_node()).is_empty());
+    }
+
+    #[test]
+    fn a_connectx_without_its_rdma_device_fails_a_gpu_node() {
+        let mut n = healthy_ib_node("a");
+        n.network_functions = n
+            .rdma_devices
+            .iter()
+            .map(|d| d.pci.clone().unwrap())
+            .collect();
+        assert!(no_stack(&n).is_empty(), "every function has its device");
+        // mlx5_ib did not load for one card: the device is gone, the netdev stays.
+        let lost = n.rdma_devices.remove(3);
+        let addr = lost.pci.as_ref().unwrap().address.clone();
+        let f = no_stack(&n);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rule, NO_STACK);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].subject, format!("pci {addr}"));
+        assert!(f[0].fix.contains("mlx5_ib"), "{}", f[0].fix);
+        // No driver at all: the fix names mlx5_core.
+        let func = n
+            .network_functions
+            .iter_mut()
+            .find(|p| p.address == addr)
+            .unwrap();
+        func.driver = None;
+        assert!(no_stack(&n)[0].fix.contains("modprobe mlx5_core"));
+        // Without GPUs a warning; passed to a VM, or an unbound VF on a host: nothing.
+        let mut storage = n.clone();
+        storage.gpus.clear();
+        assert_eq!(no_stack(&storage)[0].severity, Severity::Warning);
+        let mut vm = n.clone();
+        let f = vm
+            .network_functions
+            .iter_mut()
+            .find(|p| p.address == addr)
+            .unwrap();
+        f.driver = Some("vfio-pci".into());
+        assert!(no_stack(&vm).is_empty());
+        let mut vf = n.clone();
+        let f = vf
+            .network_functions
+            .iter_mut()
+            .find(|p| p.address == addr)
+            .unwrap();
+        f.physfn = Some("0000:17:00.0".into());
+        assert!(no_stack(&vf).is_empty());
+        // An Intel E810 without irdma is a plain Ethernet NIC: nothing.
+        let mut intel = n.clone();
+        for f in &mut intel.network_functions {
+            f.vendor = Some("0x8086".into());
+        }
+        assert!(no_stack(&intel).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod addresses;
 mod attr;
 mod cmdline;
+mod dcb;
 mod fib_trie;
 mod gid;
 mod if_inet6;
@@ -16,6 +17,7 @@ mod nvidia;
 mod ofed_info;
 mod os_release;
 mod pci;
+mod pci_config;
 mod proc_version;
 mod rate;
 mod route;
@@ -23,6 +25,10 @@ mod route;
 pub use addresses::{parse_addresses_file, parse_ip_o_addr};
 pub use attr::{parse_int_auto, parse_numa, parse_u64};
 pub use cmdline::iommu_cmdline_flags;
+pub use dcb::{
+    format_dcb_record, ieee_get_request, parse_dcb_record, parse_ieee_reply, DcbError, Ets,
+    IeeeDcb, APP_SEL_DSCP, EOPNOTSUPP, RTM_GETDCB,
+};
 pub use fib_trie::parse_fib_trie_local;
 pub use gid::{gid_ipv4, gid_is_zero};
 pub use if_inet6::parse_if_inet6;
@@ -33,6 +39,7 @@ pub use nvidia::{parse_nvidia_gpu_information, parse_nvidia_open_module, parse_n
 pub use ofed_info::parse_ofed_info;
 pub use os_release::parse_os_release;
 pub use pci::{is_bdf, normalize_bdf, parse_pci_speed};
+pub use pci_config::{parse_pci_config, Acs, Express, ExtendedSpace, PciConfig, ACS_BITS};
 pub use proc_version::parse_proc_version_release;
 pub use rate::parse_rate;
 pub use route::{parse_proc_route, RouteEntry};

@@ -22,14 +22,20 @@ pub struct Args {
     /// limit, so that the scheduler never kills the check itself.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     pub budget: Duration,
-    /// Fail (exit 1) on warnings too, and print them.
+    /// Fail (exit 1) on warnings too; without it warnings are printed and exit 0.
     #[arg(long)]
     pub strict: bool,
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
     pub expect: crate::cmd::expect::ExpectArgs,
+    #[command(flatten)]
+    pub env: crate::cmd::doctor::EnvArgs,
 }
+
+/// The share of the budget the probe's tools and kernel queries may use: the rest is left for
+/// the rules and the answer, so the check answers before the budget ends.
+const TOOL_SHARE: f64 = 0.75;
 
 #[derive(Serialize)]
 struct CheckDocument<'a> {
@@ -45,17 +51,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--budget must be more than zero");
     }
     let expect = args.expect.load()?;
+    let env = args.env.load()?;
     let started = Instant::now();
+    let deadline = started + args.budget.mul_f64(TOOL_SHARE);
     let (tx, rx) = mpsc::channel();
     let root = args.root.clone();
     // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
     // the budget holds whatever the kernel does; a thread left blocked ends with the process.
     std::thread::spawn(move || {
-        let report = crate::cmd::inventory::load_node(&root).map(|node| {
+        let report = crate::cmd::inventory::load_node_within(&root, deadline).map(|node| {
             let named = name_nodes(vec![node]);
-            let mut report = diagnose(&named, None);
+            let mut report = diagnose(&named, env.as_ref());
             if let Some(e) = &expect {
-                crate::cmd::expect::apply(&mut report, &named, e, None);
+                crate::cmd::expect::apply(&mut report, &named, e, env.as_ref());
             }
             report
         });
@@ -92,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             report: &report,
         })?,
         Format::Text | Format::Markdown => {
-            let mut text = render::health_lines(&report, args.strict);
+            let mut text = render::health_lines(&report);
             text.push_str(&render::verdict(&report));
             text.push('\n');
             text.push_str(&render::waived(&report));

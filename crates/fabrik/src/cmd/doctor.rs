@@ -16,12 +16,8 @@ pub struct Args {
     /// times to check snapshots of several nodes and compare them.
     #[arg(long, default_value = "/")]
     pub root: Vec<PathBuf>,
-    /// A planned NCCL environment to check against the fabric: KEY=VALUE lines.
-    #[arg(long, conflicts_with = "env")]
-    pub env_file: Option<PathBuf>,
-    /// Check this process's NCCL_*, FI_*, RDMAV_* and UCX_* environment variables.
-    #[arg(long)]
-    pub env: bool,
+    #[command(flatten)]
+    pub env: EnvArgs,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Exit 1 on warnings too, not only on errors.
@@ -35,24 +31,42 @@ pub struct Args {
     pub expect: crate::cmd::expect::ExpectArgs,
 }
 
+/// The planned NCCL environment `doctor` and `check` judge the node with.
+#[derive(clap::Args, Clone, Default)]
+pub struct EnvArgs {
+    /// A planned NCCL environment to check against the fabric (and the expectations' `[nccl]`
+    /// table): KEY=VALUE lines.
+    #[arg(long, conflicts_with = "env")]
+    pub env_file: Option<PathBuf>,
+    /// Check this process's NCCL_*, FI_*, RDMAV_* and UCX_* environment variables.
+    #[arg(long)]
+    pub env: bool,
+}
+
+impl EnvArgs {
+    /// The environment the flags give, or `None`.
+    pub fn load(&self) -> anyhow::Result<Option<PlannedEnv>> {
+        if let Some(path) = &self.env_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading env file {}", path.display()))?;
+            return Ok(Some(PlannedEnv::parse(
+                format!("env file {}", path.display()),
+                &text,
+            )));
+        }
+        Ok(self.env.then(|| {
+            PlannedEnv::from_pairs(
+                "process environment",
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            )
+        }))
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let expect = args.expect.load()?;
-    let env = if let Some(path) = &args.env_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading env file {}", path.display()))?;
-        Some(PlannedEnv::parse(
-            format!("env file {}", path.display()),
-            &text,
-        ))
-    } else if args.env {
-        Some(PlannedEnv::from_pairs(
-            "process environment",
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        ))
-    } else {
-        None
-    };
+    let env = args.env.load()?;
     if args.watch.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--watch must be more than zero");
     }

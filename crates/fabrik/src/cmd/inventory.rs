@@ -19,16 +19,29 @@ pub struct Args {
 
 /// Probes a root, unpacking a snapshot tarball first when given one.
 pub fn load_node(root: &std::path::Path) -> anyhow::Result<Node> {
+    load_node_within(
+        root,
+        std::time::Instant::now() + fabrik_probe::DEFAULT_LIVE_WAIT,
+    )
+}
+
+/// [`load_node`] with every fact of a live root (its tools included) gathered by `deadline`:
+/// what `check`, `doctor`, `expect --from-root` and `inventory` all judge.
+pub fn load_node_within(
+    root: &std::path::Path,
+    deadline: std::time::Instant,
+) -> anyhow::Result<Node> {
+    let opts = fabrik_probe::ProbeOptions::every_fact(deadline);
     if fabrik_probe::snapshot::is_snapshot_tarball(root) {
         let unpacked = fabrik_probe::snapshot::unpack(root)
             .with_context(|| format!("reading snapshot {}", root.display()))?;
         fabrik_probe::root::check_named(&unpacked.root, root)?;
-        let mut node = fabrik_probe::probe(&unpacked.root)
+        let mut node = fabrik_probe::probe_with(&unpacked.root, &opts)
             .with_context(|| format!("probing snapshot {}", root.display()))?;
         node.root = root.display().to_string();
         return Ok(node);
     }
-    fabrik_probe::probe(root).with_context(|| format!("probing {}", root.display()))
+    fabrik_probe::probe_with(root, &opts).with_context(|| format!("probing {}", root.display()))
 }
 
 /// Refuses a root that is neither a live root nor a finished snapshot (see

@@ -11,6 +11,7 @@ pub mod env;
 pub mod expect;
 pub mod explain;
 pub mod exporter;
+pub mod fix;
 pub mod inventory;
 pub mod launch;
 pub mod logs;

@@ -1,0 +1,382 @@
+//! The expectations file: its tables, and the checks that refuse a file that cannot be right.
+
+use std::collections::BTreeMap;
+
+use fabrik_model::LinkLayer;
+use serde::{Deserialize, Serialize};
+
+use crate::waive::Waiver;
+
+/// Why an expectations file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    /// The file is not valid TOML or has an unknown key.
+    #[error("expectations file {source_name}: {message}")]
+    Toml {
+        /// The file's name, as messages show it.
+        source_name: String,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The file parses but holds a value that cannot be right.
+    #[error("expectations file {source_name}: {message}")]
+    Invalid {
+        /// The file's name, as messages show it.
+        source_name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Expectations could not be serialised (the serialiser's message).
+    #[error("cannot write expectations as TOML: {0}")]
+    Write(String),
+}
+
+/// A cluster file: one machine type's expected facts, and the waivers that go with it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    /// What the file describes (`NVIDIA DGX H100`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `[gpus]`: how many GPUs, of which model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuExpect>,
+    /// `[rdma]`: RDMA devices, ports, rates, MTUs and firmware.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<RdmaExpect>,
+    /// `[roce]`: GID index, PFC, trust and ECN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce: Option<RoceExpect>,
+    /// `[host]`: peer-memory module and memlock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostExpect>,
+    /// `[versions]`: driver and library version prefixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<VersionExpect>,
+    /// NCCL (and FI_*, UCX_*) settings the job environment must hold, checked against the
+    /// planned environment when one is given.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nccl: BTreeMap<String, String>,
+    /// `[bandwidth]`: the lines benchmark results must reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<BandwidthExpect>,
+    /// `[[waive]]`: findings to remove or soften, with a reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waive: Vec<Waiver>,
+}
+
+/// `[gpus]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuExpect {
+    /// Exactly this many GPUs.
+    pub count: Option<usize>,
+    /// A text every GPU's model name holds, case-insensitively (`H100`).
+    pub model: Option<String>,
+}
+
+/// `[rdma]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RdmaExpect {
+    /// At least this many hardware RDMA devices (rxe/siw do not count).
+    pub devices: Option<usize>,
+    /// At least this many ACTIVE hardware ports (of `link_layer` when given).
+    pub active_ports: Option<usize>,
+    /// `InfiniBand` or `Ethernet`, as sysfs `link_layer` writes it.
+    pub link_layer: Option<String>,
+    /// Every judged ACTIVE port runs at this rate (Gb/s, sysfs `rate`).
+    pub rate_gbps: Option<f64>,
+    /// InfiniBand active MTU of every judged port (bytes: 4096).
+    pub ib_mtu: Option<u32>,
+    /// MTU of every RoCE port's netdev (bytes: 9000).
+    pub netdev_mtu: Option<u32>,
+    /// Firmware (`fw_ver`) of every judged device, a version prefix.
+    pub firmware: Option<String>,
+}
+
+/// `[roce]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoceExpect {
+    /// The index of the RoCE v2 GID with the port's IPv4 address (NCCL_IB_GID_INDEX).
+    pub gid_index: Option<u32>,
+    /// The priorities with PFC enabled (`mlnx_qos`), exactly.
+    pub pfc_priorities: Option<Vec<u8>>,
+    /// `dscp` or `pcp` (`mlnx_qos` trust state).
+    pub trust: Option<String>,
+    /// ECN enabled (notification and reaction point) on the PFC priorities, or on any when no
+    /// PFC priority is expected.
+    pub ecn: Option<bool>,
+}
+
+/// `[host]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostExpect {
+    /// The GPUDirect RDMA module that must be loaded (`nvidia_peermem`).
+    pub peer_memory: Option<String>,
+    /// `unlimited`, or the least number of bytes the soft limit may be.
+    pub memlock: Option<Memlock>,
+}
+
+/// `memlock` of `[host]`: a number of bytes, or `unlimited`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Memlock {
+    /// At least this many bytes.
+    Bytes(u64),
+    /// A word; only `unlimited` is valid.
+    Text(String),
+}
+
+/// `[versions]` of an expectations file: each a prefix the node's version must start with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionExpect {
+    /// NVIDIA driver version prefix (`550.`).
+    pub nvidia_driver: Option<String>,
+    /// OFED version prefix.
+    pub ofed: Option<String>,
+    /// rdma-core version prefix.
+    pub rdma_core: Option<String>,
+    /// NCCL version prefix.
+    pub nccl: Option<String>,
+}
+
+/// Pass lines for the benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BandwidthExpect {
+    /// Point-to-point bandwidth one NIC must reach (Gb/s, as perftest's `BW average` × 8/1000).
+    pub p2p_gbps_per_nic: Option<f64>,
+    /// all_reduce bus bandwidth over the whole node at large sizes (GB/s, as nccl-tests prints).
+    pub all_reduce_busbw_gbs: Option<f64>,
+}
+
+/// The InfiniBand MTUs (IBTA: 256 to 4096 bytes; `enum ibv_mtu`).
+pub const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// The smallest MTU an IPv4 netdev may have (RFC 791's 68 bytes, the kernel's `ETH_MIN_MTU`).
+pub const NETDEV_MTU_MIN: u32 = 68;
+/// The largest MTU a netdev may have (`IP_MAX_MTU`, 65535).
+pub const NETDEV_MTU_MAX: u32 = 65_535;
+/// More than any RDMA port signals: 12X XDR, the widest and fastest port the kernel's sysfs
+/// `rate` can print, is 2400 Gb/s.
+pub const MAX_PORT_GBPS: f64 = 3_200.0;
+/// More all_reduce bus bandwidth than any node reaches (NVLink 5 is 1800 GB/s per GPU).
+pub const MAX_BUSBW_GBS: f64 = 10_000.0;
+
+impl Expectations {
+    /// Reads a cluster file; `source_name` names it in errors.
+    pub fn parse(source_name: &str, text: &str) -> Result<Self, ExpectError> {
+        let e: Expectations = toml::from_str(text).map_err(|err| ExpectError::Toml {
+            source_name: source_name.to_string(),
+            message: err.to_string(),
+        })?;
+        e.validate(source_name)?;
+        Ok(e)
+    }
+
+    fn validate(&self, source_name: &str) -> Result<(), ExpectError> {
+        let invalid = |message: String| ExpectError::Invalid {
+            source_name: source_name.to_string(),
+            message,
+        };
+        if let Some(ll) = self.rdma.as_ref().and_then(|r| r.link_layer.as_deref()) {
+            if matches!(LinkLayer::parse(ll), LinkLayer::Other(_)) {
+                return Err(invalid(format!(
+                    "rdma.link_layer `{ll}` is neither `InfiniBand` nor `Ethernet`"
+                )));
+            }
+        }
+        if let Some(Memlock::Text(t)) = self.host.as_ref().and_then(|h| h.memlock.as_ref()) {
+            if t != "unlimited" {
+                return Err(invalid(format!(
+                    "host.memlock `{t}` is neither `unlimited` nor a number of bytes"
+                )));
+            }
+        }
+        self.check_values().map_err(invalid)?;
+        for w in &self.waive {
+            w.validate().map_err(invalid)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses values no node can have, so that a typo or a wrong unit is not silently a
+    /// difference on every node (or on none): rates and bandwidths finite and positive within
+    /// what a port can signal, MTUs of the sizes the standards define, priorities 0 to 7.
+    fn check_values(&self) -> Result<(), String> {
+        fn positive(key: &str, v: Option<f64>, max: f64, unit: &str) -> Result<(), String> {
+            match v {
+                Some(x) if !x.is_finite() || x <= 0.0 => {
+                    Err(format!("{key} = {x} is not a positive number of {unit}"))
+                }
+                Some(x) if x > max => Err(format!(
+                    "{key} = {x} {unit} is more than any port or node carries (at most {max}): \
+                     is it in another unit?"
+                )),
+                _ => Ok(()),
+            }
+        }
+        fn text(key: &str, v: Option<&str>) -> Result<(), String> {
+            match v {
+                Some(t) if t.trim().is_empty() => Err(format!("{key} is empty")),
+                _ => Ok(()),
+            }
+        }
+        if let Some(g) = &self.gpus {
+            text("gpus.model", g.model.as_deref())?;
+        }
+        if let Some(r) = &self.rdma {
+            positive("rdma.rate_gbps", r.rate_gbps, MAX_PORT_GBPS, "Gb/s")?;
+            if let Some(m) = r.ib_mtu {
+                if !IB_MTUS.contains(&m) {
+                    return Err(format!(
+                        "rdma.ib_mtu = {m} is not an InfiniBand MTU (one of {IB_MTUS:?} bytes)"
+                    ));
+                }
+            }
+            if let Some(m) = r.netdev_mtu {
+                if !(NETDEV_MTU_MIN..=NETDEV_MTU_MAX).contains(&m) {
+                    return Err(format!(
+                        "rdma.netdev_mtu = {m} is outside the MTUs a netdev can have \
+                         ({NETDEV_MTU_MIN} to {NETDEV_MTU_MAX} bytes)"
+                    ));
+                }
+            }
+            text("rdma.firmware", r.firmware.as_deref())?;
+        }
+        if let Some(ro) = &self.roce {
+            if let Some(p) = &ro.pfc_priorities {
+                if let Some(bad) = p.iter().find(|p| **p > 7) {
+                    return Err(format!(
+                        "roce.pfc_priorities holds {bad}: priorities are 0 to 7"
+                    ));
+                }
+                let mut sorted = p.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                if sorted.len() != p.len() {
+                    return Err(format!("roce.pfc_priorities {p:?} names a priority twice"));
+                }
+            }
+            if let Some(t) = &ro.trust {
+                if !["pcp", "dscp"].contains(&t.to_ascii_lowercase().as_str()) {
+                    return Err(format!("roce.trust `{t}` is neither `pcp` nor `dscp`"));
+                }
+            }
+        }
+        if let Some(h) = &self.host {
+            text("host.peer_memory", h.peer_memory.as_deref())?;
+            if let Some(Memlock::Bytes(0)) = h.memlock {
+                return Err(
+                    "host.memlock = 0 bytes: give `unlimited` or a least number of bytes".into(),
+                );
+            }
+        }
+        if let Some(v) = &self.versions {
+            for (k, val) in [
+                ("versions.nvidia_driver", &v.nvidia_driver),
+                ("versions.ofed", &v.ofed),
+                ("versions.rdma_core", &v.rdma_core),
+                ("versions.nccl", &v.nccl),
+            ] {
+                text(k, val.as_deref())?;
+            }
+        }
+        if let Some(b) = &self.bandwidth {
+            positive(
+                "bandwidth.p2p_gbps_per_nic",
+                b.p2p_gbps_per_nic,
+                MAX_PORT_GBPS * 2.0,
+                "Gb/s",
+            )?;
+            positive(
+                "bandwidth.all_reduce_busbw_gbs",
+                b.all_reduce_busbw_gbs,
+                MAX_BUSBW_GBS,
+                "GB/s",
+            )?;
+        }
+        for key in self.nccl.keys() {
+            let well_formed = key.strip_prefix("NCCL_").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            });
+            if !well_formed {
+                return Err(format!(
+                    "[nccl] key `{key}` is not an NCCL variable (NCCL_ followed by capitals, digits and _)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the file back (what `fabrik expect --from-root` prints).
+    pub fn to_toml(&self) -> Result<String, ExpectError> {
+        toml::to_string(self).map_err(|e| ExpectError::Write(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_out_of_range_or_in_the_wrong_unit_are_refused() {
+        for (text, says) in [
+            ("[rdma]\nrate_gbps = nan\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = -400\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = 0\n", "not a positive number"),
+            ("[rdma]\nrate_gbps = 400000000000\n", "another unit"),
+            ("[rdma]\nib_mtu = 1\n", "not an InfiniBand MTU"),
+            ("[rdma]\nib_mtu = 4092\n", "not an InfiniBand MTU"),
+            ("[rdma]\nnetdev_mtu = 9\n", "outside the MTUs"),
+            ("[rdma]\nfirmware = \" \"\n", "empty"),
+            ("[roce]\npfc_priorities = [3, 8]\n", "0 to 7"),
+            ("[roce]\npfc_priorities = [3, 3]\n", "twice"),
+            ("[roce]\ntrust = \"dcsp\"\n", "neither `pcp` nor `dscp`"),
+            ("[host]\nmemlock = 0\n", "0 bytes"),
+            (
+                "[bandwidth]\np2p_gbps_per_nic = inf\n",
+                "not a positive number",
+            ),
+            (
+                "[bandwidth]\nall_reduce_busbw_gbs = -1\n",
+                "not a positive number",
+            ),
+            ("[nccl]\nnccl_ib_hca = \"mlx5\"\n", "not an NCCL variable"),
+            ("[versions]\nofed = \"\"\n", "empty"),
+        ] {
+            let e = Expectations::parse("t", text).unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        for ok in [
+            "[rdma]\nrate_gbps = 400\nib_mtu = 4096\nnetdev_mtu = 9000\n",
+            "[roce]\npfc_priorities = [3]\ntrust = \"dscp\"\n",
+            "[host]\nmemlock = 65536\n",
+            "[bandwidth]\np2p_gbps_per_nic = 380\nall_reduce_busbw_gbs = 460\n",
+        ] {
+            Expectations::parse("t", ok).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_shipped_file_is_accepted() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/expect");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                Expectations::parse(&p.display().to_string(), &text).unwrap();
+                seen += 1;
+            }
+        }
+        assert!(seen >= 10, "{seen}");
+    }
+}

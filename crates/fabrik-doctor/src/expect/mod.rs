@@ -1,0 +1,62 @@
+//! Expectations: what a node of a cluster must have, written once per machine type in a TOML
+//! file, and the comparison of a probed [`Node`] with it. A node that lost a GPU or a rail looks
+//! healthy to rules that only judge what is present; compared with what it should have, every
+//! difference becomes a finding with the evidence read.
+//!
+//! Counts of GPUs are exact; RDMA devices and ACTIVE ports are minimums (a DGX's storage NICs
+//! come and go with cabling, a missing rail does not). `rdma.link_layer`, when given, picks the
+//! ports the other `[rdma]` fields judge, so storage Ethernet ports do not count as slow
+//! InfiniBand rails. Versions match as prefixes at a component boundary: `535` matches
+//! `535.161.08`, `535.16` does not.
+//!
+//! The file's format and its validation are in `file`, the file a known-good node would write
+//! in `from_node`, the comparison in `compare`; waivers, which the file also holds, are
+//! [`crate::waive`].
+
+mod compare;
+mod file;
+mod from_node;
+
+pub use compare::{check_expectations, version_matches};
+pub use file::{
+    BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, Memlock, RdmaExpect,
+    RoceExpect, VersionExpect,
+};
+
+/// Rule id of "GPU count or model differs from the expectations".
+pub const GPUS: &str = "FAB-EXP-001";
+/// Rule id of "Fewer RDMA devices or ACTIVE ports than expected".
+pub const RDMA_COUNT: &str = "FAB-EXP-002";
+/// Rule id of "Port rate or link layer differs from the expectations".
+pub const LINK: &str = "FAB-EXP-003";
+/// Rule id of "MTU differs from the expectations".
+pub const MTU: &str = "FAB-EXP-004";
+/// Rule id of "RoCE GID index, PFC, trust or ECN differs from the expectations".
+pub const ROCE: &str = "FAB-EXP-005";
+/// Rule id of "Peer-memory module or memlock differs from the expectations".
+pub const GDR: &str = "FAB-EXP-006";
+/// Rule id of "Driver, OFED, rdma-core, NCCL or firmware version differs from the expectations".
+pub const VERSIONS: &str = "FAB-EXP-007";
+/// Rule id of "An NCCL setting differs from the expectations".
+pub const NCCL: &str = "FAB-EXP-008";
+/// Rule id of "An expectation the node's data cannot confirm".
+pub const UNVERIFIED: &str = "FAB-EXP-009";
+
+/// `N ACTIVE ports` when the expectations give `rdma.active_ports` and the node has at least
+/// that many ACTIVE ports (of `rdma.link_layer` when given): a rail down beyond them is one the
+/// cluster does not count on.
+pub fn rails_met(node: &fabrik_model::Node, expect: &Expectations) -> Option<String> {
+    let r = expect.rdma.as_ref()?;
+    let want = r.active_ports?;
+    let layer = r.link_layer.as_deref().map(fabrik_model::LinkLayer::parse);
+    let have = crate::util::all_ports(node)
+        .filter(|(d, p)| {
+            !d.is_software()
+                && crate::util::is_active(p)
+                && layer
+                    .as_ref()
+                    .is_none_or(|l| p.link_layer.as_ref() == Some(l))
+        })
+        .count();
+    (have >= want).then(|| format!("{want} ACTIVE port(s)"))
+}
