@@ -376,6 +376,36 @@ fn mtu_mismatch(m: &PairMatrix) -> Vec<(u32, String)> {
     out
 }
 
+/// Two ranks whose interface MTUs differ: with no third to take a majority from, the pair is
+/// named, with both MTUs.
+fn mtu_pair_mismatch(m: &PairMatrix) -> Option<(PairKey, String)> {
+    let mtus = interface_mtus(m);
+    if mtus.len() != 2 || m.ranks != 2 {
+        return None;
+    }
+    let v: Vec<(&u32, &(u32, Option<String>))> = mtus.iter().collect();
+    let ((&a, (ma, ia)), (&b, (mb, ib))) = (v[0], v[1]);
+    if ma == mb {
+        return None;
+    }
+    let name = |r: u32, i: &Option<String>| match i {
+        Some(i) => format!("rank {r}'s {i}"),
+        None => format!("rank {r}'s interface"),
+    };
+    let (hi, lo) = if ma > mb { (a, b) } else { (b, a) };
+    Some((
+        key(a, b),
+        format!(
+            "the MTU differs between the two ends: {} {ma}, {} {mb}; what rank {hi} sends above \
+             {} is dropped on the way to rank {lo} (UDP and RDMA traffic; TCP negotiates around \
+             it); with two ranks fabrik cannot tell which end is the odd one",
+            name(a, ia),
+            name(b, ib),
+            ma.min(mb)
+        ),
+    ))
+}
+
 /// Pairs whose probed path MTU is below what both ends' interfaces allow: packets that fit
 /// every interface vanish on the way, without the ICMP that would tell the sender.
 fn black_holes(m: &PairMatrix, skip: &[u32]) -> (BTreeMap<PairKey, Bad>, BTreeSet<PairKey>) {
@@ -468,6 +498,11 @@ fn first_pass(m: &PairMatrix) -> Entries {
         }
     };
 
+    if let Some((k, why)) = mtu_pair_mismatch(m) {
+        let e = out.links.entry(k).or_default();
+        e.causes.insert(Cause::Mtu);
+        e.whys.push(why);
+    }
     let mismatched = mtu_mismatch(m);
     for (r, why) in &mismatched {
         let e = out.hosts.entry(*r).or_default();

@@ -176,6 +176,12 @@ pub fn analyze(links: &[LinkMeasurement], hosts: &[String], ranks: u32) -> Matri
     out
 }
 
+/// A node judged as a whole (its links' median against the others') is bad only below this
+/// share of the others' pace, in the matrix and again in the second pass: a host with small
+/// socket buffers or a throttled CPU runs at a third to a half of its peers, while a loaded host
+/// of a healthy cluster sharing CPUs was seen at 0.6 to 0.8.
+pub const NODE_DROP: f64 = 0.6;
+
 /// How many good nodes each suspect is measured against in the second pass: enough that one
 /// partner's own bad luck cannot make a node look bad, few enough to stay a short pass.
 pub const PARTNERS: usize = 3;
@@ -381,7 +387,17 @@ pub fn isolation_verdicts(
         } else {
             0.0
         };
-        let whole = slow_node && !again.is_empty() && median(&again) < line;
+        // Judged as a whole, a node must also be well below the rest both times: on hosts that
+        // share CPUs, a node's links swing by a fifth from round to round.
+        let first_ratio = analysis
+            .slow_nodes
+            .iter()
+            .find(|n| n.rank == s)
+            .map_or(1.0, |n| n.ratio_to_median);
+        let whole = slow_node
+            && !again.is_empty()
+            && median(&again) < line.min(NODE_DROP * base)
+            && first_ratio < NODE_DROP;
         if !partners.is_empty() && (2 * slow_with >= partners.len() || whole) {
             bad_nodes.push(s);
             let why = if 2 * slow_with >= partners.len() {

@@ -291,7 +291,7 @@ pub fn misses(runs: &[Run]) -> String {
     let mut out = String::new();
     for r in runs {
         let o = r.outcome();
-        if matches!(o, Outcome::Right | Outcome::Quiet) && r.note.is_none() {
+        if matches!(o, Outcome::Right | Outcome::Quiet) {
             continue;
         }
         let list = |v: &[Entity]| {

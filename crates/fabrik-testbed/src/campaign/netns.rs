@@ -261,27 +261,37 @@ impl Bed {
                 input,
                 output,
             } => {
-                for (chain, on) in [("INPUT", input), ("OUTPUT", output)] {
-                    if *on {
-                        ns_exec(
-                            &self.ns(*h),
-                            &[
-                                "iptables",
-                                "-A",
-                                chain,
-                                "-m",
-                                "statistic",
-                                "--mode",
-                                "random",
-                                "--probability",
-                                &pct(*p),
-                                "-j",
-                                "DROP",
-                            ],
-                        )?;
+                // What a bad NIC or cable loses on the way out never reaches the peers, and the
+                // sender's stack does not know: dropped at the peers' input, not in the host's
+                // OUTPUT chain (a local drop is an error the sender sees at once).
+                let from = self.tb.addr(*h, 0).to_string();
+                let mut undos = Vec::new();
+                let statistic = |ns: &str, extra: &[&str]| {
+                    let mut argv = vec!["iptables", "-A", "INPUT"];
+                    argv.extend_from_slice(extra);
+                    argv.extend_from_slice(&[
+                        "-m",
+                        "statistic",
+                        "--mode",
+                        "random",
+                        "--probability",
+                    ]);
+                    let p = pct(*p);
+                    argv.push(&p);
+                    argv.extend_from_slice(&["-j", "DROP"]);
+                    ns_exec(ns, &argv)
+                };
+                if *input {
+                    statistic(&self.ns(*h), &[])?;
+                    undos.push(flush(*h));
+                }
+                if *output {
+                    for peer in (0..HOSTS).filter(|x| x != h) {
+                        statistic(&self.ns(peer), &["-s", &from])?;
+                        undos.push(flush(peer));
                     }
                 }
-                vec![flush(*h)]
+                undos
             }
             Fault::LinkLoss { a, b, pct: p } => {
                 let from = self.tb.addr(*a, 0).to_string();
@@ -519,6 +529,10 @@ impl Bed {
         } else {
             named_by_matrix(&out, &err)
         };
+        let whys = culprit_whys(&out);
+        if note.is_none() && !whys.is_empty() {
+            note = Some(whys.join(" | "));
+        }
         Ok(Run {
             target: "netns",
             class: class.to_string(),
@@ -643,6 +657,29 @@ pub fn named_by_matrix(out: &str, err: &str) -> Vec<Entity> {
     named.sort();
     named.dedup();
     named
+}
+
+/// What each culprit of a matrix report says, for the campaign's notes.
+pub fn culprit_whys(out: &str) -> Vec<String> {
+    let Ok(v) = serde_json::from_str::<Value>(out) else {
+        return Vec::new();
+    };
+    v["culprits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let why = c["why"].as_str()?;
+            let causes: Vec<&str> = c["causes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let short: String = why.chars().take(400).collect();
+            Some(format!("[{}] {short}", causes.join(",")))
+        })
+        .collect()
 }
 
 /// Ranks an error message blames: `rank N (...) died or exited`, `... is silent`,

@@ -115,6 +115,33 @@ impl Tree {
             .collect()
     }
 
+    /// Removes a file or a directory tree (nothing there is fine).
+    fn remove(&self, rel: &str) -> Result<(), TestbedError> {
+        let p = self.path(rel);
+        let r = match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
+            Ok(_) => std::fs::remove_file(&p),
+            Err(_) => Ok(()),
+        };
+        r.map_err(|e| io(&format!("rm -r {}", p.display()), e))
+    }
+
+    /// Removes a class device (`sys/class/net/ib0`): its directory under `/sys/devices`, which
+    /// the class link points at, and the link, as the kernel does when the driver goes.
+    fn remove_class_device(&self, class: &str, name: &str) -> Result<(), TestbedError> {
+        let link = self.path(&format!("{class}/{name}"));
+        if let Ok(target) = std::fs::read_link(&link) {
+            if let Some(dir) = link.parent() {
+                let real = dir.join(target);
+                if real.starts_with(&self.root) && real.is_dir() {
+                    std::fs::remove_dir_all(&real)
+                        .map_err(|e| io(&format!("rm -r {}", real.display()), e))?;
+                }
+            }
+        }
+        self.remove(&format!("{class}/{name}"))
+    }
+
     /// `/proc/modules` without the modules `drop` names.
     fn drop_modules(&self, drop: &[&str]) -> Result<Vec<String>, TestbedError> {
         let text = self.read("proc/modules").unwrap_or_default();
@@ -228,7 +255,7 @@ impl Class {
         match self {
             Class::PortState => "port state",
             Class::PortRate => "port rate or width",
-            Class::MissingModules => "verbs/IB modules missing",
+            Class::MissingModules => "RDMA modules missing",
             Class::Memlock => "memlock limit",
             Class::Gids => "RoCE GIDs gone",
             Class::PeerMemory => "peer memory module missing",
@@ -260,8 +287,13 @@ impl Class {
         match self {
             Class::PortState => !t.active_ports().is_empty(),
             Class::PortRate | Class::RateDrift => !t.rated_ports().is_empty(),
+            // A NIC whose RDMA half is its own module (mlx5_ib beside mlx5_core), with its PCI
+            // functions in the tree: EFA's one driver is both, and without it the card has none.
             Class::MissingModules => {
-                !t.hardware().is_empty() && (has("ib_uverbs") || has("ib_core"))
+                !t.managed().is_empty()
+                    && (has("mlx5_ib") || has("mlx4_ib"))
+                    && has("ib_uverbs")
+                    && !t.list("sys/bus/pci/devices").is_empty()
             }
             Class::Memlock => {
                 !t.list("sys/class/infiniband").is_empty()
@@ -314,19 +346,45 @@ impl Class {
                 ))
             }
             Class::MissingModules => {
-                // The NIC's core driver stays (the device is there); its verbs side is gone.
-                let gone = t.drop_modules(&[
-                    "ib_uverbs",
-                    "ib_core",
-                    "mlx5_ib",
-                    "mlx4_ib",
-                    "rdma_ucm",
-                    "rdma_cm",
-                    "ib_umad",
-                    "ib_ipoib",
-                    "efa",
-                ])?;
-                Ok((format!("{host} modules gone: {}", gone.join(" ")), whole))
+                if rng.bool() {
+                    // `ib_uverbs` not loaded: the devices are there, user space cannot open
+                    // them (no /dev/infiniband/uverbsN).
+                    let gone = t.drop_modules(&["ib_uverbs", "rdma_ucm"])?;
+                    for n in t.list("dev/infiniband") {
+                        if n.starts_with("uverbs") || n == "rdma_cm" {
+                            t.remove(&format!("dev/infiniband/{n}"))?;
+                        }
+                    }
+                    t.remove("sys/class/infiniband_verbs")?;
+                    Ok((
+                        format!("{host} {} not loaded: no uverbs devices", gone.join(" ")),
+                        whole,
+                    ))
+                } else {
+                    // The NIC's RDMA driver (`mlx5_ib`) not loaded: its PCI functions and
+                    // Ethernet netdevs stay, its RDMA devices, IPoIB netdevs and uverbs nodes
+                    // are gone.
+                    let gone = t.drop_modules(&["mlx5_ib", "mlx4_ib", "ib_ipoib"])?;
+                    for d in t.managed() {
+                        t.remove_class_device("sys/class/infiniband", &d)?;
+                    }
+                    for i in t.list("sys/class/net") {
+                        if t.read(&format!("sys/class/net/{i}/type"))
+                            .is_some_and(|ty| ty.trim() == "32")
+                        {
+                            t.remove_class_device("sys/class/net", &i)?;
+                        }
+                    }
+                    t.remove("dev/infiniband")?;
+                    t.remove("sys/class/infiniband_verbs")?;
+                    Ok((
+                        format!(
+                            "{host} {} not loaded: no RDMA devices on its NICs",
+                            gone.join(" ")
+                        ),
+                        whole,
+                    ))
+                }
             }
             Class::Memlock => {
                 let text = t.read("proc/self/limits").unwrap_or_default();
