@@ -185,9 +185,11 @@ pub fn degraded(rate: &str, fewer_lanes: bool) -> Option<String> {
         let per = LANES[at].1;
         Some(format!("{} Gb/sec (1X {})", fmt_gbps(per), LANES[at].0))
     } else {
-        // FDR10 sits beside QDR (same lane rate): step over it.
+        // FDR10 and QDR both print 10 Gb/s a lane: a step down from either, or from FDR onto
+        // FDR10, must land below 10.
         let lower = match at {
             0 => return None,
+            2 | 3 => 1,
             4 => 2,
             i => i - 1,
         };

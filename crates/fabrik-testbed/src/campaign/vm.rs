@@ -62,6 +62,8 @@ pub fn parse_console(log: &str) -> Vec<Printed> {
     let mut cur: Option<(Printed, String)> = None;
     for line in log.lines() {
         let line = line.trim_end_matches('\r');
+        // The firmware's terminal codes may share the first line with the script's output.
+        let line = line.find("FAULT-").map_or(line, |i| &line[i..]);
         if let Some(head) = line.strip_prefix("FAULT-CASE ") {
             let f: Vec<&str> = head.split('|').collect();
             if let [group, class, expected, t0, t1] = f.as_slice() {
@@ -369,7 +371,7 @@ mod tests {
         let mtu = r#"{"rule":"FAB-MTU-001","severity":"warning","subject":"rxe0:1"}"#;
         let down = r#"{"rule":"FAB-PORT-001","severity":"error","subject":"rxe0:1"}"#;
         let log = format!(
-            "noise\nFAULT-CASE doctor|healthy||10.00|11.50\nFAULT-B64 {}\nFAULT-END\n\
+            "noise\n\x1bc\x1b[?7l\x1b[2JFAULT-CASE doctor|healthy||10.00|11.50\nFAULT-B64 {}\nFAULT-END\n\
              FAULT-CASE doctor|port down|port:vm:rxe0:1|12.00|13.25\nFAULT-B64 {}\nFAULT-END\nFAULT-DONE\n",
             b64(&doc(mtu)),
             b64(&doc(&format!("{mtu},{down}")))
