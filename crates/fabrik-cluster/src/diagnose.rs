@@ -459,12 +459,18 @@ struct Entries {
 const TRANSIENT: [Cause; 3] = [Cause::Loss, Cause::Latency, Cause::Unreachable];
 
 /// The culprits every cause but bandwidth names in the first pass: what the second pass must
-/// not take for bandwidth suspects of its own. Hosts, then links.
+/// not take for bandwidth suspects of its own (a host dropping packets makes all its links
+/// slow). Hosts, then the links blamed for a cause that is not transient; a link blamed for
+/// loss or latency is measured again either way, and stays a bandwidth suspect when slow.
 pub fn named_before_second_pass(m: &PairMatrix) -> (Vec<u32>, Vec<(u32, u32)>) {
     let e = first_pass(m);
     (
         e.hosts.keys().copied().collect(),
-        e.links.keys().copied().collect(),
+        e.links
+            .iter()
+            .filter(|(_, x)| !x.causes.iter().any(|c| TRANSIENT.contains(c)))
+            .map(|(k, _)| *k)
+            .collect(),
     )
 }
 

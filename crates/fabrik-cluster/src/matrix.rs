@@ -26,7 +26,7 @@ use crate::link::{Link, TcpLink};
 use crate::pair_test::{self, Limits, Pair, PairRows};
 use crate::pairs::{
     analyze, disjoint_rounds, good_threshold, isolation_plan, isolation_verdicts, partner,
-    round_robin, IsolationPlan,
+    round_robin, slow_line, IsolationPlan,
 };
 use crate::rdma_link::RdmaLink;
 use crate::rendezvous::Group;
@@ -311,12 +311,25 @@ fn second_pass(
         collect(group, &mut mine, &mut acc, k, "second")?;
     }
     if let (Some(m), Some((analysis, plan, _))) = (m, planned) {
-        // Never more lenient than the first pass: among good nodes whose links vary widely
-        // (a loaded host) the good-only line can fall below a link the first pass flagged,
-        // which would then pass again unchanged.
         let first = m.analysis.link_threshold_gbps;
-        let threshold = good_threshold(&m.links, &plan.good).map_or(first, |g| g.max(first));
         let links = acc.links();
+        // Never more lenient than the first pass: among good nodes whose links vary widely (a
+        // loaded host) the good-only line can fall below a link the first pass flagged, which
+        // would then pass again unchanged. But the control pairs measured beside the suspects
+        // met the second pass's own load: where their line (four links or more) is lower, a
+        // second pass noisier than the first does not make slow links of its own.
+        let line = good_threshold(&m.links, &plan.good).map_or(first, |g| g.max(first));
+        let controls: Vec<f64> = links
+            .iter()
+            .filter(|l| plan.good.contains(&l.src) && plan.good.contains(&l.dst))
+            .filter(|l| !plan.pairs.contains(&(l.src.min(l.dst), l.src.max(l.dst))))
+            .map(|l| l.gbps)
+            .collect();
+        let threshold = if controls.len() >= 4 {
+            line.min(slow_line(&controls))
+        } else {
+            line
+        };
         let verdicts = isolation_verdicts(&plan, &analysis, &m.links, &links, &m.hosts, threshold);
         m.evidence.extend(acc.evidence());
         m.failures.extend(acc.failures());

@@ -97,6 +97,12 @@ fn low_threshold(values: &[f64]) -> (f64, f64, f64) {
     (med, m, (med - drop).exp())
 }
 
+/// The line below which one of `values` (Gb/s) is slow: [`OUTLIER_Z`] robust standard
+/// deviations of log-bandwidth below their median, and at least [`MIN_DROP`] below it.
+pub fn slow_line(values: &[f64]) -> f64 {
+    low_threshold(values).2
+}
+
 /// Robust standard deviations (of log-bandwidth) below the median.
 fn robust_z(x: f64, med_ln: f64, mad_ln: f64) -> Option<f64> {
     let sigma = MAD_TO_SIGMA * mad_ln;
@@ -398,9 +404,13 @@ pub fn isolation_verdicts(
             && !again.is_empty()
             && median(&again) < line.min(NODE_DROP * base)
             && first_ratio < NODE_DROP;
-        if !partners.is_empty() && (2 * slow_with >= partners.len() || whole) {
+        // Slow with at least half of its good partners, and with two of them when it has two
+        // or more: one partner's bad moment must not make a bad node.
+        let by_partners =
+            2 * slow_with >= partners.len() && slow_with >= partners.len().min(2);
+        if !partners.is_empty() && (by_partners || whole) {
             bad_nodes.push(s);
-            let why = if 2 * slow_with >= partners.len() {
+            let why = if by_partners {
                 format!(
                     "slow with {slow_with} of {} nodes that passed every pair: the node (its \
                      NIC, port, cable or host) is bad",
