@@ -1,16 +1,34 @@
-//! `fabrik cluster matrix`: every pair of ranks measures bandwidth both ways and latency, one
-//! tournament round at a time, so each rank is in at most one test at once; rank 0 gathers the
-//! measurements and analyses them.
+//! `fabrik cluster matrix`: every pair of ranks is tested (path MTU, bandwidth both ways with
+//! the time of every transfer and the retransmissions it cost, latency), one tournament round
+//! at a time, so each rank is in at most one test at once; rank 0 gathers the measurements,
+//! measures its suspects again against good nodes, and names the culprits.
+//!
+//! A pair that cannot be measured does not end the run: the pair is recorded as failed and the
+//! matrix goes on, so that a bad host shows as failures with every partner rather than as the
+//! one pair that happened to fail first. What does end the run is a rank that dies or goes
+//! silent (its control connection closes, or it says nothing for the timeout): rank 0 then
+//! names it and every rank fails.
+//!
+//! Time: a pair's every wait is bounded by an eighth of the timeout (0.5 to 10 s), and its
+//! transfers and latency test by a quarter of it (less when `deadline` leaves less per round),
+//! so a round always ends well inside the timeout rank 0 allows each rank to report in.
 
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use fabrik_model::{Isolation, LinkMeasurement, PairMatrix, SCHEMA_VERSION};
+use fabrik_model::{Isolation, PairFailure, PairMatrix, SCHEMA_VERSION};
+use fabrik_verbs::{PipeConfig, PipeDevice};
 
+use crate::diagnose;
 use crate::link::{Link, TcpLink};
+use crate::pair_test::{self, Limits, Pair, PairRows};
 use crate::pairs::{
     analyze, disjoint_rounds, good_threshold, isolation_plan, isolation_verdicts, partner,
-    round_robin,
+    round_robin, slow_line, IsolationPlan,
 };
+use crate::rdma_link::RdmaLink;
 use crate::rendezvous::Group;
 use crate::ClusterError;
 
@@ -21,8 +39,6 @@ const RAIL_TAGS: u32 = 1024;
 const SECOND_PASS_TAGS: u32 = 512;
 /// Rails a per-rail run may have (the tag space above).
 pub const MAX_RAILS: u32 = 64;
-const LAT_ROUNDS: u32 = 50;
-const WRITE_CHUNK: usize = 4 << 20;
 
 /// How `fabrik cluster matrix` measures each pair.
 #[derive(Debug, Clone)]
@@ -35,6 +51,9 @@ pub struct MatrixConfig {
     pub rail: u32,
     /// Whether a second pass measures each suspect against good nodes (bad node or bad link).
     pub isolate: bool,
+    /// The whole run's time limit: the pairs' budgets shrink so that the verdict comes within
+    /// it (each pair still gets a few transfers' worth, and every wait its own limit).
+    pub deadline: Option<Duration>,
 }
 
 impl MatrixConfig {
@@ -48,24 +67,50 @@ impl MatrixConfig {
     }
 }
 
-/// A TCP connection to `peer` on `rail` (the peer's `rail`-th data address): the lower rank
-/// connects, the higher accepts.
+/// The most any one wait of a pair test may take, for a group whose timeout is `timeout`: an
+/// eighth of it, from 0.5 s to 10 s.
+pub fn pair_wait(timeout: Duration) -> Duration {
+    (timeout / 8).clamp(Duration::from_millis(500), Duration::from_secs(10))
+}
+
+/// A TCP connection to `peer` on `rail` (the peer's `rail`-th data address), every wait on it
+/// bounded by `limit`: the lower rank connects, the higher accepts.
 pub fn rail_stream(
     group: &mut Group,
     peer: u32,
     tag: u32,
     rail: u32,
+    limit: Duration,
 ) -> Result<std::net::TcpStream, ClusterError> {
     if group.rank() < peer {
-        group.connect_data(peer, tag, rail as usize)
+        group
+            .connector()
+            .within(limit)
+            .connect_data(peer, tag, rail as usize)
     } else {
-        group.accept_data(peer, tag)
+        group.accept_data_within(peer, tag, limit)
     }
 }
 
-/// Opens the two-way link one pair test runs over: `(group, peer, tag)`.
+/// Reads the RDMA device's retry and sequence-error counters (name → value), for a pair over
+/// RDMA; `None` where there is nothing to read (TCP, whose sockets count their own).
+pub type CounterSampler<'a> = dyn FnMut() -> Option<BTreeMap<String, u64>> + 'a;
+
+/// Opens the two-way link one pair test runs over: `(group, peer, tag, wait limit)`.
 pub type PairOpener<'a> =
-    dyn FnMut(&mut Group, u32, u32) -> Result<Box<dyn Link>, ClusterError> + 'a;
+    dyn FnMut(&mut Group, u32, u32, Duration) -> Result<Box<dyn Link>, ClusterError> + 'a;
+
+/// What a matrix run reports as it goes, and reads besides the sockets.
+pub struct Hooks<'a> {
+    /// Round `k` of `total` of the first pass starts.
+    pub on_round: &'a mut dyn FnMut(u32, u32),
+    /// Rank 0: the matrix so far (after each round, `analysis.note` saying how many rounds it
+    /// holds), then the whole first pass before the second starts.
+    pub on_rows: &'a mut dyn FnMut(&PairMatrix),
+    /// The RDMA device's retry and sequence-error counters, read around each transfer this
+    /// rank sends (nothing for TCP, whose sockets count their own retransmissions).
+    pub counters: &'a mut CounterSampler<'a>,
+}
 
 /// Runs the matrix on this rank over TCP. Rank 0 returns the matrix; `on_round` sees each
 /// round's index as it starts (for progress).
@@ -75,87 +120,219 @@ pub fn run_matrix(
     on_round: &mut dyn FnMut(u32, u32),
 ) -> Result<Option<PairMatrix>, ClusterError> {
     let rail = cfg.rail;
-    let mut tcp = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, ClusterError> {
-        Ok(Box::new(TcpLink::new(rail_stream(g, peer, tag, rail)?)?))
+    let mut tcp = |g: &mut Group, peer: u32, tag: u32, limit: Duration| {
+        Ok(Box::new(TcpLink::new(rail_stream(g, peer, tag, rail, limit)?)?) as Box<dyn Link>)
     };
-    run_matrix_over(group, cfg, "tcp", &mut tcp, on_round, &mut |_| {})
+    run_matrix_over(
+        group,
+        cfg,
+        "tcp",
+        &mut tcp,
+        &mut Hooks {
+            on_round,
+            on_rows: &mut |_| {},
+            counters: &mut || None,
+        },
+    )
+}
+
+/// Everything rank 0 holds of a run so far.
+#[derive(Default)]
+struct Acc {
+    rows: Vec<PairRows>,
+    /// (rank that reported, round, pass) of each row, for the failures.
+    from: Vec<(u32, u32, &'static str)>,
+}
+
+impl Acc {
+    fn links(&self) -> Vec<fabrik_model::LinkMeasurement> {
+        let mut v: Vec<_> = self.rows.iter().flat_map(|r| r.links.clone()).collect();
+        v.sort_by_key(|l| (l.src, l.dst));
+        v
+    }
+
+    fn evidence(&self) -> Vec<fabrik_model::LinkEvidence> {
+        let mut v: Vec<_> = self.rows.iter().flat_map(|r| r.evidence.clone()).collect();
+        v.sort_by(|a, b| (&a.pass, a.src, a.dst).cmp(&(&b.pass, b.src, b.dst)));
+        v
+    }
+
+    fn path_mtu(&self) -> Vec<fabrik_model::PathMtu> {
+        let mut v: Vec<_> = self.rows.iter().flat_map(|r| r.path_mtu.clone()).collect();
+        v.sort_by_key(|p| (p.src, p.dst));
+        v
+    }
+
+    /// One failure per pair and pass, with what each end said (the lower rank first).
+    fn failures(&self) -> Vec<PairFailure> {
+        let mut by: BTreeMap<(&str, u32, u32), PairFailure> = BTreeMap::new();
+        let mut reports: Vec<(u32, u32, &str, &pair_test::Failed)> = self
+            .rows
+            .iter()
+            .zip(&self.from)
+            .filter_map(|(r, &(me, round, pass))| r.failure.as_ref().map(|f| (me, round, pass, f)))
+            .collect();
+        reports.sort_by_key(|(me, ..)| *me);
+        for (me, round, pass, f) in reports {
+            let (a, b) = (me.min(f.peer), me.max(f.peer));
+            let entry = by.entry((pass, a, b)).or_insert_with(|| PairFailure {
+                a,
+                b,
+                pass: pass.to_string(),
+                round,
+                stage: f.stage.clone(),
+                errors: Vec::new(),
+            });
+            entry.errors.push(format!("rank {me}: {}", f.error));
+        }
+        by.into_values().collect()
+    }
 }
 
 /// Runs the matrix over the links `open` makes (one per pair and round), reported as
 /// `transport`.
 ///
 /// Each round's measurements reach rank 0 at the start of the next round (that gather is also
-/// the barrier between rounds), and rank 0 hands the matrix so far to `on_rows` (its
-/// `analysis.note` says how many rounds it holds), so a caller can keep finished rows when a
-/// later round fails. The run ends with a verdict from rank 0 that every rank waits for: a rank
-/// never reports success for a run that rank 0 aborted.
+/// the barrier between rounds), and rank 0 hands the matrix so far to `on_rows`, so a caller can
+/// keep finished rows when a later round fails. The run ends with a verdict from rank 0 that
+/// every rank waits for: a rank never reports success for a run that rank 0 aborted.
 pub fn run_matrix_over(
     group: &mut Group,
     cfg: &MatrixConfig,
     transport: &str,
     open: &mut PairOpener<'_>,
-    on_round: &mut dyn FnMut(u32, u32),
-    on_rows: &mut dyn FnMut(&PairMatrix),
+    hooks: &mut Hooks<'_>,
 ) -> Result<Option<PairMatrix>, ClusterError> {
+    let started = Instant::now();
     let rounds = round_robin(group.size());
     let total = rounds.len() as u32;
-    let mut links: Vec<LinkMeasurement> = Vec::new();
-    let mut mine: Vec<LinkMeasurement> = Vec::new();
+    let mut acc = Acc::default();
+    let mut mine: Option<PairRows> = None;
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
-        if collect(group, &mut mine, &mut links)? && k > 0 {
-            let mut m = matrix(group, cfg, transport, total, links.clone());
+        if collect(group, &mut mine, &mut acc, k.saturating_sub(1), "matrix")? && k > 0 {
+            let mut m = matrix(group, cfg, transport, total, &acc);
             m.analysis.note = Some(partial_note(k, total, m.analysis.note.as_deref()));
-            on_rows(&m);
+            (hooks.on_rows)(&m);
         }
-        on_round(k, total);
-        play(group, cfg, open, round, k, false, &mut mine)?;
+        (hooks.on_round)(k, total);
+        let limits = limits(group, cfg, started, total - k + 1);
+        mine = play(group, cfg, open, round, k, false, limits, hooks);
     }
     // The last round's rows, then the verdict.
-    let root = collect(group, &mut mine, &mut links)?;
-    let mut m = root.then(|| matrix(group, cfg, transport, total, links));
+    let root = collect(
+        group,
+        &mut mine,
+        &mut acc,
+        total.saturating_sub(1),
+        "matrix",
+    )?;
+    let mut m = root.then(|| matrix(group, cfg, transport, total, &acc));
     if cfg.isolate {
         if let Some(m) = &m {
             // The whole first pass is kept should the second fail.
-            on_rows(m);
+            (hooks.on_rows)(m);
         }
-        second_pass(group, cfg, open, m.as_mut())?;
+        second_pass(group, cfg, open, m.as_mut(), started, hooks)?;
+    }
+    if let Some(m) = &mut m {
+        m.culprits = diagnose::culprits(m);
+        m.elapsed_s = Some(started.elapsed().as_secs_f64());
     }
     Ok(m)
 }
 
-/// The second pass: rank 0 plans it from the first pass's suspects (nothing when there are
-/// none) and every rank runs the pairs it is in, one round of disjoint pairs at a time; rank 0
-/// then writes the verdicts into `m.isolation`.
+/// The limits of a pair test starting now, with `rounds_left` rounds (this one included) and
+/// perhaps a second pass still to run.
+fn limits(group: &Group, cfg: &MatrixConfig, started: Instant, rounds_left: u32) -> Limits {
+    let t = group.timeout();
+    let mut budget = t / 4;
+    if let Some(d) = cfg.deadline {
+        // One round's worth is kept back for the second pass.
+        let left = d.saturating_sub(started.elapsed());
+        budget = budget.min(left / (rounds_left + 1));
+    }
+    Limits {
+        wait: pair_wait(t),
+        budget: budget.max(Duration::from_millis(200)),
+    }
+}
+
+/// The second pass: rank 0 plans it from the first pass's bandwidth suspects that no other
+/// cause already explains, adds the links the first pass blamed for a cause that may be
+/// transient (nothing when there is neither), and every rank runs the pairs it is in, one round
+/// of disjoint pairs at a time; rank 0 then writes the verdicts into `m.isolation`.
 fn second_pass(
     group: &mut Group,
     cfg: &MatrixConfig,
     open: &mut PairOpener<'_>,
     m: Option<&mut PairMatrix>,
+    started: Instant,
+    hooks: &mut Hooks<'_>,
 ) -> Result<(), ClusterError> {
-    let plan = m
-        .as_ref()
-        .and_then(|m| isolation_plan(&m.analysis, m.ranks));
+    let planned = m.as_ref().and_then(|m| {
+        let (hosts, links) = diagnose::named_before_second_pass(m);
+        let mut a = m.analysis.clone();
+        let named = |x: u32, y: u32| {
+            hosts.contains(&x) || hosts.contains(&y) || links.contains(&(x.min(y), x.max(y)))
+        };
+        a.slow_links.retain(|l| !named(l.src, l.dst));
+        a.slow_nodes.retain(|n| !hosts.contains(&n.rank));
+        let confirm = diagnose::pairs_to_confirm(m);
+        let plan = match isolation_plan(&a, m.ranks) {
+            Some(p) => p,
+            None if confirm.is_empty() => return None,
+            None => IsolationPlan {
+                suspects: Vec::new(),
+                good: (0..m.ranks).collect(),
+                pairs: Vec::new(),
+            },
+        };
+        let mut pairs = plan.pairs.clone();
+        for p in confirm {
+            if !pairs.contains(&p) {
+                pairs.push(p);
+            }
+        }
+        Some((a, plan, pairs))
+    });
     let rounds: Vec<Vec<(u32, u32)>> = group.broadcast(m.as_ref().map(|_| {
-        plan.as_ref()
-            .map(|p| disjoint_rounds(&p.pairs))
+        planned
+            .as_ref()
+            .map(|(_, plan, pairs)| with_controls(disjoint_rounds(pairs), &plan.good))
             .unwrap_or_default()
     }))?;
-    let mut links = Vec::new();
-    let mut mine = Vec::new();
+    let mut acc = Acc::default();
+    let n = rounds.len() as u32;
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
-        play(group, cfg, open, round, k, true, &mut mine)?;
-        collect(group, &mut mine, &mut links)?;
+        let limits = limits(group, cfg, started, n - k);
+        let mut mine = play(group, cfg, open, round, k, true, limits, hooks);
+        collect(group, &mut mine, &mut acc, k, "second")?;
     }
-    if let (Some(m), Some(plan)) = (m, plan) {
-        // Never more lenient than the first pass: among good nodes whose links vary widely
-        // (a loaded host) the good-only line can fall below a link the first pass flagged,
-        // which would then pass again unchanged.
+    if let (Some(m), Some((analysis, plan, _))) = (m, planned) {
         let first = m.analysis.link_threshold_gbps;
-        let threshold = good_threshold(&m.links, &plan.good).map_or(first, |g| g.max(first));
-        let verdicts =
-            isolation_verdicts(&plan, &m.analysis, &m.links, &links, &m.hosts, threshold);
+        let links = acc.links();
+        // Never more lenient than the first pass: among good nodes whose links vary widely (a
+        // loaded host) the good-only line can fall below a link the first pass flagged, which
+        // would then pass again unchanged. But the control pairs measured beside the suspects
+        // met the second pass's own load: where their line (four links or more) is lower, a
+        // second pass noisier than the first does not make slow links of its own.
+        let line = good_threshold(&m.links, &plan.good).map_or(first, |g| g.max(first));
+        let controls: Vec<f64> = links
+            .iter()
+            .filter(|l| plan.good.contains(&l.src) && plan.good.contains(&l.dst))
+            .filter(|l| !plan.pairs.contains(&(l.src.min(l.dst), l.src.max(l.dst))))
+            .map(|l| l.gbps)
+            .collect();
+        let threshold = if controls.len() >= 4 {
+            line.min(slow_line(&controls))
+        } else {
+            line
+        };
+        let verdicts = isolation_verdicts(&plan, &analysis, &m.links, &links, &m.hosts, threshold);
+        m.evidence.extend(acc.evidence());
+        m.failures.extend(acc.failures());
         m.isolation = Some(Isolation {
             good: plan.good,
             suspects: plan.suspects,
@@ -168,8 +345,32 @@ fn second_pass(
     Ok(())
 }
 
-/// This rank's pair test of round `k` (of the second pass when `second`), if it plays; its
-/// rows go to `mine`. A failure is reported to rank 0 before it is returned.
+/// Fills each round with control pairs of good ranks that are free in it, so that the
+/// suspects are measured under the load the first pass had (on hosts that share CPUs or a
+/// switch, a round with fewer pairs runs faster) and beside a baseline of their own: what
+/// good nodes reach in the same round. The pairs of good ranks rotate from round to round.
+fn with_controls(rounds: Vec<Vec<(u32, u32)>>, good: &[u32]) -> Vec<Vec<(u32, u32)>> {
+    rounds
+        .into_iter()
+        .enumerate()
+        .map(|(k, mut round)| {
+            let busy = |r: &u32| round.iter().any(|&(a, b)| a == *r || b == *r);
+            let mut free: Vec<u32> = good.iter().copied().filter(|r| !busy(r)).collect();
+            if !free.is_empty() {
+                let shift = k % free.len();
+                free.rotate_left(shift);
+            }
+            for pair in free.chunks_exact(2) {
+                round.push((pair[0].min(pair[1]), pair[0].max(pair[1])));
+            }
+            round
+        })
+        .collect()
+}
+
+/// This rank's pair test of round `k` (of the second pass when `second`), if it plays. A pair
+/// that fails is a row of its own; nothing here ends the run.
+#[allow(clippy::too_many_arguments)]
 fn play(
     group: &mut Group,
     cfg: &MatrixConfig,
@@ -177,31 +378,55 @@ fn play(
     round: &[(u32, u32)],
     k: u32,
     second: bool,
-    mine: &mut Vec<LinkMeasurement>,
-) -> Result<(), ClusterError> {
-    if let Some(p) = partner(round, group.rank()) {
-        let measured = open(group, p, cfg.tag(second, k))
-            .and_then(|link| measure_pair(group, &*link, p, k, cfg));
-        match measured {
-            Ok(got) => *mine = got,
-            Err(e) => return Err(group.fail(&e)),
-        }
-    }
-    Ok(())
+    limits: Limits,
+    hooks: &mut Hooks<'_>,
+) -> Option<PairRows> {
+    let peer = partner(round, group.rank())?;
+    let me = group.rank();
+    let addr = |r: u32| -> Option<IpAddr> {
+        let info = group.peers().get(r as usize)?;
+        let a = info
+            .data_addrs
+            .get(cfg.rail as usize % info.data_addrs.len().max(1))?;
+        a.parse::<std::net::SocketAddr>().ok().map(|s| s.ip())
+    };
+    let (lo, hi) = (me.min(peer), me.max(peer));
+    let pass = if second { "second" } else { "matrix" };
+    let p = Pair {
+        me,
+        peer,
+        round: k,
+        pass,
+        size: cfg.size,
+        iters: cfg.iters.max(1),
+        limits,
+        addrs: addr(me).zip(addr(peer)),
+        tag: (u64::from(cfg.tag(second, k)) << 40) | (u64::from(lo) << 20) | u64::from(hi),
+    };
+    Some(match open(group, peer, cfg.tag(second, k), limits.wait) {
+        Ok(link) => pair_test::run(&p, &*link, hooks.counters),
+        Err(e) => PairRows::failed(&p, "connecting", &e),
+    })
 }
 
-/// Gathers this rank's rows of the round just finished at rank 0 (into `links`, kept sorted),
-/// then waits for rank 0's word to go on: any failure at rank 0 (a rank died, went silent or
-/// reported an error) comes back as an error on every rank. Returns whether this is rank 0.
+/// Gathers this rank's rows of the round just finished at rank 0 (into `acc`), then waits for
+/// rank 0's word to go on: any failure at rank 0 (a rank died, went silent or reported an
+/// error) comes back as an error on every rank. Returns whether this is rank 0.
 fn collect(
     group: &mut Group,
-    mine: &mut Vec<LinkMeasurement>,
-    links: &mut Vec<LinkMeasurement>,
+    mine: &mut Option<PairRows>,
+    acc: &mut Acc,
+    round: u32,
+    pass: &'static str,
 ) -> Result<bool, ClusterError> {
-    let root = match group.gather(std::mem::take(mine))? {
+    let root = match group.gather(mine.take())? {
         Some(per_rank) => {
-            links.extend(per_rank.into_iter().flatten());
-            links.sort_by_key(|l| (l.src, l.dst));
+            for (r, rows) in per_rank.into_iter().enumerate() {
+                if let Some(rows) = rows {
+                    acc.rows.push(rows);
+                    acc.from.push((r as u32, round, pass));
+                }
+            }
             true
         }
         None => false,
@@ -215,9 +440,10 @@ fn matrix(
     cfg: &MatrixConfig,
     transport: &str,
     rounds: u32,
-    links: Vec<LinkMeasurement>,
+    acc: &Acc,
 ) -> PairMatrix {
     let hosts: Vec<String> = group.peers().iter().map(|p| p.host.clone()).collect();
+    let links = acc.links();
     let analysis = analyze(&links, &hosts, group.size());
     PairMatrix {
         schema_version: SCHEMA_VERSION,
@@ -231,6 +457,11 @@ fn matrix(
         analysis,
         rail: None,
         isolation: None,
+        evidence: acc.evidence(),
+        path_mtu: acc.path_mtu(),
+        failures: acc.failures(),
+        culprits: Vec::new(),
+        elapsed_s: None,
     }
 }
 
@@ -242,151 +473,167 @@ fn partial_note(done: u32, rounds: u32, note: Option<&str>) -> String {
     }
 }
 
-/// Measures this rank → `peer` (returned, as the sender measures it) and takes part in
-/// `peer` → this rank; the lower rank goes first. Latency is measured by the lower rank and
-/// reported on both directions.
-fn measure_pair(
-    group: &Group,
-    s: &dyn Link,
-    peer: u32,
-    round: u32,
-    cfg: &MatrixConfig,
-) -> Result<Vec<LinkMeasurement>, ClusterError> {
-    let label = group.label(peer);
-    let me = group.rank();
-    let first = me < peer;
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; (cfg.size as usize).clamp(1, WRITE_CHUNK)];
-    for phase in 0..2 {
-        let sending = (phase == 0) == first;
-        if sending {
-            let gbps = send_timed(s, &mut buf, cfg, &label)?;
-            out.push(LinkMeasurement {
-                src: me,
-                dst: peer,
-                gbps,
-                latency_us: None,
-                round,
-            });
-        } else {
-            recv_timed(s, &mut buf, cfg, &label)?;
+/// Whether a matrix names anything: a culprit, or (when no second pass judged them) a link or
+/// node below the rest. A slow link that the second pass found at pace again is not flagged.
+pub fn flagged(m: &PairMatrix) -> bool {
+    let unjudged = m.isolation.is_none()
+        && (!m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty());
+    !m.culprits.is_empty() || unjudged
+}
+
+/// How the pairs of a run are connected.
+#[derive(Clone)]
+pub enum Transport {
+    /// TCP connections to each rank's data address.
+    Tcp,
+    /// RDMA verbs pipes on `device`, set up over a TCP connection each.
+    Rdma {
+        /// The device every pair uses on this rank.
+        device: Arc<PipeDevice>,
+        /// The pipes' chunk and slot settings (their timeout is the pair's wait limit).
+        pipe: PipeConfig,
+    },
+}
+
+impl Transport {
+    /// `tcp` or `rdma`, as the report says.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Rdma { .. } => "rdma",
         }
     }
-    let lat = ping_pong(s, first, &label)?;
-    let latency = if first { Some(lat) } else { None };
-    // The follower learns the latency from the leader so both directions carry it.
-    let latency = exchange_f64(s, first, latency, &label)?;
-    for m in &mut out {
-        m.latency_us = Some(latency);
+}
+
+/// What [`run`] reports as it goes: as [`Hooks`], with the rail each matrix runs on.
+pub struct RunHooks<'a> {
+    /// `(rail, round, rounds)`: a round of the first pass starts.
+    pub on_round: &'a mut dyn FnMut(Option<u32>, u32, u32),
+    /// Rank 0: a matrix so far (its `rail` set), after each round; on a failure, the rows so
+    /// far with an `aborted: ...` note.
+    pub on_rows: &'a mut dyn FnMut(&PairMatrix),
+    /// As [`Hooks::counters`].
+    pub counters: &'a mut CounterSampler<'a>,
+}
+
+/// `fabrik cluster matrix` on this rank: one matrix, or with `per_rail` one per rail (rail i
+/// pairs every rank's i-th data address), over `transport`. Rank 0 gets the matrices.
+pub fn run(
+    group: &mut Group,
+    cfg: &MatrixConfig,
+    per_rail: bool,
+    transport: &Transport,
+    hooks: &mut RunHooks<'_>,
+) -> Result<Vec<PairMatrix>, ClusterError> {
+    let rails = if per_rail {
+        if matches!(transport, Transport::Rdma { .. }) {
+            return Err(ClusterError::Misuse(
+                "--per-rail runs over TCP only (use --transport tcp)",
+            ));
+        }
+        Some(rail_count(group)?)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for rail in 0..rails.unwrap_or(1) {
+        let cfg = MatrixConfig {
+            rail,
+            ..cfg.clone()
+        };
+        let shown = rails.map(|_| rail);
+        let mut partial: Option<PairMatrix> = None;
+        let result = {
+            let mut open = |g: &mut Group, peer: u32, tag: u32, limit: Duration| {
+                let stream = rail_stream(g, peer, tag, rail, limit)?;
+                Ok(match transport {
+                    Transport::Tcp => Box::new(TcpLink::new(stream)?) as Box<dyn Link>,
+                    Transport::Rdma { device, pipe } => {
+                        let label = g.label(peer);
+                        let pipe = PipeConfig {
+                            timeout: limit,
+                            ..pipe.clone()
+                        };
+                        Box::new(RdmaLink::connect(device, stream, &label, &pipe)?)
+                    }
+                })
+            };
+            let mut keep = |m: &PairMatrix| {
+                let mut m = m.clone();
+                m.rail = shown;
+                (hooks.on_rows)(&m);
+                partial = Some(m);
+            };
+            run_matrix_over(
+                group,
+                &cfg,
+                transport.name(),
+                &mut open,
+                &mut Hooks {
+                    on_round: &mut |k, total| (hooks.on_round)(shown, k, total),
+                    on_rows: &mut keep,
+                    counters: &mut *hooks.counters,
+                },
+            )
+        };
+        match result {
+            Ok(Some(mut m)) => {
+                m.rail = shown;
+                (hooks.on_rows)(&m);
+                out.push(m);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                if let Some(mut m) = partial {
+                    let done = m.analysis.note.take();
+                    m.analysis.note = Some(format!(
+                        "aborted: {e}{}",
+                        done.map(|d| format!(" ({d})")).unwrap_or_default()
+                    ));
+                    (hooks.on_rows)(&m);
+                }
+                return Err(e);
+            }
+        }
     }
     Ok(out)
 }
 
-/// Names the peer on a link's error (one that already names a peer is kept).
-fn io<'a>(peer: &'a str, doing: &str) -> impl Fn(ClusterError) -> ClusterError + 'a {
-    let doing = doing.to_string();
-    move |e| match e {
-        ClusterError::Io { err: source, .. } => ClusterError::Peer {
-            peer: peer.to_string(),
-            why: format!("{doing}: {source}"),
-        },
-        e @ ClusterError::Peer { .. } => e,
-        e => ClusterError::Peer {
-            peer: peer.to_string(),
-            why: format!("{doing}: {e}"),
-        },
+/// The rails of a per-rail run: every rank must name the same number of data addresses, one per
+/// rail, so that rail i pairs NIC i of every node.
+pub fn rail_count(group: &Group) -> Result<u32, ClusterError> {
+    let counts: Vec<usize> = group.peers().iter().map(|p| p.data_addrs.len()).collect();
+    let n = counts.iter().copied().min().unwrap_or(0);
+    if counts.iter().any(|&c| c != n) {
+        let list: Vec<String> = counts
+            .iter()
+            .enumerate()
+            .map(|(r, c)| format!("rank {r}: {c}"))
+            .collect();
+        return Err(ClusterError::Invalid(format!(
+            "--per-rail needs the same number of --data-ip addresses on every rank (one per rail); got {}",
+            list.join(", ")
+        )));
     }
+    if n == 0 || n as u64 > u64::from(MAX_RAILS) {
+        return Err(ClusterError::Invalid(format!(
+            "--per-rail needs 1 to {MAX_RAILS} data addresses per rank, got {n}"
+        )));
+    }
+    Ok(n as u32)
 }
 
-fn stream_bytes(s: &dyn Link, buf: &[u8], total: u64, peer: &str) -> Result<(), ClusterError> {
-    let mut left = total;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        s.send_all(&buf[..n]).map_err(io(peer, "sending"))?;
-        left -= n as u64;
-    }
-    Ok(())
-}
-
-fn drain_bytes(s: &dyn Link, buf: &mut [u8], total: u64, peer: &str) -> Result<(), ClusterError> {
-    let mut left = total;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        s.recv_exact(&mut buf[..n]).map_err(io(peer, "receiving"))?;
-        left -= n as u64;
-    }
-    Ok(())
-}
-
-/// One warm-up transfer, then `iters` timed ones; the receiver's one-byte acknowledgement
-/// closes the clock, so the time covers delivery, not just handing bytes to the kernel.
-fn send_timed(
-    s: &dyn Link,
-    buf: &mut [u8],
-    cfg: &MatrixConfig,
-    peer: &str,
-) -> Result<f64, ClusterError> {
-    let mut ack = [0u8; 1];
-    stream_bytes(s, buf, cfg.size, peer)?;
-    s.recv_exact(&mut ack)
-        .map_err(io(peer, "waiting for the acknowledgement"))?;
-    let t0 = Instant::now();
-    for _ in 0..cfg.iters.max(1) {
-        stream_bytes(s, buf, cfg.size, peer)?;
-    }
-    s.recv_exact(&mut ack)
-        .map_err(io(peer, "waiting for the acknowledgement"))?;
-    let secs = t0.elapsed().as_secs_f64();
-    let bits = cfg.size as f64 * 8.0 * f64::from(cfg.iters.max(1));
-    Ok(if secs > 0.0 { bits / secs / 1e9 } else { 0.0 })
-}
-
-fn recv_timed(
-    s: &dyn Link,
-    buf: &mut [u8],
-    cfg: &MatrixConfig,
-    peer: &str,
-) -> Result<(), ClusterError> {
-    drain_bytes(s, buf, cfg.size, peer)?;
-    s.send_all(&[1]).map_err(io(peer, "acknowledging"))?;
-    drain_bytes(s, buf, cfg.size * u64::from(cfg.iters.max(1)), peer)?;
-    s.send_all(&[1]).map_err(io(peer, "acknowledging"))?;
-    Ok(())
-}
-
-/// Median half round trip of one byte, in microseconds (the leader's measurement).
-fn ping_pong(s: &dyn Link, leader: bool, peer: &str) -> Result<f64, ClusterError> {
-    let mut b = [0u8; 1];
-    let mut rtts = Vec::with_capacity(LAT_ROUNDS as usize);
-    for _ in 0..LAT_ROUNDS {
-        if leader {
-            let t0 = Instant::now();
-            s.send_all(&b).map_err(io(peer, "ping"))?;
-            s.recv_exact(&mut b).map_err(io(peer, "pong"))?;
-            rtts.push(t0.elapsed().as_secs_f64() * 1e6 / 2.0);
-        } else {
-            s.recv_exact(&mut b).map_err(io(peer, "ping"))?;
-            s.send_all(&b).map_err(io(peer, "pong"))?;
-        }
-    }
-    Ok(crate::pairs::median(&rtts))
-}
-
-fn exchange_f64(
-    s: &dyn Link,
-    leader: bool,
-    v: Option<f64>,
-    peer: &str,
-) -> Result<f64, ClusterError> {
-    if leader {
-        let v = v.unwrap_or(0.0);
-        s.send_all(&v.to_be_bytes()).map_err(io(peer, "sending"))?;
-        Ok(v)
-    } else {
-        let mut b = [0u8; 8];
-        s.recv_exact(&mut b).map_err(io(peer, "receiving"))?;
-        Ok(f64::from_be_bytes(b))
-    }
+/// `m.json` for rail 2 is `m-rail2.json`: one pair matrix per file, as `fabrik report` reads.
+pub fn rail_path(path: &std::path::Path, rail: u32) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-rail{rail}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-rail{rail}"),
+    };
+    path.with_file_name(name)
 }
 
 #[cfg(test)]
@@ -414,6 +661,7 @@ mod tests {
         iters: 1,
         rail: 0,
         isolate: true,
+        deadline: None,
     };
 
     #[test]
@@ -436,9 +684,14 @@ mod tests {
                         &mut g,
                         &SMALL,
                         "tcp",
-                        &mut |g, p, t| Ok(Box::new(TcpLink::new(g.pair_stream(p, t)?)?)),
-                        &mut on_round,
-                        &mut |m| rows_seen = m.links.len(),
+                        &mut |g, p, t, limit| {
+                            Ok(Box::new(TcpLink::new(rail_stream(g, p, t, 0, limit)?)?))
+                        },
+                        &mut Hooks {
+                            on_round: &mut on_round,
+                            on_rows: &mut |m| rows_seen = m.links.len(),
+                            counters: &mut || None,
+                        },
                     );
                     (r.map(|m| m.is_some()).map_err(|e| e.to_string()), rows_seen)
                 })
@@ -520,6 +773,7 @@ mod tests {
                             iters: 2,
                             rail: 0,
                             isolate: true,
+                            deadline: None,
                         },
                         &mut |_, _| {},
                     )

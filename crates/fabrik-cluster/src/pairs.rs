@@ -97,6 +97,12 @@ fn low_threshold(values: &[f64]) -> (f64, f64, f64) {
     (med, m, (med - drop).exp())
 }
 
+/// The line below which one of `values` (Gb/s) is slow: [`OUTLIER_Z`] robust standard
+/// deviations of log-bandwidth below their median, and at least [`MIN_DROP`] below it.
+pub fn slow_line(values: &[f64]) -> f64 {
+    low_threshold(values).2
+}
+
 /// Robust standard deviations (of log-bandwidth) below the median.
 fn robust_z(x: f64, med_ln: f64, mad_ln: f64) -> Option<f64> {
     let sigma = MAD_TO_SIGMA * mad_ln;
@@ -146,25 +152,27 @@ pub fn analyze(links: &[LinkMeasurement], hosts: &[String], ranks: u32) -> Matri
     }
     out.slow_links.sort_by(|a, b| a.gbps.total_cmp(&b.gbps));
 
-    let node_medians: Vec<f64> = (0..ranks)
-        .map(|r| {
+    // A rank none of whose pairs could be measured has no median: the failures speak for it.
+    let per_node: Vec<(u32, f64)> = (0..ranks)
+        .filter_map(|r| {
             let mine: Vec<f64> = links
                 .iter()
                 .filter(|l| l.src == r || l.dst == r)
                 .map(|l| l.gbps)
                 .collect();
-            median(&mine)
+            (!mine.is_empty()).then(|| (r, median(&mine)))
         })
         .collect();
+    let node_medians: Vec<f64> = per_node.iter().map(|(_, v)| *v).collect();
     let (nmed_ln, nmad_ln, nthr) = low_threshold(&node_medians);
     let nmed = median(&node_medians);
     out.node_median_gbps = nmed;
     out.node_threshold_gbps = nthr;
-    for (r, &v) in node_medians.iter().enumerate() {
+    for &(r, v) in &per_node {
         if v < nthr {
             out.slow_nodes.push(SlowNode {
-                rank: r as u32,
-                host: host(r as u32),
+                rank: r,
+                host: host(r),
                 median_gbps: v,
                 ratio_to_median: if nmed > 0.0 { v / nmed } else { 0.0 },
                 robust_z: robust_z(v, nmed_ln, nmad_ln),
@@ -173,6 +181,12 @@ pub fn analyze(links: &[LinkMeasurement], hosts: &[String], ranks: u32) -> Matri
     }
     out
 }
+
+/// A node judged as a whole (its links' median against the others') is bad only below this
+/// share of the others' pace, in the matrix and again in the second pass: a host with small
+/// socket buffers or a throttled CPU runs at a third to a half of its peers, while a loaded host
+/// of a healthy cluster sharing CPUs was seen at 0.6 to 0.8.
+pub const NODE_DROP: f64 = 0.6;
 
 /// How many good nodes each suspect is measured against in the second pass: enough that one
 /// partner's own bad luck cannot make a node look bad, few enough to stay a short pass.
@@ -330,6 +344,7 @@ pub fn isolation_verdicts(
             why: "no node passed every pair, so no suspect could be measured against a good one"
                 .into(),
             evidence: Vec::new(),
+            causes: Vec::new(),
         });
         return out;
     }
@@ -353,18 +368,74 @@ pub fn isolation_verdicts(
             }
             ev.extend(e);
         }
-        if !partners.is_empty() && 2 * slow_with >= partners.len() {
+        // A node slow as a whole is judged as a whole again: the median of its second-pass
+        // links against the line that flagged it. A host whose every link is a third of the
+        // others' (small socket buffers, a throttled CPU) stays above the per-link line where
+        // links among good nodes spread widely, but not above the nodes' line.
+        // The line is drawn relative to the control pairs measured beside the suspects in the
+        // same rounds (pairs of good nodes filling the rounds), which met the same load; without
+        // them, relative to the first pass's median node.
+        let again: Vec<f64> = ev.iter().map(|e| e.gbps).collect();
+        let slow_node = analysis.slow_nodes.iter().any(|n| n.rank == s);
+        let controls: Vec<f64> = second
+            .iter()
+            .filter(|l| plan.good.contains(&l.src) && plan.good.contains(&l.dst))
+            .filter(|l| !plan.pairs.contains(&(l.src.min(l.dst), l.src.max(l.dst))))
+            .map(|l| l.gbps)
+            .collect();
+        let base = if controls.len() >= 2 {
+            median(&controls)
+        } else {
+            analysis.node_median_gbps
+        };
+        let line = if analysis.node_median_gbps > 0.0 {
+            base * analysis.node_threshold_gbps / analysis.node_median_gbps
+        } else {
+            0.0
+        };
+        // Judged as a whole, a node must also be well below the rest both times: on hosts that
+        // share CPUs, a node's links swing by a fifth from round to round.
+        let first_ratio = analysis
+            .slow_nodes
+            .iter()
+            .find(|n| n.rank == s)
+            .map_or(1.0, |n| n.ratio_to_median);
+        let whole = slow_node
+            && !again.is_empty()
+            && median(&again) < line.min(NODE_DROP * base)
+            && first_ratio < NODE_DROP;
+        // Slow with at least half of its good partners, and with two of them when it has two
+        // or more: one partner's bad moment must not make a bad node.
+        let by_partners = 2 * slow_with >= partners.len() && slow_with >= partners.len().min(2);
+        if !partners.is_empty() && (by_partners || whole) {
             bad_nodes.push(s);
+            let why = if by_partners {
+                format!(
+                    "slow with {slow_with} of {} nodes that passed every pair: the node (its \
+                     NIC, port, cable or host) is bad",
+                    partners.len()
+                )
+            } else {
+                format!(
+                    "slow again with the {} nodes that passed every pair: its links' median {:.3} \
+                     Gb/s is below the line of {line:.3} Gb/s drawn from {}, so the node (its \
+                     NIC, port, cable, socket buffers or host) is bad",
+                    partners.len(),
+                    median(&again),
+                    if controls.len() >= 2 {
+                        "pairs of good nodes measured beside it"
+                    } else {
+                        "the nodes' median"
+                    }
+                )
+            };
             out.push(Culprit {
                 kind: CulpritKind::Node,
                 ranks: vec![s],
                 hosts: vec![host(s)],
-                why: format!(
-                    "slow with {slow_with} of {} nodes that passed every pair: the node (its NIC, \
-                     port, cable or host) is bad",
-                    partners.len()
-                ),
+                why,
                 evidence: ev,
+                causes: Vec::new(),
             });
         } else if analysis.slow_nodes.iter().any(|n| n.rank == s) {
             out.push(Culprit {
@@ -378,6 +449,7 @@ pub fn isolation_verdicts(
                     partners.len()
                 ),
                 evidence: ev,
+                causes: Vec::new(),
             });
         }
     }
@@ -432,6 +504,7 @@ pub fn isolation_verdicts(
             hosts: vec![host(a), host(b)],
             why,
             evidence: ev,
+            causes: Vec::new(),
         });
     }
     out

@@ -51,6 +51,18 @@ const JUNIPER_GID: Source = Source {
     title: "Juniper JVD: NCCL 2.21+ selects the GID index automatically (NCCL_IB_GID_INDEX=-1)",
     url: "https://www.juniper.net/documentation/us/en/software/jvd/jvd-ai-dc-evpn-multitenancy/appendix_d_how_to_run_nccl_tests_using_autoconfigured_ipv6_address.html",
 };
+const RXE_QUERY_PORT_SRC: Source = Source {
+    title: "Linux source: rxe_query_port takes the port's speed and width from ib_get_eth_speed, i.e. the netdev's ethtool speed (drivers/infiniband/sw/rxe/rxe_verbs.c)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/infiniband/sw/rxe/rxe_verbs.c",
+};
+const IB_GET_ETH_SPEED_SRC: Source = Source {
+    title: "Linux source: ib_get_eth_speed maps an Ethernet netdev's link speed to an IB speed and width (drivers/infiniband/core/verbs.c)",
+    url: "https://github.com/torvalds/linux/blob/master/drivers/infiniband/core/verbs.c",
+};
+const PMTUD_BLACK_HOLES: Source = Source {
+    title: "RFC 2923: TCP Problems with Path MTU Discovery (black holes: routers that drop large packets without the ICMP that would say so)",
+    url: "https://datatracker.ietf.org/doc/html/rfc2923",
+};
 const MEMLOCK_ISSUE: Source = Source {
     title: "NVIDIA/nccl-tests#206: ibv_reg_mr_iova2 failed, Cannot allocate memory (ulimit -l was 8192)",
     url: "https://github.com/NVIDIA/nccl-tests/issues/206",
@@ -347,6 +359,28 @@ pub static RULES: &[Rule] = &[
         sources: &[KERNEL_IB_ABI, NCCL_ENV],
     },
     Rule {
+        id: "FAB-PORT-005",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "RDMA port below the rate or width of its model on the other nodes",
+        checks: "Every ACTIVE hardware port (not software, not iWARP, not EFA, whose driver reports one fixed rate) against the ports of the same model (chip and board, as FAB-PORT-003 groups them) on all the job's nodes: a port whose rate in Gb/s is below the model's most common rate (the highest on a tie, so that of two nodes the slower is named) is named with its node, and with the lanes (`1X` of `4X`) or lane speed (`EDR` instead of `NDR`) that fell short. Needs the model on two nodes or more.",
+        why: "A port that trained below its peers (failed lanes, a wrong cable or transceiver, a switch port forced to a lower speed) runs every collective of the job at its pace; a node whose only port degraded has no second port to compare with (FAB-PORT-003, FAB-PORT-004), but its peers are the reference. Warning: the job runs, slower. FAB-X-005 says the node's rates differ; this names the port and what fell short.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/rate on each node, with hca_type and board_id for the model.",
+        fix: "Reseat or replace the cable or transceiver of the named port and check its switch port (`mlxlink -d <dev> -p <port>` shows lanes, speed and errors); the port should train at its peers' rate.",
+        sources: &[KERNEL_IB_ABI],
+    },
+    Rule {
+        id: "FAB-PORT-006",
+        severity: Severity::Info,
+        scope: Scope::Node,
+        title: "Software RDMA device: its rate and width cannot be judged",
+        checks: "An ACTIVE port of a software RDMA device (Soft-RoCE `rxe*`, Soft-iWARP `siw*`). Info, once per port, so that rate rules and rate expectations, which skip software devices, are not read as passed.",
+        why: "Soft-RoCE takes its port's speed and width from the netdev beneath it (`ib_get_eth_speed`, the ethtool speed that a veth or virtio NIC invents: a veth always says 10 Gb/s); Soft-iWARP reports a constant. Neither is a trained link, so a rate below expectations or below the peers' says nothing, and a rate at expectations proves nothing.",
+        evidence: "/sys/class/infiniband/<dev>/ports/<n>/rate of the software device, and its netdev.",
+        fix: "Judge the port by what it carries: `fabrik bench p2p --transport rdma` or `fabrik cluster matrix --transport rdma` against a peer, and the netdev's own link (`ethtool <netdev>`).",
+        sources: &[RXE_QUERY_PORT_SRC, IB_GET_ETH_SPEED_SRC],
+    },
+    Rule {
         id: "FAB-DATA-001",
         severity: Severity::Warning,
         scope: Scope::Node,
@@ -433,6 +467,17 @@ pub static RULES: &[Rule] = &[
         evidence: "/sys/class/net/<netdev>/mtu, active_mtu from `ibv_devinfo -v`.",
         fix: "MTU 9000 on RoCE netdevs and switch ports; IB MTU 4096 in the SM partition configuration.",
         sources: &[ROCE_MTU_BLOG],
+    },
+    Rule {
+        id: "FAB-MTU-002",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "MTU of NCCL's socket interfaces differs across nodes",
+        checks: "Per node, the MTUs of the interfaces NCCL's socket code picks without NCCL_SOCKET_IFNAME (`ncclFindInterfaces`: `ib*` first, then any but docker*, lo* and virbr*, running and addressed; the bootstrap uses the first, the socket transport all of them). Interface names differ between nodes, so the MTUs alone are compared; nodes outside the majority are named, every node on a tie.",
+        why: "NCCL's bootstrap and its socket transport (and RoCE over the same netdevs) carry the job between these interfaces. A host whose MTU is above its peers' and the switch's sends frames that are dropped on the way: TCP negotiates its segment size around it, but UDP, RoCE and anything with don't-fragment set vanish without the ICMP that would tell the sender (RFC 2923's black hole); a host below its peers fragments or shrinks every transfer. Warning: TCP-based traffic still runs; `fabrik cluster matrix` probes the path MTU of every pair to show which paths drop what.",
+        evidence: "/sys/class/net/<interface>/mtu of each node's socket interfaces.",
+        fix: "Give the interfaces that carry the job's traffic one MTU on every node and on the switch ports between them (`ip link set <if> mtu <mtu>`, and the netplan, NetworkManager or ifupdown file that sets it at boot).",
+        sources: &[NCCL_SOCKET_SRC, NCCL_OS_LINUX_SRC, PMTUD_BLACK_HOLES],
     },
     Rule {
         id: "FAB-QOS-001",
@@ -736,7 +781,7 @@ pub static RULES: &[Rule] = &[
         severity: Severity::Warning,
         scope: Scope::Cluster,
         title: "Kernel versions differ across nodes",
-        checks: "/proc/sys/kernel/osrelease per node; nodes outside the majority are named.",
+        checks: "The kernel release per node, from /proc/sys/kernel/osrelease or, where a snapshot or container holds only that, the banner of /proc/version; nodes outside the majority are named.",
         why: "RDMA, peer-memory and GPU drivers are built per kernel; a drifted node behaves differently and is a common cause of one-node-slow jobs. Warning: the job runs; what differs is speed or a bug that may or may not bite.",
         evidence: "Each node's kernel release.",
         fix: "Reimage or update the odd node to the cluster's kernel.",

@@ -39,6 +39,10 @@ pub const SUBNETS: &str = "FAB-X-009";
 pub const LINK_LAYER: &str = "FAB-X-010";
 /// Rule id of "Neighbour (ARP) table smaller than the job's on-link peers".
 pub const NEIGHBOURS: &str = "FAB-X-011";
+/// Rule id of "MTU of NCCL's socket interfaces differs across nodes".
+pub const SOCKET_MTU: &str = "FAB-MTU-002";
+/// Rule id of "RDMA port below the rate or width of its model on the other nodes".
+pub const PORT_BELOW_PEERS: &str = "FAB-PORT-005";
 
 /// A node and the name the report gives it (hostname, or the root directory).
 #[derive(Debug, Clone)]
@@ -137,7 +141,7 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
             .collect()
     };
     let mut out = vec![];
-    out.extend(drift(Drift { rule: KERNEL, severity: Severity::Warning, what: "kernel", path: "/proc/sys/kernel/osrelease",
+    out.extend(drift(Drift { rule: KERNEL, severity: Severity::Warning, what: "kernel", path: "/proc/sys/kernel/osrelease (or /proc/version)",
         fix: "Run the same kernel on every node of a job (RDMA and GPU drivers are built against it)." },
         per(&|n| n.os.kernel.clone())));
     out.extend(drift(Drift { rule: NVIDIA_DRIVER, severity: Severity::Warning, what: "NVIDIA driver", path: "/proc/driver/nvidia/version",
@@ -243,6 +247,134 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         }));
     out.extend(subnets.into_iter().map(|f| unroutable(f, nodes)));
     out.extend(neighbour_tables(nodes));
+    out.extend(drift(
+        Drift {
+            rule: SOCKET_MTU,
+            severity: Severity::Warning,
+            what: "MTU of the interfaces NCCL's bootstrap and socket transport use",
+            path: "/sys/class/net/<interface>/mtu",
+            fix: "Give the interfaces that carry the job's traffic one MTU on every node and on the switch ports between them (`ip link set <if> mtu <mtu>`, and the netplan, NetworkManager or ifupdown file that sets it at boot); `fabrik cluster matrix` probes the path MTU between every pair.",
+        },
+        per(&socket_mtus),
+    ));
+    out.extend(ports_below_peers(nodes));
+    out
+}
+
+/// The MTUs of the interfaces NCCL's socket code would pick on a node without
+/// `NCCL_SOCKET_IFNAME` (its bootstrap uses the first, its socket transport all of them):
+/// `9000`, or `1500, 9000` for several. Names differ from node to node, so only the MTUs are
+/// compared. `None` when no interface qualifies or an MTU is unknown.
+fn socket_mtus(n: &Node) -> Option<String> {
+    let choice = crate::socket::default_choice(n)?;
+    if choice
+        .interfaces
+        .iter()
+        .any(|i| i.kind == fabrik_model::NetKind::Loopback)
+    {
+        return None;
+    }
+    let mtus: Option<Vec<String>> = choice
+        .interfaces
+        .iter()
+        .map(|i| i.mtu.map(|m| m.to_string()))
+        .collect();
+    let mut mtus = mtus?;
+    mtus.sort_by_key(|m| m.parse::<u32>().unwrap_or(0));
+    mtus.dedup();
+    (!mtus.is_empty()).then(|| mtus.join(", "))
+}
+
+/// Active hardware ports whose rate is below what most ports of the same model (chip and
+/// board) run at across the job's nodes: a degraded cable or transceiver (fewer lanes, a lower
+/// lane speed) on one node, named by its port. The reference is the most common rate of the
+/// model, the highest on a tie, so a job of two nodes names the slower one.
+fn ports_below_peers(nodes: &[NamedNode]) -> Vec<Finding> {
+    struct Seen<'a> {
+        node: &'a str,
+        dev: &'a fabrik_model::RdmaDevice,
+        port: &'a fabrik_model::Port,
+        rate: &'a fabrik_model::LinkRate,
+        gbps: f64,
+    }
+    let mut by_model: BTreeMap<String, Vec<Seen<'_>>> = BTreeMap::new();
+    for n in nodes {
+        for (dev, port) in all_ports(&n.node) {
+            // EFA's driver reports one fixed rate (`100 Gb/sec (4X EDR)`), and software devices
+            // their netdev's: neither is a trained link.
+            if dev.is_software() || dev.is_iwarp() || dev.is_efa() || !is_active(port) {
+                continue;
+            }
+            let Some(rate) = &port.rate else { continue };
+            let Some(gbps) = rate.gbps else { continue };
+            by_model.entry(model_key(dev)).or_default().push(Seen {
+                node: &n.name,
+                dev,
+                port,
+                rate,
+                gbps,
+            });
+        }
+    }
+    let mut out = vec![];
+    for (model, ports) in &by_model {
+        let nodes_with: BTreeSet<&str> = ports.iter().map(|p| p.node).collect();
+        if nodes_with.len() < 2 {
+            continue;
+        }
+        let mut counts: BTreeMap<String, (usize, f64, &fabrik_model::LinkRate)> = BTreeMap::new();
+        for p in ports {
+            let e = counts
+                .entry(p.rate.text.clone())
+                .or_insert((0, p.gbps, p.rate));
+            e.0 += 1;
+        }
+        let Some((_, &(most, ref_gbps, reference))) = counts
+            .iter()
+            .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.1 .1.total_cmp(&b.1 .1)))
+        else {
+            continue;
+        };
+        for p in ports.iter().filter(|p| p.gbps < ref_gbps) {
+            let mut what = vec![];
+            if let (Some(w), Some(rw)) = (p.rate.width, reference.width) {
+                if w < rw {
+                    what.push(format!("{w}X of {rw}X lanes trained"));
+                }
+            }
+            if let (Some(s), Some(rs)) = (&p.rate.speed, &reference.speed) {
+                if lane_speed_rank(s) < lane_speed_rank(rs) {
+                    what.push(format!("lanes at {s} instead of {rs}"));
+                }
+            }
+            let detail = if what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", what.join(", "))
+            };
+            out.push(finding(
+                PORT_BELOW_PEERS,
+                Severity::Warning,
+                format!("{}/{}", p.node, port_subject(p.dev, p.port)),
+                format!(
+                    "{} runs at `{}`{detail} where {most} of the job's {} {model} ports run at `{}`: NCCL's rings run at its pace",
+                    port_subject(p.dev, p.port),
+                    p.rate.text,
+                    ports.len(),
+                    reference.text
+                ),
+                vec![ev(format!("{}:{}", p.node, port_path(p.dev, p.port, "rate")), p.rate.text.clone())],
+                format!(
+                    "Reseat or replace the cable or transceiver of {} on {} and check its switch port (`mlxlink -d {} -p {}` shows lanes, speed and errors); the port should train at `{}` like its peers.",
+                    port_subject(p.dev, p.port),
+                    p.node,
+                    p.dev.name,
+                    p.port.number,
+                    reference.text
+                ),
+            ));
+        }
+    }
     out
 }
 
@@ -659,11 +791,19 @@ mod tests {
         let rules: BTreeSet<&str> = f.iter().map(|x| x.rule.as_str()).collect();
         assert_eq!(
             rules,
-            [KERNEL, NVIDIA_DRIVER, FIRMWARE, LINK_RATES]
-                .into_iter()
-                .collect()
+            [
+                KERNEL,
+                NVIDIA_DRIVER,
+                FIRMWARE,
+                LINK_RATES,
+                PORT_BELOW_PEERS
+            ]
+            .into_iter()
+            .collect()
         );
-        assert!(f.iter().all(|x| x.subject == "gpu3"));
+        assert!(f
+            .iter()
+            .all(|x| x.subject == "gpu3" || x.subject == "gpu3/mlx5_0:1"));
         let k = f.iter().find(|x| x.rule == KERNEL).unwrap();
         assert!(k.message.contains(
             "kernel differs: `5.15.0-91-generic` on gpu3, `5.15.0-105-generic` on 3 of 4 nodes"
@@ -814,6 +954,92 @@ mod tests {
             f.iter().find(|x| x.rule == SUBNETS).unwrap().severity,
             Severity::Warning
         );
+    }
+
+    #[test]
+    fn the_host_whose_socket_interface_mtu_differs_is_named() {
+        let mut nodes: Vec<Node> = (1..=4)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        assert!(check(&named(nodes.clone()))
+            .iter()
+            .all(|f| f.rule != SOCKET_MTU));
+        // eth0 carries NCCL's bootstrap on these nodes (no ib* interface); gpu2's is at 9000.
+        nodes[1]
+            .net_interfaces
+            .iter_mut()
+            .find(|i| i.name == "eth0")
+            .unwrap()
+            .mtu = Some(9000);
+        let f = check(&named(nodes.clone()));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == SOCKET_MTU).collect();
+        assert_eq!(x.len(), 1, "{x:#?}");
+        assert_eq!(x[0].subject, "gpu2");
+        assert!(
+            x[0].message
+                .contains("`9000` on gpu2, `1500` on 3 of 4 nodes"),
+            "{}",
+            x[0].message
+        );
+        assert_eq!(x[0].evidence.len(), 4);
+        // An interface NCCL would not pick (down) does not count.
+        nodes[1]
+            .net_interfaces
+            .iter_mut()
+            .find(|i| i.name == "eth0")
+            .unwrap()
+            .mtu = Some(1500);
+        let mut spare = netif(
+            "eth9",
+            fabrik_model::NetKind::Ethernet,
+            Some("10.9.0.2/24"),
+            "down",
+        );
+        spare.mtu = Some(9000);
+        nodes[2].net_interfaces.push(spare);
+        assert!(check(&named(nodes)).iter().all(|f| f.rule != SOCKET_MTU));
+    }
+
+    #[test]
+    fn a_port_below_its_model_on_the_other_nodes_is_named_with_what_fell_short() {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        assert!(check(&named(nodes.clone()))
+            .iter()
+            .all(|f| f.rule != PORT_BELOW_PEERS));
+        // gpu3's mlx5_5 lost three lanes; the node has no other slow port to compare with.
+        nodes[2].rdma_devices[5].ports[0].rate = rate("100 Gb/sec (1X NDR)");
+        let f = check(&named(nodes.clone()));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == PORT_BELOW_PEERS).collect();
+        assert_eq!(x.len(), 1, "{x:#?}");
+        assert_eq!(x[0].subject, "gpu3/mlx5_5:1");
+        assert!(
+            x[0].message.contains("1X of 4X lanes trained")
+                && x[0].message.contains("where 23 of the job's 24"),
+            "{}",
+            x[0].message
+        );
+        // Two nodes, one all at HDR: the slower is named, port by port.
+        let mut two: Vec<Node> = (1..=2).map(|i| healthy_ib_node(&format!("g{i}"))).collect();
+        for d in &mut two[0].rdma_devices {
+            d.ports[0].rate = rate("200 Gb/sec (4X HDR)");
+        }
+        let f = check(&named(two));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == PORT_BELOW_PEERS).collect();
+        assert_eq!(x.len(), 8);
+        assert!(x
+            .iter()
+            .all(|f| f.subject.starts_with("g1/")
+                && f.message.contains("lanes at HDR instead of NDR")));
+        // A software device is never judged by its rate.
+        let mut soft: Vec<Node> = (1..=2).map(|i| healthy_ib_node(&format!("s{i}"))).collect();
+        soft[0].rdma_devices[0].name = "rxe0".into();
+        soft[1].rdma_devices[0].name = "rxe0".into();
+        soft[0].rdma_devices[0].ports[0].rate = rate("10 Gb/sec (1X QDR)");
+        assert!(check(&named(soft))
+            .iter()
+            .all(|f| f.rule != PORT_BELOW_PEERS));
     }
 
     #[test]

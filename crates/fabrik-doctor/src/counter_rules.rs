@@ -454,6 +454,16 @@ fn evidence(path: &str, c: &CounterChange, interval: Option<f64>) -> Evidence {
     )
 }
 
+/// The port counters that count RDMA retransmissions, sequence errors and exhausted retries
+/// (those of FAB-CNT-110 and FAB-CNT-111): what a pair test over RDMA reads as its loss.
+pub fn retransmission_counters() -> Vec<(Source, &'static str)> {
+    PORT_RULES
+        .iter()
+        .filter(|r| matches!(r.id, "FAB-CNT-110" | "FAB-CNT-111"))
+        .flat_map(|r| r.counters.iter().copied())
+        .collect()
+}
+
 /// Every rule id this module can emit, for docs and tests.
 pub fn rule_ids() -> Vec<&'static str> {
     RULES.iter().map(|r| r.id).collect()

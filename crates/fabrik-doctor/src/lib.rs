@@ -50,6 +50,7 @@ const NODE_RULES: &[NodeRule] = {
         (ports::phys_state, &[PortState]),
         (ports::below_capable, &[PortState, PortRate]),
         (ports::mixed_rates, &[PortState, PortRate]),
+        (ports::software_rate, &[PortState, PortRate]),
         (ports::unknown_values, &[]),
         (ports::unreadable, &[]),
         (pci::pcie_link, &[PciLinks]),

@@ -105,6 +105,121 @@ pub struct PairMatrix {
     /// nodes whose every pair passed, to tell a bad node from a bad link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<Isolation>,
+    /// What each directed link showed beyond its bandwidth (retransmissions, the spread of its
+    /// transfer and round-trip times), first pass and second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<LinkEvidence>,
+    /// The path MTU each rank found towards each partner, probed with don't-fragment set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_mtu: Vec<PathMtu>,
+    /// Pairs that could not be measured (no connection, a transfer that stalled); the matrix
+    /// goes on without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<PairFailure>,
+    /// The verdict: every host or link blamed, once each, with every cause found and why.
+    /// Empty when nothing was found (or the run was too small to judge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub culprits: Vec<Culprit>,
+    /// Seconds from the first round to the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
+}
+
+/// Minimum, median, 90th percentile and maximum of a set of times, in microseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    /// How many times were taken.
+    pub count: u32,
+    /// The shortest.
+    pub min_us: f64,
+    /// The median.
+    pub median_us: f64,
+    /// The 90th percentile (nearest rank).
+    pub p90_us: f64,
+    /// The longest.
+    pub max_us: f64,
+}
+
+/// Packets a sender had to send again while one direction of a pair was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Retransmits {
+    /// Where the counts come from: `tcp_info` (the sending socket's `tcpi_data_segs_out` and
+    /// `tcpi_total_retrans`) or `rdma` (the device port's retry and sequence-error counters).
+    pub source: String,
+    /// Segments (or packets) sent; `None` when the source does not count them.
+    pub sent: Option<u64>,
+    /// Segments (or packets) retransmitted, or RDMA retry and sequence-error events.
+    pub retransmitted: u64,
+    /// Of those, segments the receiver said it already had (TCP's D-SACK, `tcpi_dsack_dups`):
+    /// retransmissions a late acknowledgement caused, not packets lost. `None` when the kernel
+    /// does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicates: Option<u64>,
+    /// The RDMA counters that moved, by name (empty for TCP).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+/// What one directed link showed besides its bandwidth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LinkEvidence {
+    /// The sending rank.
+    pub src: u32,
+    /// The receiving rank.
+    pub dst: u32,
+    /// `matrix` (the first pass) or `second`.
+    pub pass: String,
+    /// Time of each timed transfer as the receiver saw it complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<Spread>,
+    /// Half round trips of the one-byte ping-pong (measured by the lower rank, the same on both
+    /// directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Spread>,
+    /// Retransmissions while `src` sent to `dst`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<Retransmits>,
+    /// The transfer was cut short at the pair's time budget: the bandwidth is what arrived by
+    /// then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
+}
+
+/// The path MTU `src` found towards `dst`: UDP datagrams sent with don't-fragment set, the
+/// largest that `dst` echoed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PathMtu {
+    /// The probing rank.
+    pub src: u32,
+    /// The echoing rank.
+    pub dst: u32,
+    /// The MTU of `src`'s route to `dst` (its interface's, unless the kernel learnt less).
+    pub local_mtu: u32,
+    /// `src`'s interface towards `dst`, when it could be named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// The largest packet (IP header included) that reached `dst` and came back; `None` when
+    /// no probe came back at all.
+    pub path_mtu: Option<u32>,
+    /// Probe datagrams sent.
+    pub probes: u32,
+}
+
+/// A pair the matrix could not measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairFailure {
+    /// The lower rank.
+    pub a: u32,
+    /// The higher rank.
+    pub b: u32,
+    /// `matrix` or `second`.
+    pub pass: String,
+    /// The round it failed in.
+    pub round: u32,
+    /// What was being done: `connecting`, `path MTU`, `a -> b`, `b -> a`, `latency`.
+    pub stage: String,
+    /// The error, as each end saw it (the lower rank's first).
+    pub errors: Vec<String>,
 }
 
 /// The second pass over the suspects of a pair matrix.
@@ -139,6 +254,25 @@ pub enum CulpritKind {
     Undecided,
 }
 
+/// What a culprit did wrong.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Its bandwidth is far below its peers'.
+    Bandwidth,
+    /// Its packets are lost: retransmissions (or RDMA retries) well above its peers'.
+    Loss,
+    /// Its round trips take far longer than its peers'.
+    Latency,
+    /// Its MTU differs from its peers', or a path drops packets its interfaces allow (a black
+    /// hole).
+    Mtu,
+    /// Pairs with it could not be measured at all (no connection, or a transfer that stalled).
+    Unreachable,
+}
+
 /// One verdict of the second pass, with the measurements it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Culprit {
@@ -152,6 +286,10 @@ pub struct Culprit {
     pub why: String,
     /// The directed measurements the verdict rests on, first pass then second.
     pub evidence: Vec<PairEvidence>,
+    /// What it did wrong (several when one host shows several faults); empty in a second
+    /// pass's own verdicts, which judge bandwidth alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
 }
 
 /// One directed measurement a verdict rests on.

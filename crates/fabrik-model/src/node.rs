@@ -113,7 +113,8 @@ impl Node {
 /// Kernel and distribution of a node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OsInfo {
-    /// `/proc/sys/kernel/osrelease`, e.g. `6.1.0-26-amd64`.
+    /// The kernel release, e.g. `6.1.0-26-amd64`: `/proc/sys/kernel/osrelease`, else the release
+    /// in `/proc/version`'s banner.
     pub kernel: Option<String>,
     /// `/proc/cmdline` as written.
     pub kernel_cmdline: Option<String>,

@@ -188,7 +188,9 @@ mod tests {
         // The kernel parses the request before it looks at the driver: a malformed one would
         // be EINVAL. `lo` has no dcbnl_ops (EOPNOTSUPP); a name that is no netdev is ENODEV.
         match read_dcb("lo", Duration::from_secs(2)) {
-            Err(DcbReadError::Reply(DcbError::Errno(e))) => assert_eq!(e, fabrik_parse::formats::dcb::EOPNOTSUPP),
+            Err(DcbReadError::Reply(DcbError::Errno(e))) => {
+                assert_eq!(e, fabrik_parse::formats::dcb::EOPNOTSUPP)
+            }
             other => panic!("lo: {other:?}"),
         }
         match read_dcb("fabrik-none0", Duration::from_secs(2)) {

@@ -6,7 +6,7 @@ use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInf
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
 use fabrik_parse::formats::{
-    Format, IommuCmdline, NvidiaVersion, OfedInfo, OsRelease, ProcLimits, ProcModules,
+    Format, IommuCmdline, NvidiaVersion, OfedInfo, OsRelease, ProcLimits, ProcModules, ProcVersion,
 };
 
 /// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
@@ -51,10 +51,36 @@ pub fn os_info(fs: &mut RootFs) -> OsInfo {
         .and_then(|t| OsRelease::parse(&t))
         .and_then(|m| m.get("PRETTY_NAME").cloned());
     OsInfo {
-        kernel: fs.attr("/proc/sys/kernel/osrelease"),
+        kernel: kernel_release(fs),
         kernel_cmdline: fs.attr("/proc/cmdline"),
         distro,
         virtualized: virtualized(fs),
+    }
+}
+
+/// The kernel release from every source the root has: `/proc/sys/kernel/osrelease`, then the
+/// banner in `/proc/version` (a snapshot or a container's `/proc` may hold only one of them).
+/// Both are read when both exist, so a snapshot keeps both; when they disagree the release file
+/// wins, with a warning.
+fn kernel_release(fs: &mut RootFs) -> Option<String> {
+    let osrelease = fs.attr_opt("/proc/sys/kernel/osrelease");
+    let banner = fs.text_opt("/proc/version");
+    let from_banner = banner.as_deref().and_then(ProcVersion::parse);
+    if banner.is_some() && from_banner.is_none() {
+        fs.warn("/proc/version", "no `Linux version RELEASE` banner");
+    }
+    match (osrelease, from_banner) {
+        (Some(r), Some(b)) if r != b => {
+            fs.warn(
+                "/proc/version",
+                format!("names kernel {b} where /proc/sys/kernel/osrelease says {r}"),
+            );
+            Some(r)
+        }
+        (Some(r), _) => Some(r),
+        (None, Some(b)) => Some(b),
+        // Neither: said as it always was, about the release file.
+        (None, None) => fs.attr("/proc/sys/kernel/osrelease"),
     }
 }
 

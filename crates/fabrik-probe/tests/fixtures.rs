@@ -467,3 +467,32 @@ fn probe_nics_reads_the_nics_alone() {
         );
     }
 }
+
+#[test]
+fn the_kernel_is_read_from_proc_version_when_the_release_file_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A root is a node when it has a sysfs.
+    std::fs::create_dir_all(root.join("sys/class")).unwrap();
+    std::fs::create_dir_all(root.join("proc/sys/kernel")).unwrap();
+    let banner = "Linux version 6.1.0-26-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.112-1 (2024-09-30)\n";
+    std::fs::write(root.join("proc/version"), banner).unwrap();
+    let n = fabrik_probe::probe(root).unwrap();
+    assert_eq!(n.os.kernel.as_deref(), Some("6.1.0-26-amd64"));
+    assert!(
+        !n.warnings.iter().any(|w| w.path.contains("kernel")),
+        "{:?}",
+        n.warnings
+    );
+    // Both: the release file wins, and a disagreement is said.
+    std::fs::write(root.join("proc/sys/kernel/osrelease"), "6.1.0-28-amd64\n").unwrap();
+    let n = fabrik_probe::probe(root).unwrap();
+    assert_eq!(n.os.kernel.as_deref(), Some("6.1.0-28-amd64"));
+    assert!(
+        n.warnings
+            .iter()
+            .any(|w| w.path == "/proc/version" && w.message.contains("6.1.0-26-amd64")),
+        "{:?}",
+        n.warnings
+    );
+}

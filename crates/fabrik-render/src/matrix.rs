@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use fabrik_model::{CulpritKind, Isolation, LinkMeasurement, MatrixAnalysis, PairMatrix};
+use fabrik_model::{Cause, CulpritKind, Isolation, LinkMeasurement, MatrixAnalysis, PairMatrix};
 
 /// The whole matrix report; `rdma` describes the RDMA device when the run used one.
 pub fn text(m: &PairMatrix, rdma: Option<&str>) -> String {
@@ -63,7 +63,123 @@ pub fn text(m: &PairMatrix, rdma: Option<&str>) -> String {
     if let Some(iso) = &m.isolation {
         out.push_str(&isolation(iso));
     }
+    out.push_str(&evidence(m));
+    out.push_str(&culprits(m));
     out
+}
+
+/// Pairs that could not be measured, paths whose MTU is below their interfaces', and links
+/// that retransmitted: the evidence beyond bandwidth, one line each.
+fn evidence(m: &PairMatrix) -> String {
+    let mut s = String::new();
+    for f in &m.failures {
+        let _ = writeln!(
+            s,
+            "FAILED PAIR rank {} ({}) <-> rank {} ({}), {} pass, at {}: {}",
+            f.a,
+            host(m, f.a),
+            f.b,
+            host(m, f.b),
+            f.pass,
+            f.stage,
+            f.errors.join("; ")
+        );
+    }
+    for p in &m.path_mtu {
+        match p.path_mtu {
+            Some(path) if path < p.local_mtu => {
+                let _ = writeln!(
+                    s,
+                    "PATH MTU rank {} -> rank {}: {path} bytes reach it, the interface{} allows {}",
+                    p.src,
+                    p.dst,
+                    p.interface
+                        .as_deref()
+                        .map(|i| format!(" {i}"))
+                        .unwrap_or_default(),
+                    p.local_mtu
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "PATH MTU rank {} -> rank {}: no probe came back ({} sent)",
+                    p.src, p.dst, p.probes
+                );
+            }
+            _ => {}
+        }
+    }
+    if !m.path_mtu.is_empty() && m.path_mtu.iter().all(|p| p.path_mtu == Some(p.local_mtu)) {
+        let mut mtus: Vec<u32> = m.path_mtu.iter().map(|p| p.local_mtu).collect();
+        mtus.sort_unstable();
+        mtus.dedup();
+        let list: Vec<String> = mtus.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            s,
+            "# path MTU: every probe reached its interface's MTU ({})",
+            list.join(", ")
+        );
+    }
+    for e in m.evidence.iter().filter(|e| e.pass == "matrix") {
+        let Some(r) = &e.retransmits else { continue };
+        let lost = r.retransmitted.saturating_sub(r.duplicates.unwrap_or(0));
+        if lost == 0 {
+            continue;
+        }
+        let share = r
+            .sent
+            .filter(|&n| n > 0)
+            .map(|n| format!(" of {n} ({:.2} %)", lost as f64 * 100.0 / n as f64))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "# retransmitted rank {} -> rank {}: {lost}{share} ({})",
+            e.src, e.dst, r.source
+        );
+    }
+    s
+}
+
+/// The verdict: one line per culprit, its causes and why; the time it took.
+fn culprits(m: &PairMatrix) -> String {
+    let mut s = String::new();
+    for c in &m.culprits {
+        let causes: Vec<&str> = c
+            .causes
+            .iter()
+            .map(|c| match c {
+                Cause::Bandwidth => "bandwidth",
+                Cause::Loss => "loss",
+                Cause::Latency => "latency",
+                Cause::Mtu => "MTU",
+                Cause::Unreachable => "unreachable",
+            })
+            .collect();
+        let who = match c.kind {
+            CulpritKind::Node => format!("HOST {}", c.hosts.join(", ")),
+            CulpritKind::Link => format!("LINK {}", c.hosts.join(" <-> ")),
+            CulpritKind::NotReproduced => "NOT REPRODUCED".to_string(),
+            CulpritKind::Undecided => "UNDECIDED".to_string(),
+        };
+        let _ = writeln!(s, "CULPRIT {who} [{}]: {}", causes.join(", "), c.why);
+    }
+    if let Some(secs) = m.elapsed_s {
+        let _ = writeln!(
+            s,
+            "# verdict in {secs:.1} s: {}",
+            if m.culprits.is_empty() {
+                "no culprit".to_string()
+            } else {
+                crate::plural(m.culprits.len() as u64, "culprit", "culprits")
+            }
+        );
+    }
+    s
+}
+
+fn host(m: &PairMatrix, r: u32) -> &str {
+    m.hosts.get(r as usize).map_or("?", String::as_str)
 }
 
 /// The second pass as text: what it measured, then one line per verdict and its evidence.
@@ -140,7 +256,7 @@ fn grid(links: &[LinkMeasurement], analysis: &MatrixAnalysis, ranks: u32) -> Str
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use fabrik_model::{Culprit, PairEvidence};
+    use fabrik_model::{Culprit, PairEvidence, PairFailure, PathMtu, Retransmits};
 
     /// Three ranks at 10 Gb/s but for rank 2's link to rank 0.
     fn matrix() -> PairMatrix {
@@ -188,6 +304,7 @@ mod tests {
                     pass: "second".into(),
                     slow: true,
                 }],
+                causes: vec![],
             }],
         });
         let t = text(&m, None);
@@ -197,5 +314,80 @@ mod tests {
              slow below 5.000 Gb/s\nBAD NODE rank 2 (node2): slow with 2 of 2 good nodes\n  \
              rank 2 -> rank 0: 0.500 Gb/s (second, slow)\n"
         ));
+    }
+
+    #[test]
+    fn failures_short_paths_retransmissions_and_culprits_are_said() {
+        let mut m = matrix();
+        m.failures = vec![PairFailure {
+            a: 1,
+            b: 2,
+            pass: "matrix".into(),
+            round: 1,
+            stage: "1 -> 2".into(),
+            errors: vec!["rank 1: sending: timed out".into()],
+        }];
+        m.path_mtu = vec![
+            PathMtu {
+                src: 1,
+                dst: 2,
+                local_mtu: 1500,
+                interface: Some("eth0".into()),
+                path_mtu: Some(1400),
+                probes: 56,
+            },
+            PathMtu {
+                src: 0,
+                dst: 1,
+                local_mtu: 1500,
+                interface: None,
+                path_mtu: Some(1500),
+                probes: 2,
+            },
+        ];
+        m.evidence = vec![fabrik_model::LinkEvidence {
+            src: 0,
+            dst: 2,
+            pass: "matrix".into(),
+            transfers: None,
+            latency: None,
+            retransmits: Some(Retransmits {
+                source: "tcp_info".into(),
+                sent: Some(1000),
+                retransmitted: 35,
+                duplicates: Some(5),
+                counters: Default::default(),
+            }),
+            cut_short: false,
+        }];
+        m.culprits = vec![Culprit {
+            kind: CulpritKind::Node,
+            ranks: vec![2],
+            hosts: vec!["node2".into()],
+            why: "node2: packet loss on 2 of its 2 pairs".into(),
+            evidence: vec![],
+            causes: vec![Cause::Loss, Cause::Mtu],
+        }];
+        m.elapsed_s = Some(3.25);
+        let t = text(&m, None);
+        assert!(t.contains(
+            "FAILED PAIR rank 1 (node1) <-> rank 2 (node2), matrix pass, at 1 -> 2: rank 1: sending: timed out\n"
+        ), "{t}");
+        assert!(
+            t.contains(
+                "PATH MTU rank 1 -> rank 2: 1400 bytes reach it, the interface eth0 allows 1500\n"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("PATH MTU rank 0 -> rank 1"), "{t}");
+        assert!(
+            t.contains("# retransmitted rank 0 -> rank 2: 30 of 1000 (3.00 %) (tcp_info)\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("CULPRIT HOST node2 [loss, MTU]: node2: packet loss on 2 of its 2 pairs\n"),
+            "{t}"
+        );
+        assert!(t.ends_with("# verdict in 3.2 s: 1 culprit\n"), "{t}");
     }
 }

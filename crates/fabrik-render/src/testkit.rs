@@ -41,6 +41,11 @@ pub(crate) fn pair_matrix(
         analysis,
         rail: None,
         isolation: None,
+        evidence: vec![],
+        path_mtu: vec![],
+        failures: vec![],
+        culprits: vec![],
+        elapsed_s: None,
     }
 }
 

@@ -36,6 +36,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+pub mod campaign;
 pub mod hostile;
 mod rate;
 pub mod skip;

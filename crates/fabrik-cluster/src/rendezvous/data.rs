@@ -100,11 +100,26 @@ impl Group {
     /// Waits for `peer`'s data connection labelled `tag`; connections for other (peer, tag)
     /// pairs that arrive first are kept for their own call.
     pub fn accept_data(&mut self, peer: u32, tag: u32) -> Result<TcpStream, ClusterError> {
+        self.accept_data_within(peer, tag, self.timeout)
+    }
+
+    /// [`Group::accept_data`] with `limit` instead of the group's timeout, for the wait and for
+    /// every read and write on the stream (a pair test that must end well inside the timeout
+    /// rank 0 allows each round).
+    pub fn accept_data_within(
+        &mut self,
+        peer: u32,
+        tag: u32,
+        limit: Duration,
+    ) -> Result<TcpStream, ClusterError> {
         if let Some(s) = self.stash.remove(&(peer, tag)) {
+            let t = Some(limit.max(Duration::from_millis(1)));
+            let _ = s.set_read_timeout(t);
+            let _ = s.set_write_timeout(t);
             return Ok(s);
         }
         set_nonblocking(&self.listener, true)?;
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Instant::now() + limit;
         loop {
             let stream = match self.listener.accept() {
                 Ok((s, _)) => s,
@@ -114,7 +129,7 @@ impl Group {
                             peer: self.label(peer),
                             why: format!(
                                 "did not open its data connection within {:.0} s",
-                                self.timeout.as_secs_f64()
+                                limit.as_secs_f64()
                             ),
                         });
                     }
@@ -147,7 +162,7 @@ impl Group {
                     continue;
                 }
             };
-            let s = data_stream(&ch, self.timeout)?;
+            let s = data_stream(&ch, limit)?;
             if (hello.rank, hello.tag) == (peer, tag) {
                 return Ok(s);
             }
@@ -189,6 +204,13 @@ pub struct Connector {
 }
 
 impl Connector {
+    /// The same connector with `limit` instead of the group's timeout, for connecting and for
+    /// every read and write on the streams it opens.
+    pub fn within(mut self, limit: Duration) -> Connector {
+        self.timeout = limit;
+        self
+    }
+
     /// Opens an authenticated data connection to `peer`, labelled `tag`; `index` picks which of
     /// the peer's data addresses (NICs) to use.
     pub fn connect_data(

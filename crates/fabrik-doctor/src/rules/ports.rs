@@ -14,6 +14,8 @@ pub const PHYS_STATE: &str = "FAB-PORT-002";
 pub const BELOW_CAPABLE: &str = "FAB-PORT-003";
 /// Rule id of "Active ports of one node at different rates".
 pub const MIXED_RATES: &str = "FAB-PORT-004";
+/// Rule id of "Software RDMA device: its rate and width cannot be judged".
+pub const SOFTWARE_RATE: &str = "FAB-PORT-006";
 /// Rule id of "A value fabrik cannot judge".
 pub const UNKNOWN_VALUE: &str = "FAB-DATA-001";
 /// Rule id of "Files fabrik could not read".
@@ -350,6 +352,37 @@ pub fn mixed_rates(node: &Node) -> Vec<Finding> {
     out
 }
 
+/// Rule [`SOFTWARE_RATE`]: a Soft-RoCE (`rxe`) or Soft-iWARP (`siw`) port reports a rate the
+/// driver makes up (rxe asks its netdev's ethtool speed, which a veth or virtio NIC invents;
+/// siw reports a constant), so neither its rate nor its width says anything about the link.
+/// Said once per active port, so that a rate check that stays silent is not read as a pass.
+pub fn software_rate(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    for (dev, port) in all_ports(node) {
+        if !dev.is_software() || !is_active(port) {
+            continue;
+        }
+        let rate = port.rate.as_ref().map_or("unknown", |r| r.text.as_str());
+        let over = port
+            .netdev
+            .as_deref()
+            .map(|n| format!(" over {n}"))
+            .unwrap_or_default();
+        out.push(finding(
+            SOFTWARE_RATE,
+            Severity::Info,
+            port_subject(dev, port),
+            format!(
+                "{} is a software RDMA device{over}: its rate `{rate}` is what the driver reports for the netdev beneath it, not a trained link, so fabrik cannot judge its rate or width (rate expectations and the rate rules skip it)",
+                dev.name
+            ),
+            vec![ev(port_path(dev, port, "rate"), rate)],
+            "Judge this port by what it carries: `fabrik bench p2p --transport rdma` or `fabrik cluster matrix --transport rdma` against a peer, and the netdev's own link (`ethtool <netdev>`).",
+        ));
+    }
+    out
+}
+
 /// Values this version of fabrik cannot interpret: reported, never judged.
 pub fn unknown_values(node: &Node) -> Vec<Finding> {
     let mut out = vec![];
@@ -433,6 +466,29 @@ mod tests {
         assert!(below_capable(&n).is_empty());
         assert!(mixed_rates(&n).is_empty());
         assert!(unknown_values(&n).is_empty());
+        assert!(software_rate(&n).is_empty());
+    }
+
+    #[test]
+    fn a_software_device_says_its_rate_cannot_be_judged() {
+        let mut n = healthy_roce_node("vm", 1);
+        n.rdma_devices.truncate(1);
+        n.rdma_devices[0].name = "rxe0".into();
+        n.rdma_devices[0].pci = None;
+        n.rdma_devices[0].ports[0].rate = rate("10 Gb/sec (1X FDR10)");
+        let f = software_rate(&n);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].subject, "rxe0:1");
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].message.contains("rate `10 Gb/sec (1X FDR10)`")
+                && f[0].message.contains("cannot judge its rate or width"),
+            "{}",
+            f[0].message
+        );
+        // A port that is not ACTIVE carries nothing to judge either way.
+        n.rdma_devices[0].ports[0].state = state("1: DOWN");
+        assert!(software_rate(&n).is_empty());
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod nvidia;
 mod ofed_info;
 mod os_release;
 mod pci;
+mod proc_version;
 mod rate;
 mod route;
 
@@ -76,6 +77,7 @@ pub use nvlink::NvlinkStatus;
 pub use ofed_info::OfedInfo;
 pub use os_release::OsRelease;
 pub use pci::{is_bdf, normalize_bdf, PciSpeed};
+pub use proc_version::ProcVersion;
 pub use rate::IbRate;
 pub use rocm_topo::RocmTopo;
 pub use route::{ProcRoute, RouteEntry};

@@ -245,7 +245,10 @@ mod tests {
     #[test]
     fn this_machine_decodes_as_lspci_prints_it() {
         let lspci = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .chain([std::path::PathBuf::from("/usr/bin"), std::path::PathBuf::from("/usr/sbin")])
+            .chain([
+                std::path::PathBuf::from("/usr/bin"),
+                std::path::PathBuf::from("/usr/sbin"),
+            ])
             .map(|d| d.join("lspci"))
             .find(|p| p.is_file());
         let Some(lspci) = lspci else {

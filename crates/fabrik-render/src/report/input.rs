@@ -13,7 +13,7 @@ pub enum ReportInput {
     /// A point-to-point run: `bench p2p --format json` or `parse perftest --format json`.
     P2p(Box<P2pReport>),
     /// `cluster matrix --format json`: every pair's bandwidth and the analysis of it.
-    Matrix(PairMatrix),
+    Matrix(Box<PairMatrix>),
     /// `cluster doctor --format json`: the nodes checked and their findings.
     Doctor(ClusterDoctorReport),
     /// `fabrik doctor --format json`: the node names its findings use.
@@ -98,7 +98,7 @@ fn classify_value(name: &str, v: Value) -> Result<Named, ReportError> {
         (ReportInput::P2p(Box::new(r)), f)
     } else if has("links") && has("analysis") {
         let m = serde_json::from_value(v).map_err(|e| bad(format!("bad pair matrix: {e}")))?;
-        (ReportInput::Matrix(m), Vec::new())
+        (ReportInput::Matrix(Box::new(m)), Vec::new())
     } else if has("nodes") && has("findings") && nodes_are_names {
         let f = findings_of(&v, name)?;
         let nodes = v["nodes"]

@@ -54,7 +54,7 @@ fn page_is_self_contained_and_shows_everything() {
             "ag.json",
             ReportInput::Collective(coll("all_gather", ResultSource::Fabrik)),
         ),
-        named("m.json", ReportInput::Matrix(matrix())),
+        named("m.json", ReportInput::Matrix(Box::new(matrix()))),
     ];
     let r = render(&inputs).unwrap();
     assert_eq!(r.plots.len(), 3);
@@ -99,7 +99,7 @@ fn heatmap_red_means_a_reported_slow_link_and_nothing_else() {
     assert!(even.analysis.slow_links.is_empty());
     let svg = heatmap(&even).unwrap().to_uppercase();
     assert!(!svg.contains(red));
-    let page = render(&[named("m.json", ReportInput::Matrix(even))]).unwrap();
+    let page = render(&[named("m.json", ReportInput::Matrix(Box::new(even)))]).unwrap();
     assert!(page.html.contains("No slow links or nodes."));
     assert!(page.html.contains("Verdict: no errors."));
 }

@@ -136,6 +136,10 @@ pub struct MatrixArgs {
     /// (to tell a bad node from a bad link).
     #[arg(long)]
     pub no_second_pass: bool,
+    /// Seconds the whole run may take to its verdict: each pair's transfers are cut short to
+    /// fit (every wait keeps its own limit, an eighth of --timeout).
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<f64>,
     #[command(flatten)]
     pub ranks: RankArgs,
     #[command(flatten)]
@@ -169,7 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
-    use fabrik_cluster::matrix::MatrixConfig;
+    use fabrik_cluster::matrix::{self, MatrixConfig, RunHooks};
     check_transport(&args.transport, "--transport")?;
     let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
@@ -177,35 +181,75 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         iters: args.iters.max(1),
         rail: 0,
         isolate: !args.no_second_pass,
+        deadline: args.deadline.map(Duration::from_secs_f64),
     };
     run_ranked(&args.ranks, |group| {
-        let transport = agree_transport(group, &args.transport, &args.verbs)?;
+        let agreed = agree_transport(group, &args.transport, &args.verbs)?;
+        let transport = match &agreed {
+            Transport::Tcp => matrix::Transport::Tcp,
+            Transport::Rdma(dev) => matrix::Transport::Rdma {
+                device: dev.clone(),
+                pipe: args.verbs.pipe_config(group.timeout())?,
+            },
+        };
         let rails = if args.per_rail {
-            if matches!(transport, Transport::Rdma(_)) {
-                anyhow::bail!("--per-rail runs over TCP only (use --transport tcp)");
-            }
-            Some(rail_count(group)?)
+            matrix::rail_count(group)?
         } else {
-            None
+            1
         };
         let rates = crate::cmd::expect::gather_data_nic_rates(
             group,
-            rails.unwrap_or(1),
+            rails,
             args.expect.is_none() && args.link_gbps.is_none(),
         )?;
-        let mut matrices = Vec::new();
-        for rail in 0..rails.unwrap_or(1) {
-            let cfg = MatrixConfig {
-                rail,
-                ..cfg.clone()
-            };
-            let output = args.output.as_deref().map(|p| match rails {
-                Some(_) => rail_path(p, rail),
-                None => p.to_path_buf(),
-            });
-            let m = one_matrix(group, &args, &cfg, &transport, rails.map(|_| rail), output)?;
-            matrices.extend(m);
+        let is_root = group.rank() == 0;
+        let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
+        let mut progress: Option<(Option<u32>, Progress)> = None;
+        let mut counters = rdma_counters(&agreed);
+        let output = args.output.clone();
+        let per_rail = args.per_rail;
+        let result = matrix::run(
+            group,
+            &cfg,
+            per_rail,
+            &transport,
+            &mut RunHooks {
+                on_round: &mut |rail, k, _| {
+                    if progress.as_ref().is_none_or(|(r, _)| *r != rail) {
+                        let what = match rail {
+                            Some(r) => format!("matrix rail {r}"),
+                            None => "matrix".into(),
+                        };
+                        progress = Some((rail, Progress::new(is_root, &what, "rounds", rounds)));
+                    }
+                    if let Some((_, p)) = &progress {
+                        if k > 0 {
+                            p.done(u64::from(k), "");
+                        }
+                    }
+                },
+                on_rows: &mut |m| {
+                    let path = output.as_deref().map(|p| match m.rail {
+                        Some(rail) if per_rail => matrix::rail_path(p, rail),
+                        _ => p.to_path_buf(),
+                    });
+                    if let Some(path) = path {
+                        if let Err(e) = write_matrix(&path, m) {
+                            eprintln!("fabrik: {e:#}");
+                        }
+                    }
+                },
+                counters: &mut counters,
+            },
+        );
+        if let Some((_, p)) = &progress {
+            if result.is_ok() {
+                p.done(rounds, "");
+            }
+            p.finish();
         }
+        let matrices =
+            result.with_context(|| format!("rank {} in the pair matrix", group.rank()))?;
         if matrices.is_empty() {
             return Ok(ExitCode::SUCCESS);
         }
@@ -227,13 +271,18 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                     pass_line: j.clone(),
                 })
                 .collect();
-            match rails {
-                Some(_) => crate::output::print_json(&serde_json::json!({ "rails": each }))?,
-                None => crate::output::print_json(&each[0])?,
+            if per_rail {
+                crate::output::print_json(&serde_json::json!({ "rails": each }))?;
+            } else {
+                crate::output::print_json(&each[0])?;
             }
         } else {
+            let rdma = match &agreed {
+                Transport::Rdma(dev) => Some(dev.describe()),
+                Transport::Tcp => None,
+            };
             for (m, j) in matrices.iter().zip(&judged) {
-                print_matrix(m, &transport);
+                print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
                 if let Some(j) = j {
                     print!("{}", crate::cmd::expect::links_text(j));
                 }
@@ -243,132 +292,46 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .flatten()
             .any(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
-        let slow = matrices
-            .iter()
-            .any(|m| !m.analysis.slow_links.is_empty() || !m.analysis.slow_nodes.is_empty());
-        Ok(crate::exit::status(below || slow))
+        Ok(crate::exit::status(
+            below || matrices.iter().any(matrix::flagged),
+        ))
     })
 }
 
-/// The rails of a per-rail run: every rank must name the same number of data addresses, one per
-/// rail, so that rail i pairs NIC i of every node.
-fn rail_count(group: &Group) -> anyhow::Result<u32> {
-    let counts: Vec<usize> = group.peers().iter().map(|p| p.data_addrs.len()).collect();
-    let n = counts.iter().copied().min().unwrap_or(0);
-    if counts.iter().any(|&c| c != n) {
-        let list: Vec<String> = counts
-            .iter()
-            .enumerate()
-            .map(|(r, c)| format!("rank {r}: {c}"))
-            .collect();
-        anyhow::bail!(
-            "--per-rail needs the same number of --data-ip addresses on every rank (one per rail); got {}",
-            list.join(", ")
-        );
-    }
-    let max = fabrik_cluster::matrix::MAX_RAILS;
-    if n == 0 || n as u64 > u64::from(max) {
-        anyhow::bail!("--per-rail needs 1 to {max} data addresses per rank, got {n}");
-    }
-    Ok(n as u32)
-}
-
-/// `m.json` for rail 2 is `m-rail2.json`: one pair matrix per file, as `fabrik report` reads.
-fn rail_path(path: &std::path::Path, rail: u32) -> std::path::PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-rail{rail}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-rail{rail}"),
-    };
-    path.with_file_name(name)
-}
-
-/// One matrix (and its second pass) on this rank; rank 0 gets it back. `--output` is rewritten
-/// as rounds finish, and keeps the rows so far with an `aborted:` note when the run fails.
-fn one_matrix(
-    group: &mut Group,
-    args: &MatrixArgs,
-    cfg: &fabrik_cluster::matrix::MatrixConfig,
+/// Over RDMA, the device port's retransmission and sequence-error counters (read from the live
+/// sysfs, as `fabrik top` reads them); nothing over TCP.
+fn rdma_counters(
     transport: &crate::cmd::coll_rdma::Transport,
-    rail: Option<u32>,
-    output: Option<std::path::PathBuf>,
-) -> anyhow::Result<Option<fabrik_model::PairMatrix>> {
-    use crate::cmd::coll_rdma::Transport;
-    use fabrik_cluster::link::Link;
-    use fabrik_cluster::matrix::{rail_stream, run_matrix_over};
-    use fabrik_cluster::rdma_link::pair_link;
-    let is_root = group.rank() == 0;
-    let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
-    let pipe = args.verbs.pipe_config(group.timeout())?;
-    let mut open = |g: &mut Group, peer: u32, tag: u32| -> Result<Box<dyn Link>, _> {
-        Ok(match transport {
-            Transport::Tcp => Box::new(fabrik_cluster::link::TcpLink::new(rail_stream(
-                g, peer, tag, cfg.rail,
-            )?)?),
-            Transport::Rdma(dev) => Box::new(pair_link(g, dev, peer, tag, &pipe)?),
-        })
-    };
-    let what = match rail {
-        Some(r) => format!("matrix rail {r}"),
-        None => "matrix".into(),
-    };
-    let progress = Progress::new(is_root, &what, "rounds", rounds);
-    let mut partial: Option<fabrik_model::PairMatrix> = None;
-    let mut keep = |m: &fabrik_model::PairMatrix| {
-        let mut m = m.clone();
-        m.rail = rail;
-        if let Some(path) = &output {
-            if let Err(e) = write_matrix(path, &m) {
-                eprintln!("fabrik: {e:#}");
-            }
+) -> impl FnMut() -> Option<std::collections::BTreeMap<String, u64>> {
+    let port = match transport {
+        crate::cmd::coll_rdma::Transport::Rdma(dev) => {
+            Some((dev.name().to_string(), u32::from(dev.port())))
         }
-        partial = Some(m);
-    };
-    // Round k starts after a barrier every rank passed, so k rounds are done everywhere.
-    let result = run_matrix_over(
-        group,
-        cfg,
-        transport.name(),
-        &mut open,
-        &mut |k, _| {
-            if k > 0 {
-                progress.done(u64::from(k), "");
-            }
-        },
-        &mut keep,
-    )
-    .with_context(|| format!("rank {} in the pair matrix", group.rank()));
-    if result.is_ok() {
-        progress.done(rounds, "");
-    }
-    progress.finish();
-    if let (Err(e), Some(path), Some(mut m)) = (&result, &output, partial) {
-        let done = m.analysis.note.take();
-        m.analysis.note = Some(format!(
-            "aborted: {e:#}{}",
-            done.map(|d| format!(" ({d})")).unwrap_or_default()
-        ));
-        write_matrix(path, &m)?;
-    }
-    let Some(mut m) = result? else {
-        return Ok(None);
-    };
-    m.rail = rail;
-    if let Some(path) = &output {
-        write_matrix(path, &m)?;
-    }
-    Ok(Some(m))
-}
-
-fn print_matrix(m: &fabrik_model::PairMatrix, transport: &crate::cmd::coll_rdma::Transport) {
-    let rdma = match transport {
-        crate::cmd::coll_rdma::Transport::Rdma(dev) => Some(dev.describe()),
         crate::cmd::coll_rdma::Transport::Tcp => None,
     };
-    print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
+    let names = fabrik_monitor::rules::retransmission_counters();
+    let mut sampler = port.as_ref().map(|_| {
+        fabrik_monitor::read::Sampler::new(
+            std::path::Path::new("/"),
+            fabrik_monitor::read::SampleOptions {
+                all_netdevs: false,
+                ethtool: fabrik_monitor::read::EthtoolMode::Off,
+            },
+        )
+    });
+    move || {
+        let (dev, p) = port.as_ref()?;
+        let sample = sampler.as_mut()?.sample();
+        let ps = sample.port(dev, *p)?;
+        Some(
+            names
+                .iter()
+                .filter_map(|(src, name)| {
+                    Some((name.to_string(), ps.reading(*src, name)?.value()?))
+                })
+                .collect(),
+        )
+    }
 }
 
 fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {

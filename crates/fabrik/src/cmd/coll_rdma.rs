@@ -78,15 +78,6 @@ pub enum Transport {
     Rdma(Arc<PipeDevice>),
 }
 
-impl Transport {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Rdma(_) => "rdma",
-        }
-    }
-}
-
 /// Checks a `--transport` value before any rank starts.
 pub fn check_transport(name: &str, flag: &str) -> anyhow::Result<()> {
     choice(name, flag).map(drop)
