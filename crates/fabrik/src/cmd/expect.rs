@@ -91,11 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         e.to_toml()?
     );
     match &args.output {
-        Some(path) => {
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-        }
+        Some(path) => crate::output::write_atomically(path, text.as_bytes())?,
         None => crate::output::print_text(&text)?,
     }
     Ok(ExitCode::SUCCESS)
