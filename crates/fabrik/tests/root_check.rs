@@ -174,6 +174,10 @@ fn the_exporter_refuses_a_non_node_and_its_healthz_fails_when_the_root_goes() {
             "exporter",
             "--doctor-every",
             "0s",
+            // /healthz answers what the latest sample found: sample often, so the root going
+            // away shows within the poll below.
+            "--sample-every",
+            "200ms",
             "--listen",
             "127.0.0.1:0",
             "--root",
@@ -204,7 +208,14 @@ fn the_exporter_refuses_a_non_node_and_its_healthz_fails_when_the_root_goes() {
     let (code, _) = get(&addr, "/healthz");
     assert_eq!(code, 200);
     std::fs::rename(root.join("sys"), dir.path().join("gone")).unwrap();
-    let (code, body) = get(&addr, "/healthz");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (code, body) = loop {
+        let (code, body) = get(&addr, "/healthz");
+        if code != 200 || Instant::now() > deadline {
+            break (code, body);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(code, 503, "{body}");
