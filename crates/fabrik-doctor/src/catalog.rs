@@ -205,6 +205,10 @@ const KERNEL_NEIGH_SYSCTL: Source = Source {
     title: "Linux kernel: IP sysctl, neigh/default/gc_thresh1-3 (Documentation/networking/ip-sysctl.rst)",
     url: "https://docs.kernel.org/networking/ip-sysctl.html",
 };
+const KERNEL_IP_SYSCTL_TCP: Source = Source {
+    title: "Linux kernel: IP sysctl, tcp_rmem and tcp_wmem (min, default, max; autotuning stays below max) (Documentation/networking/ip-sysctl.rst)",
+    url: "https://docs.kernel.org/networking/ip-sysctl.html",
+};
 const ROCE_MODE: Source = Source {
     title: "NVIDIA MLNX_OFED: default RoCE mode (IB/RoCE v1 vs RoCE v2)",
     url: "https://docs.nvidia.com/networking/display/RHEL94/default-roce-mode-setting.pdf",
@@ -896,6 +900,17 @@ pub static RULES: &[Rule] = &[
         evidence: "gc_thresh3 of the node; the count of peer addresses on its subnets.",
         fix: "Raise gc_thresh1/2/3 on every node above the on-link peer count (the table holds other neighbours too), e.g. with a file in /etc/sysctl.d/.",
         sources: &[KERNEL_NEIGH_SYSCTL],
+    },
+    Rule {
+        id: "FAB-X-014",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "TCP buffer limits differ across nodes",
+        checks: "The largest receive and send buffer a TCP socket may grow to (the third value of /proc/sys/net/ipv4/tcp_rmem and tcp_wmem, read in the network namespace the check runs in) on each node, against the value most nodes have: the node that differs is named.",
+        why: "The kernel autotunes every TCP connection's buffers up to these limits; a node whose limits were lowered (a tuning script, a container's namespace, a copied sysctl.d file) caps the window of every connection NCCL's bootstrap and socket transport open to it. Over a long or busy path that caps the bandwidth of all its peers' connections to it at window / round-trip time, and the job runs at the pace of that node, with no error anywhere.",
+        evidence: "/proc/sys/net/ipv4/tcp_rmem and tcp_wmem of every node.",
+        fix: "Give every node the same TCP buffer limits, at least the kernel's defaults (tcp_rmem max 6 MiB, tcp_wmem max 4 MiB), kept in /etc/sysctl.d/; a container or pod sets them in its own network namespace.",
+        sources: &[KERNEL_IP_SYSCTL_TCP, NCCL_SOCKET_SRC],
     },
     Rule {
         id: "FAB-RDMA-005",

@@ -39,6 +39,8 @@ pub const SUBNETS: &str = "FAB-X-009";
 pub const LINK_LAYER: &str = "FAB-X-010";
 /// Rule id of "Neighbour (ARP) table smaller than the job's on-link peers".
 pub const NEIGHBOURS: &str = "FAB-X-011";
+/// Rule id of "TCP buffer limits differ across nodes".
+pub const TCP_BUFFERS: &str = "FAB-X-014";
 /// Rule id of "MTU of NCCL's socket interfaces differs across nodes".
 pub const SOCKET_MTU: &str = "FAB-MTU-002";
 /// Rule id of "RDMA port below the rate or width of its model on the other nodes".
@@ -257,15 +259,32 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         },
         per(&socket_mtus),
     ));
+    out.extend(drift(
+        Drift {
+            rule: TCP_BUFFERS,
+            severity: Severity::Warning,
+            what: "largest TCP receive / send buffer (net.ipv4.tcp_rmem / tcp_wmem max)",
+            path: "/proc/sys/net/ipv4/tcp_{r,w}mem",
+            fix: "Give every node the same TCP buffer limits (`sysctl -w net.ipv4.tcp_rmem=\"4096 131072 <max>\"` and `tcp_wmem`, kept in /etc/sysctl.d/), at least the kernel's defaults (6 MiB receive, 4 MiB send); a container or pod sets them in its own network namespace.",
+        },
+        per(&tcp_buffer_limits),
+    ));
     out.extend(ports_below_peers(nodes));
     out
+}
+
+/// The largest receive and send buffers a TCP socket may autotune to on a node:
+/// `6291456 / 4194304 bytes`. `None` when either sysctl is unknown.
+fn tcp_buffer_limits(n: &Node) -> Option<String> {
+    let b = n.tcp_buffers?;
+    Some(format!("{} / {} bytes", b.rmem?[2], b.wmem?[2]))
 }
 
 /// The MTUs of the interfaces NCCL's socket code would pick on a node without
 /// `NCCL_SOCKET_IFNAME` (its bootstrap uses the first, its socket transport all of them):
 /// `9000`, or `1500, 9000` for several. Names differ from node to node, so only the MTUs are
 /// compared. `None` when no interface qualifies or an MTU is unknown.
-fn socket_mtus(n: &Node) -> Option<String> {
+pub(crate) fn socket_mtus(n: &Node) -> Option<String> {
     let choice = crate::socket::default_choice(n)?;
     if choice
         .interfaces
@@ -954,6 +973,40 @@ mod tests {
             f.iter().find(|x| x.rule == SUBNETS).unwrap().severity,
             Severity::Warning
         );
+    }
+
+    #[test]
+    fn the_host_whose_tcp_buffers_are_capped_is_named() {
+        let mut nodes: Vec<Node> = (1..=4)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        // Debian's and the kernel's defaults on three nodes, a cap of 8 KiB on the fourth.
+        for n in &mut nodes {
+            n.tcp_buffers = Some(fabrik_model::TcpBuffers {
+                rmem: Some([4096, 131072, 6291456]),
+                wmem: Some([4096, 16384, 4194304]),
+            });
+        }
+        assert!(check(&named(nodes.clone()))
+            .iter()
+            .all(|f| f.rule != TCP_BUFFERS));
+        nodes[3].tcp_buffers = Some(fabrik_model::TcpBuffers {
+            rmem: Some([4096, 8192, 8192]),
+            wmem: Some([4096, 8192, 8192]),
+        });
+        let f = check(&named(nodes.clone()));
+        let x: Vec<&Finding> = f.iter().filter(|x| x.rule == TCP_BUFFERS).collect();
+        assert_eq!(x.len(), 1, "{x:#?}");
+        assert_eq!(x[0].subject, "gpu4");
+        assert!(
+            x[0].message
+                .contains("`8192 / 8192 bytes` on gpu4, `6291456 / 4194304 bytes` on 3 of 4 nodes"),
+            "{}",
+            x[0].message
+        );
+        // A node whose limits are unknown (no /proc/sys in the root) is not a vote.
+        nodes[3].tcp_buffers = None;
+        assert!(check(&named(nodes)).iter().all(|f| f.rule != TCP_BUFFERS));
     }
 
     #[test]

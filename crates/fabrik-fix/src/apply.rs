@@ -110,7 +110,15 @@ impl System for Live {
     fn read_value(&mut self, path: &str) -> io::Result<String> {
         let bytes = self.reader.read(path.trim_start_matches('/'), MAX_FILE)?;
         let text = String::from_utf8_lossy(&bytes);
-        Ok(text.lines().next().unwrap_or("").trim().to_string())
+        // One word, or a vector sysctl's numbers (`4096\t131072\t6291456`) with single spaces,
+        // as plans write them.
+        Ok(text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" "))
     }
 
     fn exists(&mut self, path: &str) -> bool {
@@ -157,13 +165,18 @@ impl System for Live {
 }
 
 /// Runs a command that makes a service re-read a file written (`udevadm control --reload`,
-/// `systemctl enable`): where the program is not installed the service is not there to tell,
-/// and the file takes effect at boot.
+/// `systemctl enable`): where the program is not installed or its service is not running (a
+/// container, a node booted without systemd) there is nothing to tell, and the file takes
+/// effect when the service starts.
 fn notify(sys: &mut dyn System, argv: &[String]) -> Result<(), String> {
-    match argv.first() {
-        Some(p) if !sys.has_program(p) => Ok(()),
-        _ => sys.run(argv).map(|_| ()),
+    let Some(p) = argv.first() else {
+        return Ok(());
+    };
+    let running = fabrik_doctor::remedy::service_marker(p).is_none_or(|m| sys.exists(m));
+    if !sys.has_program(p) || !running {
+        return Ok(());
     }
+    sys.run(argv).map(|_| ())
 }
 
 /// The undo record of one `fix --apply` run.

@@ -156,11 +156,17 @@ fn step_lines(s: &mut String, step: &Step) -> Result<(), Refused> {
         } else {
             let _ = writeln!(body, "if fabrik_file {}; then", words(&args)?);
             for t in &f.then {
-                // Where the program is missing, its service is too: the file acts at boot.
-                let prog = word(t.first().map(String::as_str).unwrap_or(""))?;
+                // Where the program is missing or its service is not running, there is nothing
+                // to tell: the file acts when the service starts.
+                let program = t.first().map(String::as_str).unwrap_or("");
+                let prog = word(program)?;
+                let running = match fabrik_doctor::remedy::service_marker(program) {
+                    Some(m) => format!(" && [ -e \"$fabrik_root\"{} ]", word(m)?),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     body,
-                    "  if command -v {prog} >/dev/null 2>&1; then fabrik_run {}; fi",
+                    "  if command -v {prog} >/dev/null 2>&1{running}; then fabrik_run {}; fi",
                     words(t)?
                 );
             }

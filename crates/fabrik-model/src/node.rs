@@ -45,6 +45,9 @@ pub struct Node {
     /// The limits of the kernel's IPv4 neighbour (ARP) table; `None` when not readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neighbour_limits: Option<NeighbourLimits>,
+    /// The TCP buffer limits of the node's network namespace; `None` when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_buffers: Option<TcpBuffers>,
     /// IOMMU state from the kernel command line and `/sys/kernel/iommu_groups`.
     pub iommu: IommuInfo,
     /// Driver and library versions found.
@@ -177,6 +180,18 @@ pub struct NeighbourLimits {
     pub gc_thresh2: Option<u64>,
     /// `gc_thresh3` (kernel default 1024).
     pub gc_thresh3: Option<u64>,
+}
+
+/// `net.ipv4.tcp_rmem` and `net.ipv4.tcp_wmem`: the minimum, default and maximum bytes of a TCP
+/// socket's receive and send buffers (the kernel's `Documentation/networking/ip-sysctl.rst`),
+/// per network namespace. The maximum bounds what autotuning gives every connection NCCL's
+/// bootstrap and socket transport open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TcpBuffers {
+    /// `tcp_rmem`: min, default, max.
+    pub rmem: Option<[u64; 3]>,
+    /// `tcp_wmem`: min, default, max.
+    pub wmem: Option<[u64; 3]>,
 }
 
 /// `Max locked memory` from `/proc/self/limits` (or the captured limits of a snapshot).

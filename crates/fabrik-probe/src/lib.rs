@@ -197,6 +197,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
     let dev_infiniband = system::dev_infiniband(fs, !rdma_devices.is_empty());
     let memlock = system::memlock(fs);
     let neighbour_limits = system::neighbour_limits(fs);
+    let tcp_buffers = system::tcp_buffers(fs);
     let iommu = system::iommu(fs, os.kernel_cmdline.as_deref());
     let versions = system::versions(fs, &caps);
     let hostname = system::hostname(fs);
@@ -216,6 +217,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         dev_infiniband,
         memlock,
         neighbour_limits,
+        tcp_buffers,
         iommu,
         versions,
         command_captures: caps.names(),

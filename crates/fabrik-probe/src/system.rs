@@ -1,12 +1,15 @@
 //! Host facts: OS, kernel modules, `/dev/infiniband`, memlock, the neighbour table, IOMMU,
 //! versions.
 
-use fabrik_model::{IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInfo, Versions};
+use fabrik_model::{
+    IommuInfo, KernelModule, MemlockLimit, NeighbourLimits, OsInfo, TcpBuffers, Versions,
+};
 
 use crate::captures::Captures;
 use crate::fs::{join, RootFs};
 use fabrik_parse::formats::{
     Format, IommuCmdline, NvidiaVersion, OfedInfo, OsRelease, ProcLimits, ProcModules, ProcVersion,
+    SysctlTriple,
 };
 
 /// Modules that decide whether GPU networking works (RDMA core and drivers, GPUDirect).
@@ -178,6 +181,26 @@ pub fn neighbour_limits(fs: &mut RootFs) -> Option<NeighbourLimits> {
         gc_thresh3: read(3),
     };
     (l != NeighbourLimits::default()).then_some(l)
+}
+
+/// The TCP buffer limits (`net.ipv4.tcp_rmem`, `tcp_wmem`); `None` when neither is readable
+/// (a root without `/proc/sys`). Read in the namespace the probe runs in, as NCCL's sockets get
+/// them.
+pub fn tcp_buffers(fs: &mut RootFs) -> Option<TcpBuffers> {
+    let mut read = |name: &str| {
+        let path = format!("/proc/sys/net/ipv4/{name}");
+        let text = fs.attr_opt(&path)?;
+        let v = SysctlTriple::parse(&text);
+        if v.is_none() {
+            fs.warn(&path, "not three numbers (min default max)");
+        }
+        v
+    };
+    let b = TcpBuffers {
+        rmem: read("tcp_rmem"),
+        wmem: read("tcp_wmem"),
+    };
+    (b != TcpBuffers::default()).then_some(b)
 }
 
 /// IOMMU state from `cmdline` (the kernel command line) and `/sys/kernel/iommu_groups`.

@@ -661,7 +661,15 @@ impl Change {
                 {
                     return Err(bad("sysctl", key));
                 }
-                value("sysctl value", v)
+                // A vector sysctl (`tcp_rmem`: min default max) is numbers and single spaces.
+                let numbers = v.len() <= 64
+                    && v.split(' ')
+                        .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()));
+                if numbers {
+                    Ok(())
+                } else {
+                    value("sysctl value", v)
+                }
             }
             Change::Module { name: m } => {
                 if m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !m.is_empty() {
@@ -702,6 +710,18 @@ impl Change {
                 value("firmware value", v)
             }
         }
+    }
+}
+
+/// The path that exists while the service a `then` command talks to runs: udevd's control
+/// socket (what `udevadm control` connects to), and systemd's runtime directory (`sd_booted(3)`:
+/// systemd is the init). Where it is absent the command would fail and there is nothing to tell:
+/// the file written takes effect when the service starts, at boot.
+pub fn service_marker(program: &str) -> Option<&'static str> {
+    match program {
+        "udevadm" => Some("/run/udev/control"),
+        "systemctl" => Some("/run/systemd/system"),
+        _ => None,
     }
 }
 

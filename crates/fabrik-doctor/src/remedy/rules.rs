@@ -123,6 +123,12 @@ pub static REMEDIES: &[Remedy] = &[
     Remedy { rule: cluster::MTU, class: Class::NeedsDrain,
         summary: "the RoCE netdevs of the odd nodes set to the expected MTU, else the one most nodes have",
         plan: drift_mtu },
+    Remedy { rule: cluster::SOCKET_MTU, class: Class::NeedsDrain,
+        summary: "the interfaces NCCL's sockets use on the odd node set to the MTU most nodes' socket interfaces have (`ip link set dev <if> mtu <mtu>`), kept by a udev rule; with no single majority MTU, manual",
+        plan: drift_socket_mtu },
+    Remedy { rule: cluster::TCP_BUFFERS, class: Class::Automatic,
+        summary: "`sysctl -w net.ipv4.tcp_rmem/tcp_wmem` to the limits most nodes have, on a node whose largest buffers are below them (never lowered), kept in /etc/sysctl.d",
+        plan: tcp_buffers },
     Remedy { rule: cluster::NEIGHBOURS, class: Class::Automatic,
         summary: "`sysctl -w net.ipv4.neigh.default.gc_thresh1/2/3` above the on-link peers (never lowered), kept in /etc/sysctl.d",
         plan: neighbours },
@@ -307,6 +313,82 @@ fn drift_mtu(t: &Target) -> Vec<Planned> {
         });
     }
     out
+}
+
+/// The one MTU most nodes' socket interfaces have (a node whose interfaces carry several MTUs
+/// votes for none); `None` without a single leader.
+fn converge_socket_mtu(nodes: &[NamedNode]) -> Option<u32> {
+    let mut count: BTreeMap<u32, usize> = BTreeMap::new();
+    for n in nodes {
+        if let Some(m) = cluster::socket_mtus(&n.node).and_then(|v| v.parse::<u32>().ok()) {
+            *count.entry(m).or_default() += 1;
+        }
+    }
+    majority(count).map(|(m, _)| m)
+}
+
+/// FAB-MTU-002 on the node it names: each interface NCCL's default socket choice takes on it,
+/// to the MTU the other nodes agree on. Names differ between nodes, so the interfaces are this
+/// node's own, as the rule compared them.
+fn drift_socket_mtu(t: &Target) -> Vec<Planned> {
+    let Some(want) = converge_socket_mtu(t.nodes) else {
+        return vec![];
+    };
+    let Some(choice) = crate::socket::default_choice(&t.node.node) else {
+        return vec![];
+    };
+    choice
+        .interfaces
+        .iter()
+        .filter(|i| i.kind != fabrik_model::NetKind::Loopback)
+        .filter_map(|i| {
+            let now = i.mtu?;
+            (now != want).then(|| {
+                change(
+                    Change::Mtu {
+                        netdev: i.name.clone(),
+                        mtu: want,
+                    },
+                    Some(now.to_string()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// FAB-X-014 on the node it names: `tcp_rmem` and `tcp_wmem` to the (min, default, max) most
+/// nodes have, each only where this node's largest buffer is below theirs: a node with larger
+/// buffers than its peers is not slowed down to match them.
+fn tcp_buffers(t: &Target) -> Vec<Planned> {
+    let mut count: BTreeMap<([u64; 3], [u64; 3]), usize> = BTreeMap::new();
+    for n in t.nodes {
+        if let Some((r, w)) = n.node.tcp_buffers.and_then(|b| Some((b.rmem?, b.wmem?))) {
+            *count.entry((r, w)).or_default() += 1;
+        }
+    }
+    let Some(((rmem, wmem), _)) = majority(count) else {
+        return vec![];
+    };
+    let Some(mine) = t.node.node.tcp_buffers else {
+        return vec![];
+    };
+    let words = |v: [u64; 3]| format!("{} {} {}", v[0], v[1], v[2]);
+    [
+        ("net.ipv4.tcp_rmem", rmem, mine.rmem),
+        ("net.ipv4.tcp_wmem", wmem, mine.wmem),
+    ]
+    .into_iter()
+    .filter(|(_, want, now)| now.is_some_and(|n| n[2] < want[2]))
+    .map(|(key, want, now)| {
+        change(
+            Change::Sysctl {
+                key: key.into(),
+                value: words(want),
+            },
+            now.map(words),
+        )
+    })
+    .collect()
 }
 
 fn no_uverbs(t: &Target) -> Vec<Planned> {
@@ -721,6 +803,133 @@ mod tests {
                 previous: Some("1500".into())
             }]
         );
+    }
+
+    #[test]
+    fn the_odd_nodes_socket_interface_converges_to_the_others_mtu() {
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|i| healthy_ib_node(&format!("gpu{i}")))
+            .collect();
+        let eth0 = |n: &mut Node| {
+            n.net_interfaces
+                .iter_mut()
+                .find(|i| i.name == "eth0")
+                .unwrap()
+                .mtu = Some(9000);
+        };
+        eth0(&mut nodes[0]);
+        eth0(&mut nodes[2]);
+        let nodes = named(nodes);
+        let findings = crate::cluster::check(&nodes);
+        let f = findings
+            .iter()
+            .find(|f| f.rule == cluster::SOCKET_MTU)
+            .unwrap();
+        assert_eq!(f.subject, "gpu2");
+        let t = Target {
+            finding: f,
+            subject: &f.subject,
+            node: &nodes[1],
+            nodes: &nodes,
+            expect: None,
+        };
+        assert_eq!(
+            plan_finding(&t),
+            vec![Planned::Change {
+                change: Change::Mtu {
+                    netdev: "eth0".into(),
+                    mtu: 9000
+                },
+                previous: Some("1500".into())
+            }]
+        );
+        // Two nodes at each MTU: no value to converge to, the sentence stays.
+        let even = named(vec![
+            nodes[0].node.clone(),
+            nodes[1].node.clone(),
+            nodes[2].node.clone(),
+            nodes[1].node.clone(),
+        ]);
+        let t = Target {
+            finding: f,
+            subject: &f.subject,
+            node: &even[1],
+            nodes: &even,
+            expect: None,
+        };
+        assert!(matches!(
+            plan_finding(&t).as_slice(),
+            [Planned::Manual { .. }]
+        ));
+    }
+
+    #[test]
+    fn capped_tcp_buffers_rise_to_the_others_and_larger_ones_stay() {
+        let default = fabrik_model::TcpBuffers {
+            rmem: Some([4096, 131072, 6291456]),
+            wmem: Some([4096, 16384, 4194304]),
+        };
+        let mut nodes: Vec<Node> = (1..=3)
+            .map(|i| {
+                let mut n = healthy_ib_node(&format!("gpu{i}"));
+                n.tcp_buffers = Some(default);
+                n
+            })
+            .collect();
+        nodes[1].tcp_buffers = Some(fabrik_model::TcpBuffers {
+            rmem: Some([4096, 8192, 8192]),
+            wmem: Some([4096, 16384, 4194304]),
+        });
+        let nodes = named(nodes);
+        let findings = crate::cluster::check(&nodes);
+        let f = findings
+            .iter()
+            .find(|f| f.rule == cluster::TCP_BUFFERS)
+            .unwrap();
+        let t = Target {
+            finding: f,
+            subject: &f.subject,
+            node: &nodes[1],
+            nodes: &nodes,
+            expect: None,
+        };
+        let plan = plan_finding(&t);
+        assert_eq!(
+            plan,
+            vec![Planned::Change {
+                change: Change::Sysctl {
+                    key: "net.ipv4.tcp_rmem".into(),
+                    value: "4096 131072 6291456".into()
+                },
+                previous: Some("4096 8192 8192".into())
+            }]
+        );
+        let Planned::Change { change, .. } = &plan[0] else {
+            unreachable!()
+        };
+        change.check().unwrap();
+        // The node with the larger buffers is named by the drift rule too, but not lowered.
+        let mut big = nodes.clone();
+        big[1].node.tcp_buffers = Some(fabrik_model::TcpBuffers {
+            rmem: Some([4096, 131072, 67108864]),
+            wmem: Some([4096, 16384, 4194304]),
+        });
+        let findings = crate::cluster::check(&big);
+        let f = findings
+            .iter()
+            .find(|f| f.rule == cluster::TCP_BUFFERS)
+            .unwrap();
+        let t = Target {
+            finding: f,
+            subject: &f.subject,
+            node: &big[1],
+            nodes: &big,
+            expect: None,
+        };
+        assert!(matches!(
+            plan_finding(&t).as_slice(),
+            [Planned::Manual { .. }]
+        ));
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub mod rocm_topo;
 pub mod show_gids;
 
 pub use addresses::{AddressesFile, IpOAddr};
-pub use attr::{Decimal, DecimalOrHex, NumaNode};
+pub use attr::{Decimal, DecimalOrHex, NumaNode, SysctlTriple};
 pub use cmdline::IommuCmdline;
 pub use dmesg::Dmesg;
 pub use ethtool::{Ethtool, EthtoolStats};

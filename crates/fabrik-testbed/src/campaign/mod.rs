@@ -4,7 +4,7 @@
 //! - [`netns`]: eight hosts as network namespaces; rate limits, loss (iptables' `statistic`
 //!   match: no `sch_netem` needed), delay (where the kernel has `sch_netem`), MTU mismatches and
 //!   black holes, a firewalled pair, small TCP buffers, a rank that never starts or is killed,
-//!   two faults at once; judged by `fabrik cluster matrix` (and `cluster doctor` for MTU).
+//!   two faults at once; judged by `fabrik cluster matrix` (and `cluster doctor` for MTU and TCP buffers).
 //! - [`snapshots`]: copies of the project's node trees with one fact changed as the fault
 //!   changes it (a port's state, rate or width, a module, memlock, GIDs, peer memory, and across
 //!   nodes kernel, driver, firmware, MTU and rate drift); judged by `fabrik doctor`.

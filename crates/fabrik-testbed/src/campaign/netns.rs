@@ -836,8 +836,8 @@ pub fn cases(rng: &mut Rng, netem: bool) -> Vec<(String, Vec<Fault>)> {
 }
 
 /// The whole netns part of the campaign: every class `rounds` times, each fault run followed by
-/// a healthy run; the MTU mismatch is also judged by `cluster doctor`, beside healthy doctor
-/// runs. `progress` sees each run as it ends.
+/// a healthy run; the MTU mismatch and small TCP buffers are also judged by `cluster doctor`,
+/// beside healthy doctor runs. `progress` sees each run as it ends.
 pub fn campaign(
     opts: Options,
     rng: &mut Rng,
@@ -858,7 +858,9 @@ pub fn campaign(
     for _ in 0..rounds.max(1) {
         for (class, faults) in cases(rng, bed.has_netem()) {
             keep(bed.matrix(&class, &faults)?, &mut runs);
-            if let [Fault::MtuMismatch { .. }] = faults.as_slice() {
+            // A node setting (an interface's MTU, the TCP buffer limits) is also judged as an
+            // operator checks settings: `cluster doctor` over every node.
+            if let [Fault::MtuMismatch { .. } | Fault::TcpBuffers { .. }] = faults.as_slice() {
                 keep(bed.doctor(&class, &faults, &mut baseline)?, &mut runs);
                 keep(bed.doctor("healthy", &[], &mut baseline)?, &mut runs);
             }
