@@ -191,6 +191,12 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         .chain(nics.iter().map(|(_, p)| p))
         .collect();
     let mut pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
+    // Each bridge's own link and AER counts: a link that retrained narrower, or errors seen by
+    // a switch port, sit on the path between the endpoint and its root port, where the
+    // endpoint's own files do not show them.
+    for b in pci_bridges.iter_mut() {
+        b.function = pci::function_behind(fs, &fs::join(gpu::PCI_DEVICES, &b.address));
+    }
     facts::bridge_acs(fs, &mut pci_bridges, have_lspci, &mut not_read);
 
     let modules = system::modules(fs);
