@@ -9,6 +9,7 @@
 //! | RoCE active MTU | the netdev MTU, as the kernel derives it (`iboe_get_mtu`) | the same |
 //! | OFED version, `nvidia-smi topo -m` | the tools, within the deadline | their captures |
 //! | AER counts and links of GPUs, NICs and the bridges above them | sysfs `aer_dev_*`, `*_link_*` | the copied files |
+//! | the kernel log ([`crate::klog`]) | `/dev/kmsg`, else `journalctl -k` | `fabrik/kmsg.txt`, else a `journalctl-k` or `dmesg` capture |
 //!
 //! Whatever the live path reads is recorded as a file of the root, so `fabrik snapshot` keeps it
 //! and the snapshot answers the same.

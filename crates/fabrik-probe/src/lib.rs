@@ -10,6 +10,7 @@ pub mod confined;
 mod facts;
 pub mod fs;
 pub mod gpu;
+pub mod klog;
 pub mod live;
 pub mod net;
 pub mod pci;
@@ -157,6 +158,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         facts::finish_tools(fs, &mut caps, t);
     }
     let mut not_read = vec![];
+    let live_tools = opts.run_tools && fs.is_live();
+    let kernel_log = klog::kernel_log(fs, &mut caps, live_tools, deadline, &mut not_read);
     let (rdma_devices, net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
     let network_functions = pci::read_network_functions(fs);
 
@@ -227,6 +230,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
         not_read,
+        kernel_log,
         ..Node::default()
     }
 }
