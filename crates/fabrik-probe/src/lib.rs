@@ -13,6 +13,7 @@ pub mod gpu;
 pub mod klog;
 pub mod live;
 pub mod net;
+pub mod nic_tools;
 pub mod pci;
 pub mod rdma;
 pub mod root;
@@ -160,7 +161,10 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
     let mut not_read = vec![];
     let live_tools = opts.run_tools && fs.is_live();
     let kernel_log = klog::kernel_log(fs, &mut caps, live_tools, deadline, &mut not_read);
-    let (rdma_devices, net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
+    let (rdma_devices, mut net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
+    nic_tools::netdev_facts(&caps, &mut net_interfaces);
+    let nic_firmware = nic_tools::firmware(&caps);
+    let link_quality = nic_tools::link_quality(&caps);
     let network_functions = pci::read_network_functions(fs);
 
     // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
@@ -231,6 +235,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         warnings: std::mem::take(&mut fs.warnings),
         not_read,
         kernel_log,
+        nic_firmware,
+        link_quality,
         ..Node::default()
     }
 }

@@ -165,7 +165,10 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     // for the reader.
     let mut commands: Vec<CommandRun> = tool_runs
         .iter()
-        .filter(|(_, o)| *o != crate::live::ToolOutcome::Missing)
+        // A NIC tool that is not installed is said: its facts are unknown, not healthy.
+        .filter(|(t, o)| {
+            *o != crate::live::ToolOutcome::Missing || crate::nic_tools::is_nic_capture(&t.name)
+        })
         .map(|(t, o)| CommandRun {
             name: t.name.clone(),
             command: format!("{} {}", t.program, t.args.join(" "))
@@ -490,6 +493,12 @@ fn command_list(node: &Node) -> Vec<(String, &'static str, Vec<String>)> {
                 format!("ethtool-S-{}", n.name),
                 "ethtool",
                 vec!["-S".into(), n.name.clone()],
+            ));
+            // The module's EEPROM (type, vendor, temperature, power), for the reader.
+            cmds.push((
+                format!("ethtool-m-{}", n.name),
+                "ethtool",
+                vec!["-m".into(), n.name.clone()],
             ));
         }
         if n.pci.is_some() {

@@ -154,3 +154,57 @@ fn a_live_snapshot_keeps_the_kernel_log_it_read() {
     // Read twice, the snapshot answers the same.
     same(n, fabrik_probe::probe(&out).unwrap());
 }
+
+/// `mstconfig q`, `mstlink -c`, `ethtool IF` and `ethtool -S IF` captures (real pastes) reach
+/// the node through the parsers a paste goes through, each named by what it was asked about,
+/// and a snapshot of the tree reads back the same.
+#[test]
+fn nic_tool_captures_become_firmware_link_quality_and_netdev_facts() {
+    let (_d, root) = tree("roce-dualport");
+    add_capture(
+        &root,
+        "mstconfig-0000:3b:00.0",
+        "mstconfig/01-cx4lx-full-query-next-boot-fenced.txt",
+    );
+    add_capture(
+        &root,
+        "mstlink-0000:3b:00.0",
+        "mstlink/03-cx4-riser-forum-blank-line-after-every-line-counters-then-eye.txt",
+    );
+    add_capture(
+        &root,
+        "ethtool-ens1f0np0",
+        "ethtool/05-100g-nic-email-quoted-partner-not-reported.txt",
+    );
+    add_capture(
+        &root,
+        "ethtool-S-ens1f0np0",
+        "ethtool_stats/01-cx-xdp-benchmark-mlx5-full-stats-email-banners.txt",
+    );
+    let n = fabrik_probe::probe(&root).unwrap();
+    assert_eq!(n.nic_firmware.len(), 1);
+    let fw = &n.nic_firmware[0];
+    // The paste names /dev/mst/mt4117_pciconf0; the capture's name gives the PCI address.
+    assert_eq!(fw.pci.as_deref(), Some("0000:3b:00.0"));
+    assert_eq!(fw.settings["PCI_WR_ORDERING"].next_boot, "per_mkey(0)");
+    assert_eq!(fw.settings["SRIOV_EN"].next_boot, "True(1)");
+    // The paste holds two runs (`-c`, then `-e` without counters).
+    assert_eq!(n.link_quality.len(), 2);
+    let l = &n.link_quality[0];
+    assert_eq!(
+        l.device, "/dev/mst/mt4115_pciconf0",
+        "as the paste's command names it"
+    );
+    assert_eq!(l.minutes_since_clear, Some(1715.4));
+    assert_eq!(l.raw_ber, Some(3e-12));
+    assert_eq!(l.effective_errors, Some(0));
+    let eth = n.net_interface("ens1f0np0").unwrap();
+    assert_eq!(
+        eth.link_settings.as_ref().and_then(|s| s.speed_mbps),
+        Some(100_000)
+    );
+    assert_eq!(eth.nic_stats["rx_packets_phy"], 97_052_087_562);
+    let other = n.net_interface("ens1f1np1").unwrap();
+    assert!(other.link_settings.is_none() && other.nic_stats.is_empty());
+    same(n, through_snapshot(&root));
+}
