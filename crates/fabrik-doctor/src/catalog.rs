@@ -262,6 +262,10 @@ const OFI_PARAM_SRC: Source = Source {
     title: "aws-ofi-nccl source: OFI_NCCL_PARAM reads \"OFI_NCCL_\" env (src/nccl_ofi_param.cpp, v1.21.1)",
     url: "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/src/nccl_ofi_param.cpp",
 };
+const NIST_OUTLIERS: Source = Source {
+    title: "NIST/SEMATECH e-Handbook of Statistical Methods, 1.3.5.17 Detection of Outliers: the modified Z-score 0.6745 (x - median) / MAD, an outlier above 3.5 (Iglewicz and Hoaglin)",
+    url: "https://www.itl.nist.gov/div898/handbook/eda/section3/eda35h.htm",
+};
 const KERNEL_DCBNL: Source = Source {
     title: "Linux kernel: DCB netlink (RTM_GETDCB, DCB_CMD_IEEE_GET; EOPNOTSUPP for a driver without dcbnl_ops), net/dcb/dcbnl.c",
     url: "https://github.com/torvalds/linux/blob/master/net/dcb/dcbnl.c",
@@ -896,6 +900,28 @@ pub static RULES: &[Rule] = &[
         evidence: "gc_thresh3 of the node; the count of peer addresses on its subnets.",
         fix: "Raise gc_thresh1/2/3 on every node above the on-link peer count (the table holds other neighbours too), e.g. with a file in /etc/sysctl.d/.",
         sources: &[KERNEL_NEIGH_SYSCTL],
+    },
+    Rule {
+        id: "FAB-X-012",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "NIC firmware settings differ across nodes",
+        checks: "For each NIC model (`Device type:` of `mstconfig q`/`mlxconfig q`, else the board part) on two nodes or more, each firmware setting's value in force (`Current` where shown, else `Next Boot`) per node, against the value most nodes hold: one finding per node naming every setting outside the majority, with the majority's value. With no strict majority (a 1-1 split) every node is named. A node whose capture lacks a setting (a query cut by `grep`) is not compared on it.",
+        why: "The firmware decides how the NIC behaves on PCIe and the wire: PCI_WR_ORDERING (relaxed ordering of its writes, the difference between ~84 and ~400 Gb/s into GPU memory on some platforms and in VMs), ATS_ENABLED, ADVANCED_PCI_SETTINGS and MAX_ACC_OUT_READ (outstanding PCIe reads), RoCE congestion control, SR-IOV and LINK_TYPE. A node whose NICs are set apart from its peers' runs its share of every collective at another speed, or not at all (LINK_TYPE), and the job runs at its pace.",
+        evidence: "`mstconfig -d <pci> q` (captured by `fabrik snapshot` as fabrik/cmd/mstconfig-<pci>.txt) on each node.",
+        fix: "Apply one configuration to every NIC of the model (`mstconfig -d <pci> set NAME=VALUE`, or `mlxconfig`), then reset the firmware (`mstfwreset`) or reboot.",
+        sources: &[MSTFLINT_MLXCONFIG_DB, NCCL_1731],
+    },
+    Rule {
+        id: "FAB-X-013",
+        severity: Severity::Warning,
+        scope: Scope::Cluster,
+        title: "A NIC port's raw BER is an outlier among its peers",
+        checks: "The `Raw Physical BER` (pre-FEC) of every port `mstlink -c`/`mlxlink -c` reported, on log10, among the ports of the same speed (`IB-NDR`, `100G`: PAM4 and NRZ links differ by decades by design) on all nodes, with four ports or more from two nodes or more: a port whose modified z-score 0.6745 (x - median) / MAD is above 3.5 (MAD at least 0.05 decades, so that identical peers do not make any difference an outlier) and whose BER is at least ten times the median is named with its node. BERs at or below 1E-15, the floor of what a counter window measures, are never named.",
+        why: "FEC corrects a rising raw BER until it no longer can: a port far worse than its peers, though still inside the single-node limits (FAB-LINK-002), is a dirty or failing optic, cable or connector, and Meta's GCM finds that one degraded port costs 5-30 % of NCCL bandwidth. A robust median and MAD keep one bad port from hiding itself by moving the mean.",
+        evidence: "`mstlink -d <pci> -c` (fabrik/cmd/mstlink-<pci>.txt) `Raw Physical BER` of each port, and the median of its peers.",
+        fix: "Clean or reseat the optic and cable (or swap them with a healthy port's to see whether the errors follow), clear the counters (`mlxlink -d <dev> --pc`) and read them again.",
+        sources: &[NIST_OUTLIERS, META_GCM, MSTFLINT_MLXLINK, DELL_PAM4_BER],
     },
     Rule {
         id: "FAB-RDMA-005",
