@@ -2,7 +2,7 @@
 //! a snapshot as it was read, and parsed by the one kernel-log format
 //! ([`fabrik_parse::formats::Dmesg`]) into [`KernelLog`].
 //!
-//! | live root (tools allowed) | snapshot |
+//! | live root ([`crate::ProbeOptions::read_kernel_log`]) | snapshot |
 //! | --- | --- |
 //! | `/dev/kmsg`, recorded as `fabrik/kmsg.txt` | that file |
 //! | else `journalctl -k`, recorded as the capture `journalctl-k` | that capture, or a `dmesg` one |
@@ -105,7 +105,7 @@ fn describe_kmsg_error(e: &std::io::Error) -> String {
 }
 
 /// The node's kernel log, from the best source the root has (see the module's table). `live`
-/// is whether the live machine may be asked (its tools allowed).
+/// is whether the live machine may be asked.
 pub(crate) fn kernel_log(
     fs: &mut RootFs,
     caps: &mut Captures,
@@ -168,11 +168,9 @@ pub(crate) fn kernel_log(
             return Some(read_log(text));
         }
     }
+    // The reason as the live probe gave it, so that the snapshot reads back the same node.
     if let Some(why) = fs.text_opt(NOT_READ_RECORD) {
-        not_read.push(unread(format!(
-            "when the snapshot was taken: {}",
-            why.trim()
-        )));
+        not_read.push(unread(why.trim().to_string()));
     }
     None
 }

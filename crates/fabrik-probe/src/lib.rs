@@ -62,6 +62,9 @@ pub struct ProbeOptions {
     /// When the tools and the kernel queries must have answered (a check's budget); tools
     /// still running then are killed and their facts reported as not read.
     pub deadline: Option<Instant>,
+    /// On a live root, read the kernel log (`/dev/kmsg`, else `journalctl -k`): what a check
+    /// and a snapshot (tools or not) do; a frequent sampler leaves it off.
+    pub read_kernel_log: bool,
 }
 
 impl ProbeOptions {
@@ -70,6 +73,7 @@ impl ProbeOptions {
         ProbeOptions {
             run_tools: true,
             deadline: Some(deadline),
+            read_kernel_log: true,
         }
     }
 
@@ -159,8 +163,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         facts::finish_tools(fs, &mut caps, t);
     }
     let mut not_read = vec![];
-    let live_tools = opts.run_tools && fs.is_live();
-    let kernel_log = klog::kernel_log(fs, &mut caps, live_tools, deadline, &mut not_read);
+    let live_log = opts.read_kernel_log && fs.is_live();
+    let kernel_log = klog::kernel_log(fs, &mut caps, live_log, deadline, &mut not_read);
     let (rdma_devices, mut net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
     nic_tools::netdev_facts(&caps, &mut net_interfaces);
     let nic_firmware = nic_tools::firmware(&caps);

@@ -122,6 +122,9 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     let probe_opts = crate::ProbeOptions {
         run_tools: run_here,
         deadline: Some(std::time::Instant::now() + opts.command_timeout),
+        // Reading /dev/kmsg runs no command: a snapshot of the live machine keeps its log
+        // with or without them.
+        read_kernel_log: opts.source_root == Path::new("/"),
     };
     let (node, record, tool_runs) = crate::probe_recording(&opts.source_root, &probe_opts)?;
     let tarball = is_tarball(&opts.output);
