@@ -17,6 +17,9 @@ use fabrik_model::{Finding, Node, Severity};
 use crate::rules::roce::recommended_gid_index;
 use crate::util::*;
 
+mod evidence;
+pub use evidence::{BER_OUTLIER, FIRMWARE_SETTINGS};
+
 /// Rule id of "Kernel versions differ across nodes".
 pub const KERNEL: &str = "FAB-X-001";
 /// Rule id of "NVIDIA driver versions differ across nodes".
@@ -270,6 +273,8 @@ pub fn check(nodes: &[NamedNode]) -> Vec<Finding> {
         per(&tcp_buffer_limits),
     ));
     out.extend(ports_below_peers(nodes));
+    out.extend(evidence::firmware_settings(nodes));
+    out.extend(evidence::ber_outliers(nodes));
     out
 }
 

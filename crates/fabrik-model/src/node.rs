@@ -289,8 +289,9 @@ pub struct PciAer {
     pub nonfatal: Vec<String>,
     /// Uncorrectable error status bits set that the severity register makes fatal (`UESvrt`).
     pub fatal: Vec<String>,
-    /// Counts by error name from sysfs (`TOTAL_ERR_COR`, `TOTAL_ERR_NONFATAL`,
-    /// `TOTAL_ERR_FATAL` and each error's own).
+    /// The kernel's counts since boot from sysfs: the totals `TOTAL_ERR_COR`,
+    /// `TOTAL_ERR_NONFATAL`, `TOTAL_ERR_FATAL` (each from its own file), and each error's own
+    /// as `KIND:NAME` (`correctable:RxErr`, `nonfatal:DLP`, `fatal:DLP`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
 }

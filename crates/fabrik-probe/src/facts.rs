@@ -8,6 +8,9 @@
 //! | IB active MTU | `ibv_devinfo -v`, run within the deadline | its capture |
 //! | RoCE active MTU | the netdev MTU, as the kernel derives it (`iboe_get_mtu`) | the same |
 //! | OFED version, `nvidia-smi topo -m` | the tools, within the deadline | their captures |
+//! | AER counts and links of GPUs, NICs and the bridges above them | sysfs `aer_dev_*`, `*_link_*` | the copied files |
+//! | NIC firmware settings, link quality, `ethtool` settings and statistics ([`crate::nic_tools`]) | `mstconfig`/`mlxconfig q`, `mstlink`/`mlxlink -c -m`, `ethtool IF`, `ethtool -S IF`, within the deadline | their captures |
+//! | the kernel log ([`crate::klog`]) | `/dev/kmsg`, else `journalctl -k` | `fabrik/kmsg.txt`, else a `journalctl-k` or `dmesg` capture |
 //!
 //! Whatever the live path reads is recorded as a file of the root, so `fabrik snapshot` keeps it
 //! and the snapshot answers the same.
@@ -41,6 +44,7 @@ fn tools(fs: &mut RootFs) -> Vec<Tool> {
             args: vec!["-v".into()],
         });
     }
+    t.extend(crate::nic_tools::live_tools(fs));
     if fs.exists("/proc/driver/nvidia/gpus") {
         t.push(Tool {
             name: "nvidia-smi-topo-m".into(),

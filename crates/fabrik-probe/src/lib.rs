@@ -10,8 +10,10 @@ pub mod confined;
 mod facts;
 pub mod fs;
 pub mod gpu;
+pub mod klog;
 pub mod live;
 pub mod net;
+pub mod nic_tools;
 pub mod pci;
 pub mod rdma;
 pub mod root;
@@ -60,6 +62,9 @@ pub struct ProbeOptions {
     /// When the tools and the kernel queries must have answered (a check's budget); tools
     /// still running then are killed and their facts reported as not read.
     pub deadline: Option<Instant>,
+    /// On a live root, read the kernel log (`/dev/kmsg`, else `journalctl -k`): what a check
+    /// and a snapshot (tools or not) do; a frequent sampler leaves it off.
+    pub read_kernel_log: bool,
 }
 
 impl ProbeOptions {
@@ -68,6 +73,7 @@ impl ProbeOptions {
         ProbeOptions {
             run_tools: true,
             deadline: Some(deadline),
+            read_kernel_log: true,
         }
     }
 
@@ -157,7 +163,12 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         facts::finish_tools(fs, &mut caps, t);
     }
     let mut not_read = vec![];
-    let (rdma_devices, net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
+    let live_log = opts.read_kernel_log && fs.is_live();
+    let kernel_log = klog::kernel_log(fs, &mut caps, live_log, deadline, &mut not_read);
+    let (rdma_devices, mut net_interfaces) = read_nics(fs, &caps, deadline, &mut not_read);
+    nic_tools::netdev_facts(&caps, &mut net_interfaces);
+    let nic_firmware = nic_tools::firmware(&caps);
+    let link_quality = nic_tools::link_quality(&caps);
     let network_functions = pci::read_network_functions(fs);
 
     // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
@@ -191,6 +202,12 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         .chain(nics.iter().map(|(_, p)| p))
         .collect();
     let mut pci_bridges = topology::bridges(&functions, have_lspci.then_some(&acs));
+    // Each bridge's own link and AER counts: a link that retrained narrower, or errors seen by
+    // a switch port, sit on the path between the endpoint and its root port, where the
+    // endpoint's own files do not show them.
+    for b in pci_bridges.iter_mut() {
+        b.function = pci::function_behind(fs, &fs::join(gpu::PCI_DEVICES, &b.address));
+    }
     facts::bridge_acs(fs, &mut pci_bridges, have_lspci, &mut not_read);
 
     let modules = system::modules(fs);
@@ -223,6 +240,9 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         command_captures: caps.names(),
         warnings: std::mem::take(&mut fs.warnings),
         not_read,
+        kernel_log,
+        nic_firmware,
+        link_quality,
         ..Node::default()
     }
 }

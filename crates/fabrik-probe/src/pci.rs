@@ -1,9 +1,9 @@
 //! PCI functions as sysfs shows them under `/sys/devices/pci…`.
 
-use fabrik_model::{PciFunction, PciLink};
+use fabrik_model::{PciAer, PciFunction, PciLink};
 
 use crate::fs::{base_name, join, RootFs};
-use fabrik_parse::formats::{is_bdf, Decimal, Format, NumaNode, PciSpeed};
+use fabrik_parse::formats::{is_bdf, AerCounts, Decimal, Format, NumaNode, PciSpeed};
 
 /// The PCI addresses along a resolved `/sys/devices/pci0000:00/0000:00:01.0/...` path, root port
 /// first. Non-PCI components (`virtio2`, `net`, `pci0000:00`) are skipped.
@@ -68,7 +68,42 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
         ..PciFunction::default()
     };
     crate::facts::function_config(fs, dir, &mut f);
+    f.aer = read_aer(fs, dir);
     f
+}
+
+/// The AER statistics files and the [`PciAer::counts`] keys their totals take. The total is
+/// keyed by the file it came from, not by its line's text: which file says fatal is the kernel's
+/// contract, and the per-error names of the fatal and non-fatal files are the same.
+const AER_FILES: [(&str, &str, &str); 3] = [
+    ("aer_dev_correctable", "correctable", "TOTAL_ERR_COR"),
+    ("aer_dev_nonfatal", "nonfatal", "TOTAL_ERR_NONFATAL"),
+    ("aer_dev_fatal", "fatal", "TOTAL_ERR_FATAL"),
+];
+
+/// The kernel's AER counts of the function (kernels from 4.19 with AER enabled write them; a
+/// function without the AER capability has none, which is not a fault). Each error's count is
+/// kept as `KIND:NAME` (`nonfatal:DLP`).
+fn read_aer(fs: &mut RootFs, dir: &str) -> Option<PciAer> {
+    let mut aer: Option<PciAer> = None;
+    for (file, kind, total_key) in AER_FILES {
+        let path = join(dir, file);
+        let Some(text) = fs.text_opt(&path) else {
+            continue;
+        };
+        let Some(parsed) = AerCounts::parse(&text) else {
+            fs.warn(&path, format!("not AER counts: {:?}", text.trim()));
+            continue;
+        };
+        let counts = &mut aer.get_or_insert_with(PciAer::default).counts;
+        if let Some(total) = parsed.total {
+            counts.insert(total_key.to_string(), total);
+        }
+        for (name, n) in parsed.errors {
+            counts.insert(format!("{kind}:{name}"), n);
+        }
+    }
+    aer
 }
 
 fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {

@@ -122,6 +122,9 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     let probe_opts = crate::ProbeOptions {
         run_tools: run_here,
         deadline: Some(std::time::Instant::now() + opts.command_timeout),
+        // Reading /dev/kmsg runs no command: a snapshot of the live machine keeps its log
+        // with or without them.
+        read_kernel_log: opts.source_root == Path::new("/"),
     };
     let (node, record, tool_runs) = crate::probe_recording(&opts.source_root, &probe_opts)?;
     let tarball = is_tarball(&opts.output);
@@ -165,7 +168,10 @@ pub fn capture(opts: &SnapshotOptions) -> Result<SnapshotSummary, SnapshotError>
     // for the reader.
     let mut commands: Vec<CommandRun> = tool_runs
         .iter()
-        .filter(|(_, o)| *o != crate::live::ToolOutcome::Missing)
+        // A NIC tool that is not installed is said: its facts are unknown, not healthy.
+        .filter(|(t, o)| {
+            *o != crate::live::ToolOutcome::Missing || crate::nic_tools::is_nic_capture(&t.name)
+        })
         .map(|(t, o)| CommandRun {
             name: t.name.clone(),
             command: format!("{} {}", t.program, t.args.join(" "))
@@ -490,6 +496,12 @@ fn command_list(node: &Node) -> Vec<(String, &'static str, Vec<String>)> {
                 format!("ethtool-S-{}", n.name),
                 "ethtool",
                 vec!["-S".into(), n.name.clone()],
+            ));
+            // The module's EEPROM (type, vendor, temperature, power), for the reader.
+            cmds.push((
+                format!("ethtool-m-{}", n.name),
+                "ethtool",
+                vec!["-m".into(), n.name.clone()],
             ));
         }
         if n.pci.is_some() {

@@ -101,6 +101,13 @@ fn ib_ndr_8gpu() {
     // Bridges above every GPU and NIC; no lspci capture, so ACS is unknown.
     assert!(n.pci_bridges.iter().any(|b| b.address == "0000:16:00.0"));
     assert!(n.pci_bridges.iter().all(|b| b.acs_ctl_enabled.is_none()));
+    // Every bridge on a GPU or NIC path carries its own link, read from its sysfs directory.
+    for b in &n.pci_bridges {
+        let f = b.function.as_ref().unwrap();
+        assert_eq!(f.address, b.address);
+        assert!(f.link.current_width.is_some(), "{}", b.address);
+        assert!(f.link.max_speed_gts.is_some(), "{}", b.address);
+    }
 }
 
 #[test]
@@ -365,6 +372,19 @@ fn real_procfs_sysfs() {
     assert_eq!(eth0.pci.as_ref().unwrap().address, "0000:00:1f.6");
     assert_eq!(eth0.pci.as_ref().unwrap().numa_node, None, "numa_node -1");
     assert_eq!(eth0.speed_mbps, Some(1000));
+    // procfs's test AER files count 1..48 per error. The non-fatal file's last line reads
+    // `TOTAL_ERR_FATAL 48`: the total is the file's, whatever its line says.
+    let aer = eth0.pci.as_ref().unwrap().aer.as_ref().unwrap();
+    assert_eq!(aer.counts["TOTAL_ERR_COR"], 9);
+    assert_eq!(aer.counts["TOTAL_ERR_FATAL"], 28);
+    assert_eq!(aer.counts["TOTAL_ERR_NONFATAL"], 48);
+    assert_eq!(aer.counts["correctable:RxErr"], 1);
+    assert_eq!(aer.counts["fatal:DLP"], 11);
+    assert_eq!(aer.counts["nonfatal:DLP"], 31);
+    assert!(
+        aer.correctable.is_empty(),
+        "status bits come from lspci, not sysfs"
+    );
 }
 
 /// prometheus/node_exporter `collector/fixtures/sys.ttar`: an Intel X722 iWARP device (i40iw)
@@ -403,6 +423,17 @@ fn real_node_exporter_sysfs() {
     assert_eq!(eth0.kind, NetKind::Ethernet, "below a PCI function");
     let bond0 = n.net_interfaces.iter().find(|i| i.name == "bond0").unwrap();
     assert_eq!(bond0.kind, NetKind::Virtual);
+    // The ixgbe-like function 0000:45:00.0 has every AER count at 0.
+    let f = n
+        .network_functions
+        .iter()
+        .find(|f| f.address == "0000:45:00.0")
+        .unwrap();
+    let aer = f.aer.as_ref().unwrap();
+    assert_eq!(aer.counts["TOTAL_ERR_COR"], 0);
+    assert_eq!(aer.counts["TOTAL_ERR_NONFATAL"], 0);
+    assert_eq!(aer.counts["TOTAL_ERR_FATAL"], 0);
+    assert_eq!(aer.counts.len(), 3 + 8 + 18 + 18);
 }
 
 /// The neighbour table's thresholds, one integer per file as the kernel writes them; an

@@ -140,7 +140,109 @@ pub fn pcie_link(node: &Node) -> Vec<Finding> {
             );
         }
     }
+    path_links(node, &mut out);
     out
+}
+
+/// The links between the bridges on a GPU's or NIC's path (root port to switch, switch to
+/// switch): a link that trained narrower than both of its ends can go starves every device
+/// below it, and the endpoint's own files do not show it.
+///
+/// Which of two neighbouring bridges faces which is not in sysfs (the port type is), so a pair
+/// counts as one link only when both ends report the same current speed and width, as the two
+/// ends of one link do; the most either end can go bounds the link. The pair below the last
+/// bridge (to the endpoint) is the endpoint's own check above.
+fn path_links(node: &Node, out: &mut Vec<Finding>) {
+    let bridge = |a: &str| {
+        node.pci_bridges
+            .iter()
+            .find(|b| b.address == a)
+            .and_then(|b| b.function.as_ref())
+    };
+    let mut seen = BTreeSet::new();
+    let paths = node
+        .gpus
+        .iter()
+        .map(|g| &g.pci)
+        .chain(node.rdma_devices.iter().filter_map(|d| d.pci.as_ref()))
+        .chain(node.net_interfaces.iter().filter_map(|n| n.pci.as_ref()))
+        .map(|p| p.path.as_slice());
+    for path in paths {
+        let Some((_, bridges)) = path.split_last() else {
+            continue;
+        };
+        for pair in bridges.windows(2) {
+            let (Some(up), Some(down)) = (bridge(&pair[0]), bridge(&pair[1])) else {
+                continue;
+            };
+            if !seen.insert((up.address.clone(), down.address.clone())) {
+                continue;
+            }
+            let (a, b) = (&up.link, &down.link);
+            let (Some(width), Some(gts)) = (a.current_width, a.current_speed_gts) else {
+                continue;
+            };
+            if b.current_width != Some(width)
+                || b.current_speed_gts.is_none_or(|g| (g - gts).abs() > 0.01)
+            {
+                continue;
+            }
+            let mut problems = vec![];
+            let mut severity = Severity::Info;
+            if let (Some(x), Some(y)) = (a.max_width, b.max_width) {
+                let max = x.min(y);
+                if width < max {
+                    problems.push(format!("width x{width} of x{max}"));
+                    severity = Severity::Warning;
+                }
+            }
+            if let (Some(x), Some(y)) = (a.max_speed_gts, b.max_speed_gts) {
+                let max = x.min(y);
+                if gts + 0.01 < max {
+                    problems.push(format!("speed {gts} GT/s of {max} GT/s"));
+                    severity = Severity::Warning;
+                }
+            }
+            if problems.is_empty() {
+                continue;
+            }
+            let subject = format!("bridge {}", down.address);
+            let mut evidence = vec![];
+            for f in [up, down] {
+                let l = &f.link;
+                let show = |v: Option<String>| v.unwrap_or_default();
+                evidence.push(ev(
+                    pci_path(&f.address, "current_link_width"),
+                    show(l.current_width.map(|w| w.to_string())),
+                ));
+                evidence.push(ev(
+                    pci_path(&f.address, "max_link_width"),
+                    show(l.max_width.map(|w| w.to_string())),
+                ));
+                evidence.push(ev(
+                    pci_path(&f.address, "current_link_speed"),
+                    show(l.current_speed.clone()),
+                ));
+                evidence.push(ev(
+                    pci_path(&f.address, "max_link_speed"),
+                    show(l.max_speed.clone()),
+                ));
+            }
+            out.push(finding(
+                PCIE_LINK,
+                severity,
+                subject,
+                format!(
+                    "the PCIe link between {} and {} on the path to the GPUs and NICs below runs below what both ends can do: {}; every device below it shares the narrower link",
+                    up.address,
+                    down.address,
+                    problems.join(", ")
+                ),
+                evidence,
+                format!("Reseat the switch board, riser or cable between {} and {}, and check the BIOS PCIe settings of the root port; `lspci -vv -s {}` shows LnkSta against LnkCap.", up.address, down.address, down.address),
+            ));
+        }
+    }
 }
 
 /// The PCI functions of the node's GPUs, RDMA devices and network interfaces, each once, with
@@ -255,7 +357,14 @@ pub fn aer_uncorrectable(node: &Node) -> Vec<Finding> {
             format!(
                 "{} has logged {what} uncorrectable PCIe errors ({}): data on this link was lost or a transaction failed; NCCL over this device can hang or fail, and the driver may reset the device",
                 labelled(&label, pci),
-                aer.fatal.iter().chain(&aer.nonfatal).cloned().collect::<Vec<_>>().join(", ")
+                aer.fatal
+                    .iter()
+                    .chain(&aer.nonfatal)
+                    .cloned()
+                    .chain((fatal_count > 0).then(|| format!("{fatal_count} fatal counted")))
+                    .chain((nonfatal_count > 0).then(|| format!("{nonfatal_count} non-fatal counted")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             evidence,
             format!("Look for the AER events in the kernel log (`dmesg | grep -i aer`) to see when they happen; reseat the card or riser, check the slot and cables, and update the NIC/GPU firmware and BIOS. The status bits clear with `setpci -s {} ECAP_AER+04.l=ffffffff` once fixed.", pci.address),
@@ -275,22 +384,51 @@ pub fn aer_correctable(node: &Node) -> Vec<Finding> {
             .iter()
             .filter(|b| b.as_str() != "AdvNonFatalErr")
             .collect();
-        if bits.is_empty() {
+        // The kernel's counts since boot, the same errors less the advisory one.
+        let counted: Vec<(&str, u64)> = aer
+            .counts
+            .iter()
+            .filter_map(|(k, n)| Some((k.strip_prefix("correctable:")?, *n)))
+            .filter(|(name, n)| *n > 0 && *name != "NonFatalErr")
+            .collect();
+        if bits.is_empty() && counted.is_empty() {
             continue;
+        }
+        let mut named: Vec<String> = bits.iter().map(|b| b.to_string()).collect();
+        for (name, n) in &counted {
+            named.retain(|b| b != name);
+            named.push(format!("{name} {n}"));
+        }
+        let mut evidence = vec![];
+        if !bits.is_empty() {
+            evidence.push(ev(
+                format!("lspci -vvv -s {} (CESta)", pci.address),
+                bits.iter()
+                    .map(|b| format!("{b}+"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ));
+        }
+        if !counted.is_empty() {
+            evidence.push(ev(
+                pci_path(&pci.address, "aer_dev_correctable"),
+                counted
+                    .iter()
+                    .map(|(name, n)| format!("{name} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
         }
         out.push(finding(
             AER_CORRECTABLE,
             Severity::Info,
             label.clone(),
             format!(
-                "{} has seen correctable PCIe errors since they were last cleared ({}): the link recovered (replay), but receiver and bad-TLP/DLLP errors that keep coming mean a marginal link that costs bandwidth",
+                "{} has seen correctable PCIe errors ({}): the link recovered (replay), but receiver and bad-TLP/DLLP errors that keep coming mean a marginal link that costs bandwidth",
                 labelled(&label, pci),
-                bits.iter().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")
+                named.join(", ")
             ),
-            vec![ev(
-                format!("lspci -vvv -s {} (CESta)", pci.address),
-                bits.iter().map(|b| format!("{b}+")).collect::<Vec<_>>().join(" "),
-            )],
+            evidence,
             format!("Watch whether they grow: the kernel counts them in /sys/bus/pci/devices/{}/aer_dev_correctable. Errors that keep rising point at the slot, riser or card.", pci.address),
         ));
     }
@@ -384,6 +522,7 @@ mod tests {
     use super::*;
     use crate::testkit::*;
     use fabrik_model::PciBridge;
+    use std::collections::BTreeMap;
 
     #[test]
     fn full_links_fire_nothing() {
@@ -411,6 +550,97 @@ mod tests {
         let gpu = f.iter().find(|x| x.subject.starts_with("GPU")).unwrap();
         assert_eq!(gpu.severity, Severity::Info);
         assert!(gpu.message.contains("idle"));
+    }
+
+    fn bridge(address: &str, width: u32, max_width: u32, gts: f64) -> PciBridge {
+        let mut f = pci(address, 0, &[]);
+        f.link.current_width = Some(width);
+        f.link.max_width = Some(max_width);
+        f.link.current_speed_gts = Some(gts);
+        f.link.max_speed_gts = Some(32.0);
+        PciBridge {
+            address: address.into(),
+            acs_ctl_enabled: None,
+            function: Some(f),
+        }
+    }
+
+    #[test]
+    fn a_narrow_link_between_path_bridges_is_named_and_healthy_paths_are_quiet() {
+        let mut n = healthy_ib_node("a");
+        let path = n.rdma_devices[0].pci.as_ref().unwrap().path.clone();
+        assert!(path.len() >= 3, "{path:?}");
+        let (up, down) = (path[0].clone(), path[1].clone());
+        n.pci_bridges = vec![bridge(&up, 16, 16, 32.0), bridge(&down, 16, 16, 32.0)];
+        assert!(pcie_link(&n).is_empty());
+        // The root port and the switch's upstream port both report x8 of x16.
+        n.pci_bridges = vec![bridge(&up, 8, 16, 32.0), bridge(&down, 8, 16, 32.0)];
+        let f = pcie_link(&n);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].subject, format!("bridge {down}"));
+        assert!(f[0].message.contains("width x8 of x16"), "{}", f[0].message);
+        // Two neighbours whose current links differ are not the two ends of one link.
+        n.pci_bridges = vec![bridge(&up, 16, 16, 32.0), bridge(&down, 8, 16, 32.0)];
+        assert!(pcie_link(&n).is_empty());
+        // An x8 switch behind an x16 root port: x8 is all the link can do.
+        n.pci_bridges = vec![bridge(&up, 8, 16, 32.0), bridge(&down, 8, 8, 32.0)];
+        assert!(pcie_link(&n).is_empty());
+    }
+
+    #[test]
+    fn kernel_aer_counts_on_a_path_bridge_fire_and_zero_counts_stay_quiet() {
+        use fabrik_model::PciAer;
+        let mut n = healthy_ib_node("a");
+        let path = n.rdma_devices[0].pci.as_ref().unwrap().path.clone();
+        let mut b = bridge(&path[1], 16, 16, 32.0);
+        let zero: BTreeMap<String, u64> = [
+            ("TOTAL_ERR_COR", 0),
+            ("TOTAL_ERR_NONFATAL", 0),
+            ("TOTAL_ERR_FATAL", 0),
+            ("correctable:RxErr", 0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        if let Some(f) = b.function.as_mut() {
+            f.aer = Some(PciAer {
+                counts: zero.clone(),
+                ..PciAer::default()
+            });
+        }
+        n.pci_bridges = vec![b.clone()];
+        assert!(aer_uncorrectable(&n).is_empty());
+        assert!(aer_correctable(&n).is_empty());
+        let mut counts = zero;
+        counts.insert("TOTAL_ERR_COR".into(), 7);
+        counts.insert("correctable:RxErr".into(), 5);
+        counts.insert("correctable:NonFatalErr".into(), 2);
+        counts.insert("TOTAL_ERR_NONFATAL".into(), 1);
+        if let Some(f) = b.function.as_mut() {
+            f.aer = Some(PciAer {
+                counts,
+                ..PciAer::default()
+            });
+        }
+        n.pci_bridges = vec![b];
+        let subject = format!("bridge {}", path[1]);
+        let c = aer_correctable(&n);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].subject, subject);
+        assert!(c[0].message.contains("RxErr 5"), "{}", c[0].message);
+        assert!(
+            !c[0].message.contains("NonFatalErr"),
+            "the advisory one is left out"
+        );
+        let u = aer_uncorrectable(&n);
+        assert_eq!(u.len(), 1);
+        assert_eq!(u[0].severity, Severity::Warning);
+        assert!(
+            u[0].message.contains("1 non-fatal counted"),
+            "{}",
+            u[0].message
+        );
     }
 
     #[test]

@@ -29,6 +29,10 @@ fn weight(node: &Node, fact: &str) -> Option<(Severity, &'static str)> {
             Severity::Info,
             "the InfiniBand active MTU (rdma.ib_mtu expectations)",
         )),
+        "kernel_log" => Some((
+            Severity::Info,
+            "the kernel log: Xid errors, mlx5 health, link flaps, AER events, pinning failures (FAB-KLOG-001..005)",
+        )),
         _ => Some((Severity::Info, "a fact")),
     }
 }

@@ -1,5 +1,9 @@
-//! The kernel log as `dmesg`, `dmesg -T`, `journalctl -k` or `/var/log/messages` print it: the
-//! lines that matter to GPU networking, by the kernel's own printk formats.
+//! The kernel log as `dmesg`, `dmesg -T`, `journalctl -k`, `/var/log/messages` or `/dev/kmsg`
+//! give it: the lines that matter to GPU networking, by the kernel's own printk formats.
+//!
+//! `/dev/kmsg` (Documentation/ABI/testing/dev-kmsg) writes one record per read:
+//! `PRI,SEQ,TS_USEC,FLAGS[,...];MESSAGE`, then zero or more dictionary lines that start with a
+//! space (` SUBSYSTEM=pci`, ` DEVICE=+pci:0000:3b:00.0`), which are no log lines of their own.
 //!
 //! - NVIDIA Xid: `NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.`, each
 //!   with its meaning and recommended action from NVIDIA's Xid catalog (`data/xid-catalog.tsv`).
@@ -33,20 +37,59 @@ impl Format for Dmesg {
         "kernel log lines (`[ 12.345678] mlx5_core 0000:3b:00.0 ens1f0: Link down`, `NVRM: Xid (PCI:...): 79, ...`)";
 
     fn parse(text: &str) -> Option<KernelLog> {
-        let mut log = KernelLog::default();
-        for line in lines(text) {
-            if line.trim().is_empty() {
-                continue;
-            }
-            log.lines += 1;
-            if log.events.len() < MAX_EVENTS {
-                if let Some(e) = event(line) {
-                    log.events.push(e);
-                }
-            }
-        }
+        let log = read_log(text);
         (!log.events.is_empty()).then_some(log)
     }
+}
+
+/// The whole log, events or not: what the probe keeps of a log it read (a log without events
+/// is a clean log, not an unread one).
+pub fn read_log(text: &str) -> KernelLog {
+    let mut log = KernelLog::default();
+    let mut in_kmsg_record = false;
+    for line in lines(text) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        // A /dev/kmsg record's dictionary continues it: ` KEY=value`.
+        if in_kmsg_record && line.starts_with(' ') && kmsg_dictionary_line(line) {
+            continue;
+        }
+        in_kmsg_record = kmsg_record(line).is_some();
+        log.lines += 1;
+        if log.events.len() < MAX_EVENTS {
+            if let Some(e) = event(line) {
+                log.events.push(e);
+            }
+        }
+    }
+    log
+}
+
+/// ` SUBSYSTEM=pci`: a dictionary line of a /dev/kmsg record (the kernel escapes any
+/// non-printable byte in it as `\xNN`).
+fn kmsg_dictionary_line(line: &str) -> bool {
+    line.trim_start().split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// A /dev/kmsg record `PRI,SEQ,TS_USEC,FLAGS[,...];MESSAGE`: its time in microseconds and its
+/// message. The first three fields are decimal; more comma-separated fields may follow the
+/// flags (the ABI allows additions).
+pub fn kmsg_record(line: &str) -> Option<(u64, &str)> {
+    let (head, message) = line.split_once(';')?;
+    let mut f = head.split(',');
+    let decimal = |s: Option<&str>| {
+        s.filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    decimal(f.next())?;
+    decimal(f.next())?;
+    let usec = decimal(f.next())?;
+    // The flags field: `-`, `c` or `+` (and nothing else today).
+    f.next()?;
+    Some((usec, message))
 }
 
 /// Xid → (description, action), from NVIDIA's Xid catalog.
@@ -74,6 +117,15 @@ pub fn xid_meaning(code: u32) -> Option<(&'static str, &'static str)> {
 
 /// `[ 1234.567890]` at the start of a dmesg line: its seconds and the rest.
 fn monotonic(line: &str) -> (Option<f64>, Option<String>, &str) {
+    if let Some((usec, message)) = kmsg_record(line) {
+        let (s, us) = (usec / 1_000_000, usec % 1_000_000);
+        // As `dmesg` prints the same record.
+        return (
+            Some(usec as f64 / 1e6),
+            Some(format!("[{s}.{us:06}]")),
+            message,
+        );
+    }
     let t = line.trim_start();
     if let Some(rest) = t.strip_prefix('[') {
         if let Some((stamp, after)) = rest.split_once(']') {
@@ -277,5 +329,59 @@ impl Paste for Dmesg {
             facts.lines
         ));
         t
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn kmsg_records_read_as_dmesg_prints_them() {
+        // The example of Documentation/ABI/testing/dev-kmsg, with a dictionary that is no line.
+        let text = "7,160,424069,-;pci_root PNP0A03:00: host bridge window [io  0x0000-0x0cf7] (ignored)\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A03:00\n6,339,5140900,-;NET: Registered protocol family 10\n30,340,5690716,-;udevd[80]: starting version 181\n";
+        let log = read_log(text);
+        assert_eq!(log.lines, 3);
+        assert!(log.events.is_empty());
+        assert_eq!(Dmesg::parse(text), None, "a clean log holds no events");
+        assert_eq!(
+            kmsg_record("6,339,5140900,-;NET: Registered protocol family 10"),
+            Some((5140900, "NET: Registered protocol family 10"))
+        );
+        // Extra fields after the flags are allowed by the ABI; a dmesg line is not a record.
+        assert_eq!(kmsg_record("4,12,99,c,extra;hi"), Some((99, "hi")));
+        assert_eq!(kmsg_record("[    5.140900] NET: x; y"), None);
+        assert_eq!(kmsg_record("4,12;too short"), None);
+        // The same record as an event: its time as dmesg writes it, the prefix gone.
+        let line = "3,901,8123456789,-;mlx5_core 0000:3b:00.0 ens1f0np0: Link down";
+        let log = read_log(&format!(
+            "{line}\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n"
+        ));
+        assert_eq!(log.lines, 1);
+        let e = &log.events[0];
+        assert_eq!(e.kind, KernelEventKind::LinkDown);
+        assert_eq!(e.device.as_deref(), Some("ens1f0np0"));
+        assert_eq!(e.time.as_deref(), Some("[8123.456789]"));
+        assert_eq!(e.seconds, Some(8123.456789));
+        assert_eq!(e.line, "mlx5_core 0000:3b:00.0 ens1f0np0: Link down");
+    }
+
+    proptest! {
+        #[test]
+        fn kmsg_records_never_panic_and_keep_their_time(
+            pri in 0u32..200, seq in any::<u64>(), usec in any::<u64>(), msg in "[^\n]{0,80}"
+        ) {
+            let line = format!("{pri},{seq},{usec},-;{msg}");
+            prop_assert_eq!(kmsg_record(&line), Some((usec, msg.as_str())));
+            let _ = read_log(&line);
+        }
+
+        #[test]
+        fn any_text_reads_without_panic(text in "\\PC{0,400}") {
+            let log = read_log(&text);
+            prop_assert!(log.lines as usize <= text.lines().count());
+        }
     }
 }

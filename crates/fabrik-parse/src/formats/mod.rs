@@ -76,7 +76,7 @@ pub use nvidia_smi_topo::NvidiaSmiTopo;
 pub use nvlink::NvlinkStatus;
 pub use ofed_info::OfedInfo;
 pub use os_release::OsRelease;
-pub use pci::{is_bdf, normalize_bdf, PciSpeed};
+pub use pci::{is_bdf, normalize_bdf, AerCounts, AerFile, PciSpeed};
 pub use proc_version::ProcVersion;
 pub use rate::IbRate;
 pub use rocm_topo::RocmTopo;

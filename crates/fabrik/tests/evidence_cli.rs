@@ -1,0 +1,176 @@
+//! `fabrik doctor` on probed roots whose evidence below the link state comes from real captures
+//! (fixtures/commands pastes copied into a node fixture's capture directory, as `fabrik
+//! snapshot` would save them; ground truth in fixtures/commands/README.md): the single-node
+//! rules fire on a probed node, the cross-node rules name the node and port that differ, and
+//! the unchanged trees stay quiet.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+mod support;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A copy of node fixture `name` under `dir/as_name`, its hostname set to `as_name`.
+fn tree(dir: &Path, name: &str, as_name: &str) -> PathBuf {
+    let dst = dir.join(as_name);
+    let ok = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(repo().join("fixtures/nodes").join(name))
+        .arg(&dst)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let host = dst.join("proc/sys/kernel/hostname");
+    std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+    std::fs::write(host, format!("{as_name}\n")).unwrap();
+    dst
+}
+
+fn capture(root: &Path, name: &str, text: &str) {
+    let cmd = root.join("fabrik/cmd");
+    std::fs::create_dir_all(&cmd).unwrap();
+    std::fs::write(cmd.join(format!("{name}.txt")), text).unwrap();
+}
+
+fn paste(file: &str) -> String {
+    std::fs::read_to_string(repo().join("fixtures/commands").join(file)).unwrap()
+}
+
+fn doctor(roots: &[&Path]) -> Value {
+    let mut args: Vec<String> = vec!["doctor".into()];
+    for r in roots {
+        args.push("--root".into());
+        args.push(r.to_string_lossy().into_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    support::json_of(&args).1
+}
+
+fn findings<'a>(report: &'a Value, rule: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .collect()
+}
+
+fn rules(report: &Value) -> BTreeSet<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_probed_kernel_log_fires_the_kernel_log_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "roce-dualport", "gpu01");
+    let quiet = doctor(&[&root]);
+    assert!(
+        !rules(&quiet).iter().any(|r| r.starts_with("FAB-KLOG-")),
+        "{quiet}"
+    );
+    capture(
+        &root,
+        "dmesg",
+        &paste("dmesg/02-mlx5-vdpa-firmware-health-compromised-six-functions-email.txt"),
+    );
+    let report = doctor(&[&root]);
+    let health = findings(&report, "FAB-KLOG-002");
+    assert_eq!(health.len(), 6, "{report}");
+}
+
+#[test]
+fn a_probed_link_capture_fires_the_link_rules_on_an_injected_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "roce-dualport", "gpu01");
+    // A real mlxlink run of two BlueField-3 ports, both clean.
+    let text = paste("mstlink/01-bluefield3-two-ports-module-and-counters-prompts.txt");
+    capture(&root, "mstlink-0000:3b:00.0", &text);
+    let report = doctor(&[&root]);
+    assert!(
+        !rules(&report).iter().any(|r| r.starts_with("FAB-LINK-00")),
+        "a healthy link is quiet: {report}"
+    );
+    // The first port's errors left after FEC.
+    let line = "Effective Physical Errors          : 0";
+    assert!(text.contains(line));
+    let faulty = text.replacen(line, "Effective Physical Errors          : 12", 1);
+    capture(&root, "mstlink-0000:3b:00.0", &faulty);
+    let report = doctor(&[&root]);
+    let f = findings(&report, "FAB-LINK-001");
+    assert_eq!(f.len(), 1, "{report}");
+    assert_eq!(f[0]["severity"], "error");
+    assert!(
+        f[0]["subject"]
+            .as_str()
+            .unwrap()
+            .contains("mt41692_pciconf0"),
+        "{}",
+        f[0]
+    );
+}
+
+/// Four nodes of one ConnectX model: one has relaxed ordering left at `per_mkey` in its
+/// firmware where the others force it; one has a port whose raw BER is three decades above its
+/// peers'.
+#[test]
+fn cross_node_firmware_drift_and_a_ber_outlier_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fw = paste("mstconfig/01-cx4lx-full-query-next-boot-fenced.txt");
+    let link =
+        paste("mstlink/03-cx4-riser-forum-blank-line-after-every-line-counters-then-eye.txt");
+    let roots: Vec<PathBuf> = (1..=4)
+        .map(|i| {
+            let r = tree(dir.path(), "roce-dualport", &format!("gpu0{i}"));
+            let mine = if i == 3 {
+                fw.replace(
+                    "PCI_WR_ORDERING                             per_mkey(0)",
+                    "PCI_WR_ORDERING                             force_relax(1)",
+                )
+            } else {
+                fw.clone()
+            };
+            assert!(i != 3 || mine != fw, "the setting line is in the paste");
+            capture(&r, "mstconfig-0000:3b:00.0", &mine);
+            capture(&r, "mstlink-0000:3b:00.0", &link);
+            capture(&r, "mstlink-0000:3b:00.1", &link);
+            r
+        })
+        .collect();
+    let refs: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+    let quiet_ber = doctor(&refs);
+    assert!(findings(&quiet_ber, "FAB-X-013").is_empty(), "{quiet_ber}");
+    let drift = findings(&quiet_ber, "FAB-X-012");
+    assert_eq!(drift.len(), 1, "{quiet_ber}");
+    assert_eq!(drift[0]["subject"], "gpu03");
+    let m = drift[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("PCI_WR_ORDERING `force_relax(1)` (`per_mkey(0)` on 3 of 4 nodes)"),
+        "{m}"
+    );
+    // gpu02's second port: raw BER 3E-9 where its 7 peers read 3E-12.
+    capture(
+        &roots[1],
+        "mstlink-0000:3b:00.1",
+        &link.replace("Raw Physical BER : 3E-12", "Raw Physical BER : 3E-9"),
+    );
+    let report = doctor(&refs);
+    let out = findings(&report, "FAB-X-013");
+    assert_eq!(out.len(), 1, "{report}");
+    assert!(
+        out[0]["subject"].as_str().unwrap().starts_with("gpu02/"),
+        "{}",
+        out[0]
+    );
+}
