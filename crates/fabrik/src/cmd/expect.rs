@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use fabrik_doctor::expect::{GpuExpect, RdmaExpect};
 use fabrik_doctor::{apply_waivers, Expectations, NamedNode, PlannedEnv, Report, Waiver};
 
