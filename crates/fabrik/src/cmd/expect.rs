@@ -207,25 +207,9 @@ pub fn gather_data_nic_rates(
     probe: bool,
 ) -> anyhow::Result<Vec<Vec<Option<f64>>>> {
     let node = if probe { live_nics().ok() } else { None };
-    let me = group.rank() as usize;
-    let addrs = group
-        .peers()
-        .get(me)
-        .map(|p| p.data_addrs.clone())
-        .unwrap_or_default();
-    let mine: Vec<Option<f64>> = (0..rails as usize)
-        .map(|r| {
-            let ip = addrs.get(r)?.parse::<std::net::SocketAddr>().ok()?.ip();
-            fabrik_parse::check::address_gbps(node?, ip)
-        })
-        .collect();
-    let per_rank = group.gather(mine)?.unwrap_or_default();
-    Ok((0..rails as usize)
-        .map(|r| {
-            per_rank
-                .iter()
-                .map(|v| v.get(r).copied().flatten())
-                .collect()
-        })
-        .collect())
+    Ok(fabrik_cluster::matrix::gather_rail_rates(
+        group,
+        rails,
+        |ip| fabrik_parse::check::address_gbps(node?, ip),
+    )?)
 }
