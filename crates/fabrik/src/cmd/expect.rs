@@ -137,19 +137,8 @@ pub fn judge_bench_p2p(
     let link = match link_gbps {
         Some(g) => Some(g),
         None if !nics.is_empty() && expect.is_none() => {
-            // The slowest NIC in use sets the per-NIC line. Only a PCI function's speed is a
-            // line rate: software devices print a nominal one (veth says 10000 whatever tc
-            // shapes it to), and an unknown speed (-1) gives no line either.
-            let node = live_nics()?;
-            nics.iter()
-                .map(|n| {
-                    node.net_interface(n)
-                        .filter(|i| i.pci.is_some())
-                        .and_then(|i| i.speed_mbps)
-                        .map(|m| m as f64 / 1000.0)
-                })
-                .collect::<Option<Vec<f64>>>()
-                .and_then(|v| v.into_iter().reduce(f64::min))
+            // The slowest NIC in use sets the per-NIC line.
+            fabrik_parse::check::slowest_nic_gbps(live_nics()?, &nics)
         }
         None => None,
     };
