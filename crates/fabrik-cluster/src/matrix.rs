@@ -599,6 +599,35 @@ pub fn run(
     Ok(out)
 }
 
+/// Each rank's data NIC rate on each of `rails` rails, gathered at rank 0 in rank order:
+/// `rates[rail][rank]` (empty on the other ranks). Every rank calls it; `rate_of` gives this
+/// rank's rate (Gb/s) of the NIC holding an address, `None` where it is unknown. The matrix's
+/// pass line comes from the rate most ranks share.
+pub fn gather_rail_rates(
+    group: &mut Group,
+    rails: u32,
+    rate_of: impl Fn(IpAddr) -> Option<f64>,
+) -> Result<Vec<Vec<Option<f64>>>, ClusterError> {
+    let me = group.rank() as usize;
+    let addrs = group
+        .peers()
+        .get(me)
+        .map(|p| p.data_addrs.clone())
+        .unwrap_or_default();
+    let mine: Vec<Option<f64>> = (0..rails as usize)
+        .map(|r| rate_of(addrs.get(r)?.parse::<std::net::SocketAddr>().ok()?.ip()))
+        .collect();
+    let per_rank = group.gather(mine)?.unwrap_or_default();
+    Ok((0..rails as usize)
+        .map(|r| {
+            per_rank
+                .iter()
+                .map(|v| v.get(r).copied().flatten())
+                .collect()
+        })
+        .collect())
+}
+
 /// The rails of a per-rail run: every rank must name the same number of data addresses, one per
 /// rail, so that rail i pairs NIC i of every node.
 pub fn rail_count(group: &Group) -> Result<u32, ClusterError> {

@@ -742,3 +742,63 @@ mod tests {
         assert_eq!(judge_links(&[], &line), None);
     }
 }
+
+/// A result with its judgement beside it (the JSON of `bench p2p`, `bench collective`); the
+/// result's own keys stay at the top level.
+#[derive(Serialize)]
+pub struct WithPassLine<'a, T: Serialize> {
+    /// The result.
+    #[serde(flatten)]
+    pub report: &'a T,
+    /// Its judgement, when a line was known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<Judgement>,
+}
+
+/// The matrix with its links judged beside it (the JSON of `cluster matrix`).
+#[derive(Serialize)]
+pub struct WithLinksPassLine<'a, T: Serialize> {
+    /// The matrix.
+    #[serde(flatten)]
+    pub report: &'a T,
+    /// Its links judged, when a line was known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_line: Option<LinksJudgement>,
+}
+
+/// Judges a parsed nccl-tests run (`fabrik parse nccl-tests`): the findings about it (wrong
+/// values, a run that did not finish, bus bandwidth below its line) and its judgement, all by
+/// the one bandwidth judge.
+pub fn judge_nccl_tests_run(
+    run: &fabrik_parse::nccl_tests::NcclTestsRun,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> (Vec<Finding>, Option<Judgement>) {
+    let r = &run.report;
+    let subject = format!("nccl-tests {}", r.op);
+    let mut findings = fabrik_parse::check::check_collective(run);
+    if let Some(why) = collective_incomplete(r) {
+        findings.push(incomplete_finding(&subject, &why));
+    }
+    let judged = collective_line(expect, r, link_gbps).and_then(|l| judge_collective(r, &l));
+    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    (findings, judged)
+}
+
+/// Judges a parsed perftest report (`fabrik parse perftest`): a report without rows, and its
+/// bandwidth against the point-to-point line.
+pub fn judge_perftest(
+    report: &P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> (Vec<Finding>, Option<Judgement>) {
+    let subject = format!("perftest {}", report.device.as_deref().unwrap_or("?"));
+    let mut findings = vec![];
+    if let Some(why) = p2p_incomplete(report) {
+        findings.push(incomplete_finding(&subject, &why));
+    }
+    let bidir = fabrik_parse::perftest::is_bidirectional(report);
+    let judged = p2p_line(expect, link_gbps, bidir).and_then(|l| judge_p2p(report, &l));
+    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    (findings, judged)
+}

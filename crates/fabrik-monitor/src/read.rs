@@ -579,6 +579,48 @@ fn read_text_at(dir: BorrowedFd<'_>, name: &str, buf: &mut Vec<u8>) -> Option<St
     (!t.is_empty()).then(|| t.to_string())
 }
 
+/// One RDMA port's retransmission and sequence-error counters (the doctor's
+/// [`retransmission_counters`](crate::rules::retransmission_counters)), read afresh on each
+/// call: what a pair test over RDMA records as its loss.
+pub struct PortCounters {
+    sampler: Sampler,
+    device: String,
+    port: u32,
+    names: Vec<(fabrik_model::counters::Source, &'static str)>,
+}
+
+impl PortCounters {
+    /// The counters of `device`'s `port` under `root` (`/` for the live node).
+    pub fn new(root: &Path, device: &str, port: u32) -> PortCounters {
+        PortCounters {
+            sampler: Sampler::new(
+                root,
+                SampleOptions {
+                    all_netdevs: false,
+                    ethtool: EthtoolMode::Off,
+                },
+            ),
+            device: device.to_string(),
+            port,
+            names: crate::rules::retransmission_counters(),
+        }
+    }
+
+    /// Every counter the port has now, by name; `None` when the port is gone.
+    pub fn read(&mut self) -> Option<BTreeMap<String, u64>> {
+        let sample = self.sampler.sample();
+        let ps = sample.port(&self.device, self.port)?;
+        Some(
+            self.names
+                .iter()
+                .filter_map(|(src, name)| {
+                    Some((name.to_string(), ps.reading(*src, name)?.value()?))
+                })
+                .collect(),
+        )
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

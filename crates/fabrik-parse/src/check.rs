@@ -55,6 +55,22 @@ pub fn port_gbps(node: &Node, device: &str) -> Option<f64> {
         .filter(|g| g.is_finite() && *g > 0.0)
 }
 
+/// The slowest speed among the named interfaces, in Gb/s: the per-NIC line of a run striped
+/// over them. Only a PCI function's speed is a line rate: software devices print a nominal one
+/// (veth says 10000 whatever tc shapes it to), and an unknown speed (-1) gives no line either,
+/// so one such interface, or none named, gives `None`.
+pub fn slowest_nic_gbps(node: &Node, nics: &[&String]) -> Option<f64> {
+    nics.iter()
+        .map(|n| {
+            node.net_interface(n)
+                .filter(|i| i.pci.is_some())
+                .and_then(|i| i.speed_mbps)
+                .map(|m| m as f64 / 1000.0)
+        })
+        .collect::<Option<Vec<f64>>>()
+        .and_then(|v| v.into_iter().reduce(f64::min))
+}
+
 /// The speed of the NIC that holds `ip` (a rank's data address), in Gb/s; a PCI function's
 /// only, for the reason [`port_gbps`] gives.
 pub fn address_gbps(node: &Node, ip: std::net::IpAddr) -> Option<f64> {

@@ -122,6 +122,64 @@ pub enum InspectorError {
         /// The parser's error.
         source: serde_json::Error,
     },
+    /// The dump directory could not be listed.
+    #[error("listing {}", path.display())]
+    List {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The dump directory holds no Inspector file.
+    #[error("{}: no Inspector file (<host>-pid<pid>.log)", path.display())]
+    NoFiles {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
+}
+
+/// The Inspector's files under a dump directory (its own layout: one level, `*.log`, or `*.json`),
+/// sorted; a path that is not a directory is the one file.
+pub fn dump_files(path: &std::path::Path) -> Result<Vec<std::path::PathBuf>, InspectorError> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+        .map_err(|source| InspectorError::List {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "log" || x == "json"))
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(InspectorError::NoFiles {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(v)
+}
+
+/// The NICs each process of an NCCL log used (its IB devices, then its socket interfaces), by
+/// `host:pid`: the key [`Inspector::finish`] joins stragglers on.
+pub fn nics_by_process(log: &crate::nccl_log::LogReport) -> BTreeMap<String, Vec<String>> {
+    let mut nics = BTreeMap::new();
+    for p in &log.processes {
+        if let (Some(h), Some(pid)) = (&p.host, p.pid) {
+            let mut n: Vec<String> = p
+                .ib_nics
+                .iter()
+                .map(|x| x.device.clone())
+                .chain(p.socket_interfaces.iter().map(|e| e.interface.clone()))
+                .collect();
+            n.dedup();
+            nics.insert(format!("{h}:{pid}"), n);
+        }
+    }
+    nics
 }
 
 impl Inspector {

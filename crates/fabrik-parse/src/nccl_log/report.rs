@@ -267,3 +267,46 @@ pub struct LogReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ras_monitor: Option<crate::ras::monitor::PeerTable>,
 }
+
+/// The JSON document of `fabrik parse ras` and `fabrik ras`: the RAS parts of a [`LogReport`]
+/// and the peers in trouble, without the log's process list.
+#[derive(Debug, Serialize)]
+pub struct RasDocument<'a> {
+    /// The JSON schema version of this document.
+    pub schema_version: u32,
+    /// Always `ncclras`.
+    pub source: &'static str,
+    /// The RAS report, if one was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ras: Option<&'a crate::ras::RasReport>,
+    /// The `NCCL DIAG` reports.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub diag: &'a [crate::ras::diag::DiagReport],
+    /// Every peer the monitor events named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<&'a crate::ras::monitor::PeerTable>,
+    /// The monitor's peers that are not alive.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub troubled_peers: Vec<&'a crate::ras::monitor::PeerRow>,
+    /// The report's findings.
+    pub findings: &'a [Finding],
+}
+
+impl LogReport {
+    /// The RAS document of this report.
+    pub fn ras_document(&self) -> RasDocument<'_> {
+        RasDocument {
+            schema_version: fabrik_model::SCHEMA_VERSION,
+            source: "ncclras",
+            ras: self.ras.as_ref(),
+            diag: &self.diag,
+            monitor: self.ras_monitor.as_ref(),
+            troubled_peers: self
+                .ras_monitor
+                .as_ref()
+                .map(|t| t.troubled())
+                .unwrap_or_default(),
+            findings: &self.findings,
+        }
+    }
+}

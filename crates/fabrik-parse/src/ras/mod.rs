@@ -9,8 +9,10 @@
 //! The module reads each form in its own file: [`text`] (the report `ncclras` prints), [`json`]
 //! (`ncclras -f json`), [`findings`] (what a report supports), [`diag`] (the `NCCL DIAG` lines of
 //! RAS and active diagnostics, NCCL 2.31+), [`monitor`] (the event stream of `ncclras -m`) and
-//! [`protocol`] (the RAS client protocol, as bytes).
+//! [`protocol`] (the RAS client protocol, as bytes); [`client`] holds the session with a job's
+//! RAS port over TCP.
 
+pub mod client;
 pub mod diag;
 pub mod findings;
 pub mod json;

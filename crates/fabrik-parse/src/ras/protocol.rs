@@ -1,6 +1,6 @@
 //! The RAS client protocol, as bytes: what `ncclras` sends to a job's RAS port and what the job
 //! answers (NCCL's src/ras/client.cc and the command loop of src/ras/client_support.cc, v2.24 to
-//! v2.32). Pure functions; the socket lives with the caller.
+//! v2.32). Pure functions; the socket lives in [`client`](super::client).
 //!
 //! A session is newline-terminated text. The client opens with `CLIENT PROTOCOL 2`; the job
 //! answers `SERVER PROTOCOL N` (ncclras warns on another N and goes on). `TIMEOUT N` (seconds the

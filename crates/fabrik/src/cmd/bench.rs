@@ -284,14 +284,14 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         a.bidir,
     )?;
     match a.format {
-        Format::Json => crate::output::print_json(&crate::cmd::expect::WithPassLine {
+        Format::Json => crate::output::print_json(&fabrik_doctor::passline::WithPassLine {
             report: &report,
             pass_line: judged.clone(),
         })?,
         Format::Text | Format::Markdown => {
             print!("{}", fabrik_render::p2p::tcp::closing(&report));
             if let Some(j) = &judged {
-                print!("{}", crate::cmd::expect::judgement_text(j));
+                print!("{}", fabrik_render::passline::judgement(j));
             }
         }
     }

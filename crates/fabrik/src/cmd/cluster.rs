@@ -266,7 +266,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             let each: Vec<_> = matrices
                 .iter()
                 .zip(&judged)
-                .map(|(m, j)| crate::cmd::expect::WithLinksPassLine {
+                .map(|(m, j)| fabrik_doctor::passline::WithLinksPassLine {
                     report: m,
                     pass_line: j.clone(),
                 })
@@ -284,7 +284,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
             for (m, j) in matrices.iter().zip(&judged) {
                 print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
                 if let Some(j) = j {
-                    print!("{}", crate::cmd::expect::links_text(j));
+                    print!("{}", fabrik_render::passline::links(j));
                 }
             }
         }
@@ -303,35 +303,17 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 fn rdma_counters(
     transport: &crate::cmd::coll_rdma::Transport,
 ) -> impl FnMut() -> Option<std::collections::BTreeMap<String, u64>> {
-    let port = match transport {
+    let mut counters = match transport {
         crate::cmd::coll_rdma::Transport::Rdma(dev) => {
-            Some((dev.name().to_string(), u32::from(dev.port())))
+            Some(fabrik_monitor::read::PortCounters::new(
+                std::path::Path::new("/"),
+                dev.name(),
+                u32::from(dev.port()),
+            ))
         }
         crate::cmd::coll_rdma::Transport::Tcp => None,
     };
-    let names = fabrik_monitor::rules::retransmission_counters();
-    let mut sampler = port.as_ref().map(|_| {
-        fabrik_monitor::read::Sampler::new(
-            std::path::Path::new("/"),
-            fabrik_monitor::read::SampleOptions {
-                all_netdevs: false,
-                ethtool: fabrik_monitor::read::EthtoolMode::Off,
-            },
-        )
-    });
-    move || {
-        let (dev, p) = port.as_ref()?;
-        let sample = sampler.as_mut()?.sample();
-        let ps = sample.port(dev, *p)?;
-        Some(
-            names
-                .iter()
-                .filter_map(|(src, name)| {
-                    Some((name.to_string(), ps.reading(*src, name)?.value()?))
-                })
-                .collect(),
-        )
-    }
+    move || counters.as_mut()?.read()
 }
 
 fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {

@@ -194,7 +194,7 @@ fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Res
     let judged = fabrik_doctor::passline::busbw_line(expect.as_ref())
         .and_then(|l| fabrik_doctor::passline::judge_collective(report, &l));
     if json {
-        print_json(&crate::cmd::expect::WithPassLine {
+        print_json(&fabrik_doctor::passline::WithPassLine {
             report,
             pass_line: judged.clone(),
         })?;
@@ -207,7 +207,7 @@ fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Res
             print!("{}", footer(cfg.op.name(), o.wrong_total, avg));
         }
         if let Some(j) = &judged {
-            print!("{}", crate::cmd::expect::judgement_text(j));
+            print!("{}", fabrik_render::passline::judgement(j));
         }
     }
     if let Some(e) = o.error {

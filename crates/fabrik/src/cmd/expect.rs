@@ -108,18 +108,6 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     )?))
 }
 
-/// The text of a judged result and of a judged matrix; they live with the other renderers.
-pub use fabrik_render::passline::{judgement as judgement_text, links as links_text};
-
-/// A result with its judgement beside it; the result's own keys stay at the top level.
-#[derive(serde::Serialize)]
-pub struct WithPassLine<'a, T: serde::Serialize> {
-    #[serde(flatten)]
-    pub report: &'a T,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pass_line: Option<fabrik_doctor::passline::Judgement>,
-}
-
 /// This machine's NICs (`/`), read once per process: the line rates the benchmarks judge by
 /// come from them, and under `--local N` every rank is a thread of this process.
 fn live_nics() -> anyhow::Result<&'static fabrik_model::Node> {
@@ -149,19 +137,8 @@ pub fn judge_bench_p2p(
     let link = match link_gbps {
         Some(g) => Some(g),
         None if !nics.is_empty() && expect.is_none() => {
-            // The slowest NIC in use sets the per-NIC line. Only a PCI function's speed is a
-            // line rate: software devices print a nominal one (veth says 10000 whatever tc
-            // shapes it to), and an unknown speed (-1) gives no line either.
-            let node = live_nics()?;
-            nics.iter()
-                .map(|n| {
-                    node.net_interface(n)
-                        .filter(|i| i.pci.is_some())
-                        .and_then(|i| i.speed_mbps)
-                        .map(|m| m as f64 / 1000.0)
-                })
-                .collect::<Option<Vec<f64>>>()
-                .and_then(|v| v.into_iter().reduce(f64::min))
+            // The slowest NIC in use sets the per-NIC line.
+            fabrik_parse::check::slowest_nic_gbps(live_nics()?, &nics)
         }
         None => None,
     };
@@ -194,62 +171,6 @@ pub fn judge_rdma_p2p(
     )
 }
 
-/// Judges a parsed nccl-tests run (`fabrik parse nccl-tests`): the findings about it (wrong
-/// values, a run that did not finish, bus bandwidth below its line) and its judgement, all by
-/// the one bandwidth judge.
-pub fn judge_parsed_collective(
-    run: &fabrik_parse::nccl_tests::NcclTestsRun,
-    expect: Option<&Expectations>,
-    link_gbps: Option<f64>,
-) -> (
-    Vec<fabrik_model::Finding>,
-    Option<fabrik_doctor::passline::Judgement>,
-) {
-    use fabrik_doctor::passline;
-    let r = &run.report;
-    let subject = format!("nccl-tests {}", r.op);
-    let mut findings = fabrik_parse::check::check_collective(run);
-    if let Some(why) = passline::collective_incomplete(r) {
-        findings.push(passline::incomplete_finding(&subject, &why));
-    }
-    let judged = passline::collective_line(expect, r, link_gbps)
-        .and_then(|l| passline::judge_collective(r, &l));
-    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
-    (findings, judged)
-}
-
-/// Judges a parsed perftest report (`fabrik parse perftest`): a report without rows, and its
-/// bandwidth against the point-to-point line.
-pub fn judge_parsed_p2p(
-    report: &fabrik_model::P2pReport,
-    expect: Option<&Expectations>,
-    link_gbps: Option<f64>,
-) -> (
-    Vec<fabrik_model::Finding>,
-    Option<fabrik_doctor::passline::Judgement>,
-) {
-    use fabrik_doctor::passline;
-    let subject = format!("perftest {}", report.device.as_deref().unwrap_or("?"));
-    let mut findings = vec![];
-    if let Some(why) = passline::p2p_incomplete(report) {
-        findings.push(passline::incomplete_finding(&subject, &why));
-    }
-    let bidir = fabrik_parse::perftest::is_bidirectional(report);
-    let judged =
-        passline::p2p_line(expect, link_gbps, bidir).and_then(|l| passline::judge_p2p(report, &l));
-    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
-    (findings, judged)
-}
-
-/// The matrix with its links judged beside it.
-#[derive(serde::Serialize)]
-pub struct WithLinksPassLine<'a, T: serde::Serialize> {
-    #[serde(flatten)]
-    pub report: &'a T,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pass_line: Option<fabrik_doctor::passline::LinksJudgement>,
-}
-
 /// Judges the all-pairs matrix: each link against `--expect`'s per-NIC line, else 90 % of
 /// `--link-gbps`, else of the rate most ranks' inventories give their data NIC (`rank_rates`).
 pub fn judge_matrix(
@@ -275,25 +196,9 @@ pub fn gather_data_nic_rates(
     probe: bool,
 ) -> anyhow::Result<Vec<Vec<Option<f64>>>> {
     let node = if probe { live_nics().ok() } else { None };
-    let me = group.rank() as usize;
-    let addrs = group
-        .peers()
-        .get(me)
-        .map(|p| p.data_addrs.clone())
-        .unwrap_or_default();
-    let mine: Vec<Option<f64>> = (0..rails as usize)
-        .map(|r| {
-            let ip = addrs.get(r)?.parse::<std::net::SocketAddr>().ok()?.ip();
-            fabrik_parse::check::address_gbps(node?, ip)
-        })
-        .collect();
-    let per_rank = group.gather(mine)?.unwrap_or_default();
-    Ok((0..rails as usize)
-        .map(|r| {
-            per_rank
-                .iter()
-                .map(|v| v.get(r).copied().flatten())
-                .collect()
-        })
-        .collect())
+    Ok(fabrik_cluster::matrix::gather_rail_rates(
+        group,
+        rails,
+        |ip| fabrik_parse::check::address_gbps(node?, ip),
+    )?)
 }

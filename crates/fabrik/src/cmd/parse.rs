@@ -230,7 +230,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
     let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = runs
         .iter()
-        .map(|r| crate::cmd::expect::judge_parsed_collective(r, expect.as_ref(), link))
+        .map(|r| fabrik_doctor::passline::judge_nccl_tests_run(r, expect.as_ref(), link))
         .unzip();
     let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
     match a.format {
@@ -252,7 +252,7 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
             for (r, j) in runs.iter().zip(&judged) {
                 out.push_str(&fabrik_render::collective::table(&r.report));
                 if let Some(j) = j {
-                    out.push_str(&crate::cmd::expect::judgement_text(j));
+                    out.push_str(&fabrik_render::passline::judgement(j));
                 }
             }
             out.push_str(&fabrik_render::findings::text(&all));
@@ -286,7 +286,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
     let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = reports
         .iter()
-        .map(|r| crate::cmd::expect::judge_parsed_p2p(r, expect.as_ref(), link))
+        .map(|r| fabrik_doctor::passline::judge_perftest(r, expect.as_ref(), link))
         .unzip();
     let failed = fabrik_parse::perftest_failures::findings(&out.failures);
     let mut all: Vec<Finding> = failed.clone();
@@ -332,7 +332,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
             for (r, j) in reports.iter().zip(&judged) {
                 text.push_str(&fabrik_render::p2p::table(r));
                 if let Some(j) = j {
-                    text.push_str(&crate::cmd::expect::judgement_text(j));
+                    text.push_str(&fabrik_render::passline::judgement(j));
                 }
             }
             text.push_str(&fabrik_render::p2p::perftest_failures(&out));

@@ -178,14 +178,14 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
     }
     let judged = crate::cmd::expect::judge_rdma_p2p(&report, c.expect.as_deref(), c.link_gbps)?;
     if c.json {
-        print_json(&crate::cmd::expect::WithPassLine {
+        print_json(&fabrik_doctor::passline::WithPassLine {
             report: &report,
             pass_line: judged.clone(),
         })?;
     } else {
         print!("{}", fabrik_render::p2p::rdma(&report));
         if let Some(j) = &judged {
-            print!("{}", crate::cmd::expect::judgement_text(j));
+            print!("{}", fabrik_render::passline::judgement(j));
         }
     }
     Ok(crate::exit::status(judged.is_some_and(|j| {
