@@ -805,6 +805,20 @@ mod tests {
         );
     }
 
+    /// The plan for node `i` of `nodes` of the first finding the cross-node rules raise under
+    /// `rule`.
+    fn cross_node_plan(nodes: &[NamedNode], rule: &str, i: usize) -> Vec<Planned> {
+        let findings = crate::cluster::check(nodes);
+        let f = findings.iter().find(|f| f.rule == rule).unwrap();
+        plan_finding(&Target {
+            finding: f,
+            subject: &f.subject,
+            node: &nodes[i],
+            nodes,
+            expect: None,
+        })
+    }
+
     #[test]
     fn the_odd_nodes_socket_interface_converges_to_the_others_mtu() {
         let mut nodes: Vec<Node> = (1..=3)
@@ -820,21 +834,14 @@ mod tests {
         eth0(&mut nodes[0]);
         eth0(&mut nodes[2]);
         let nodes = named(nodes);
-        let findings = crate::cluster::check(&nodes);
-        let f = findings
-            .iter()
-            .find(|f| f.rule == cluster::SOCKET_MTU)
-            .unwrap();
-        assert_eq!(f.subject, "gpu2");
-        let t = Target {
-            finding: f,
-            subject: &f.subject,
-            node: &nodes[1],
-            nodes: &nodes,
-            expect: None,
-        };
+        let subjects: Vec<String> = crate::cluster::check(&nodes)
+            .into_iter()
+            .filter(|f| f.rule == cluster::SOCKET_MTU)
+            .map(|f| f.subject)
+            .collect();
+        assert_eq!(subjects, ["gpu2"]);
         assert_eq!(
-            plan_finding(&t),
+            cross_node_plan(&nodes, cluster::SOCKET_MTU, 1),
             vec![Planned::Change {
                 change: Change::Mtu {
                     netdev: "eth0".into(),
@@ -850,50 +857,34 @@ mod tests {
             nodes[2].node.clone(),
             nodes[1].node.clone(),
         ]);
-        let t = Target {
-            finding: f,
-            subject: &f.subject,
-            node: &even[1],
-            nodes: &even,
-            expect: None,
-        };
         assert!(matches!(
-            plan_finding(&t).as_slice(),
+            cross_node_plan(&even, cluster::SOCKET_MTU, 1).as_slice(),
             [Planned::Manual { .. }]
         ));
     }
 
     #[test]
     fn capped_tcp_buffers_rise_to_the_others_and_larger_ones_stay() {
-        let default = fabrik_model::TcpBuffers {
-            rmem: Some([4096, 131072, 6291456]),
+        let buffers = |rmem_max: u64| fabrik_model::TcpBuffers {
+            rmem: Some([4096, 131072, rmem_max]),
             wmem: Some([4096, 16384, 4194304]),
         };
-        let mut nodes: Vec<Node> = (1..=3)
-            .map(|i| {
-                let mut n = healthy_ib_node(&format!("gpu{i}"));
-                n.tcp_buffers = Some(default);
-                n
-            })
-            .collect();
-        nodes[1].tcp_buffers = Some(fabrik_model::TcpBuffers {
+        let with = |second: fabrik_model::TcpBuffers| {
+            named(
+                (1..=3)
+                    .map(|i| {
+                        let mut n = healthy_ib_node(&format!("gpu{i}"));
+                        n.tcp_buffers = Some(if i == 2 { second } else { buffers(6291456) });
+                        n
+                    })
+                    .collect(),
+            )
+        };
+        let capped = fabrik_model::TcpBuffers {
             rmem: Some([4096, 8192, 8192]),
-            wmem: Some([4096, 16384, 4194304]),
-        });
-        let nodes = named(nodes);
-        let findings = crate::cluster::check(&nodes);
-        let f = findings
-            .iter()
-            .find(|f| f.rule == cluster::TCP_BUFFERS)
-            .unwrap();
-        let t = Target {
-            finding: f,
-            subject: &f.subject,
-            node: &nodes[1],
-            nodes: &nodes,
-            expect: None,
+            ..buffers(6291456)
         };
-        let plan = plan_finding(&t);
+        let plan = cross_node_plan(&with(capped), cluster::TCP_BUFFERS, 1);
         assert_eq!(
             plan,
             vec![Planned::Change {
@@ -909,25 +900,8 @@ mod tests {
         };
         change.check().unwrap();
         // The node with the larger buffers is named by the drift rule too, but not lowered.
-        let mut big = nodes.clone();
-        big[1].node.tcp_buffers = Some(fabrik_model::TcpBuffers {
-            rmem: Some([4096, 131072, 67108864]),
-            wmem: Some([4096, 16384, 4194304]),
-        });
-        let findings = crate::cluster::check(&big);
-        let f = findings
-            .iter()
-            .find(|f| f.rule == cluster::TCP_BUFFERS)
-            .unwrap();
-        let t = Target {
-            finding: f,
-            subject: &f.subject,
-            node: &big[1],
-            nodes: &big,
-            expect: None,
-        };
         assert!(matches!(
-            plan_finding(&t).as_slice(),
+            cross_node_plan(&with(buffers(67108864)), cluster::TCP_BUFFERS, 1).as_slice(),
             [Planned::Manual { .. }]
         ));
     }
