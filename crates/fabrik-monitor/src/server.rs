@@ -88,6 +88,19 @@ pub struct ExporterConfig {
     pub findings: Option<FindingsFn>,
 }
 
+impl ExporterConfig {
+    /// `root` sampled as [`SampleOptions::for_root`] decides, default thresholds, no findings
+    /// besides the counter rules.
+    pub fn for_root(root: PathBuf) -> Self {
+        ExporterConfig {
+            options: SampleOptions::for_root(&root),
+            root,
+            thresholds: Thresholds::default(),
+            findings: None,
+        }
+    }
+}
+
 /// How often the exporter samples, and over what window it judges counter rates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sampling {

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use fabrik_model::{Finding, Severity};
 use fabrik_monitor::server::{Exporter, ExporterConfig, Limits, Sampling};
-use fabrik_monitor::{SampleOptions, Thresholds};
 
 /// Samples every 50 ms, rates over 100 ms: the tests see a change within a fraction of a second.
 fn fast() -> Sampling {
@@ -60,9 +59,6 @@ fn serves_metrics_healthz_and_plugged_findings() {
     assert!(status.success());
     let root = dir.path().join("root");
     let config = ExporterConfig {
-        root: root.clone(),
-        options: SampleOptions::for_root(&root),
-        thresholds: Thresholds::default(),
         findings: Some(Box::new(|_root: &Path| {
             vec![Finding {
                 rule: "FAB-TEST-001".into(),
@@ -73,6 +69,7 @@ fn serves_metrics_healthz_and_plugged_findings() {
                 fix: "f".into(),
             }]
         })),
+        ..ExporterConfig::for_root(root.clone())
     };
     let exp = Exporter::bind("127.0.0.1:0", config)
         .unwrap()
@@ -130,21 +127,13 @@ fn serves_metrics_healthz_and_plugged_findings() {
 
 #[test]
 fn bind_failure_is_an_error() {
-    let config = ExporterConfig {
-        root: "/nonexistent".into(),
-        options: SampleOptions::for_root(Path::new("/nonexistent")),
-        thresholds: Thresholds::default(),
-        findings: None,
-    };
+    let config = ExporterConfig::for_root("/nonexistent".into());
     assert!(Exporter::bind("256.0.0.1:1", config).is_err());
 }
 
 /// Many distinct findings make `/metrics` megabytes long (about 55 bytes each).
 fn big_answer_config(root: &Path, findings: usize) -> ExporterConfig {
     ExporterConfig {
-        root: root.to_path_buf(),
-        options: SampleOptions::for_root(root),
-        thresholds: Thresholds::default(),
         findings: Some(Box::new(move |_root: &Path| {
             (0..findings)
                 .map(|i| Finding {
@@ -157,6 +146,7 @@ fn big_answer_config(root: &Path, findings: usize) -> ExporterConfig {
                 })
                 .collect()
         })),
+        ..ExporterConfig::for_root(root.to_path_buf())
     }
 }
 
@@ -306,12 +296,7 @@ fn a_full_server_makes_room_fairly_and_queues_the_rest_in_order() {
         lifetime: Duration::from_secs(60),
         ..Limits::default()
     };
-    let config = ExporterConfig {
-        root: root.clone(),
-        options: SampleOptions::for_root(&root),
-        thresholds: Thresholds::default(),
-        findings: None,
-    };
+    let config = ExporterConfig::for_root(root.clone());
     let exp = Exporter::bind("127.0.0.1:0", config)
         .unwrap()
         .with_limits(limits);
@@ -374,12 +359,7 @@ fn a_full_server_makes_room_fairly_and_queues_the_rest_in_order() {
         max_wait: Duration::from_millis(300),
         ..Limits::default()
     };
-    let config = ExporterConfig {
-        root: root.clone(),
-        options: SampleOptions::for_root(&root),
-        thresholds: Thresholds::default(),
-        findings: None,
-    };
+    let config = ExporterConfig::for_root(root.clone());
     let exp = Exporter::bind("127.0.0.1:0", config)
         .unwrap()
         .with_limits(limits);

@@ -11,26 +11,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use fabrik_monitor::server::{Exporter, ExporterConfig, Sampling};
-use fabrik_monitor::{SampleOptions, Thresholds};
 
 #[test]
 fn a_scraper_keeps_its_scrapes_beside_busy_and_slow_clients() {
     let root =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-roce/after");
-    let exp = Exporter::bind(
-        "127.0.0.1:0",
-        ExporterConfig {
-            root: root.clone(),
-            options: SampleOptions::for_root(&root),
-            thresholds: Thresholds::default(),
-            findings: None,
-        },
-    )
-    .unwrap()
-    .with_sampling(Sampling {
-        every: Duration::from_secs(1),
-        window: Duration::from_secs(5),
-    });
+    let exp = Exporter::bind("127.0.0.1:0", ExporterConfig::for_root(root.clone()))
+        .unwrap()
+        .with_sampling(Sampling {
+            every: Duration::from_secs(1),
+            window: Duration::from_secs(5),
+        });
     let addr = exp.local_addr().parse().unwrap();
     let handle = exp.handle();
     let t = std::thread::spawn(move || exp.run());

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use fabrik_monitor::server::{Exporter, ExporterConfig};
-use fabrik_monitor::{SampleOptions, Thresholds};
 
 fn status(field: &str) -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -36,16 +35,7 @@ fn healthz(addr: &str) -> String {
 fn four_hundred_idle_connections_cost_no_thread_each() {
     let root =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-roce/after");
-    let exp = Exporter::bind(
-        "127.0.0.1:0",
-        ExporterConfig {
-            root: root.clone(),
-            options: SampleOptions::for_root(&root),
-            thresholds: Thresholds::default(),
-            findings: None,
-        },
-    )
-    .unwrap();
+    let exp = Exporter::bind("127.0.0.1:0", ExporterConfig::for_root(root.clone())).unwrap();
     let addr = exp.local_addr();
     let handle = exp.handle();
     let t = std::thread::spawn(move || exp.run());

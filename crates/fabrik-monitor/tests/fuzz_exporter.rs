@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fabrik_monitor::server::{Exporter, ExporterConfig, Limits, Sampling};
-use fabrik_monitor::{SampleOptions, Thresholds};
 use fuzz_support::{campaign, check, mutated};
 
 const REQUESTS: &[&str] = &[
@@ -43,25 +42,17 @@ fn healthz(addr: &str) -> Result<String, String> {
 fn exporter_under_mutated_requests() {
     let root =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/counters/mlx5-roce/after");
-    let exp = Exporter::bind(
-        "127.0.0.1:0",
-        ExporterConfig {
-            root: root.clone(),
-            options: SampleOptions::for_root(&root),
-            thresholds: Thresholds::default(),
-            findings: None,
-        },
-    )
-    .unwrap()
-    .with_limits(Limits {
-        max_connections: 32,
-        idle: Duration::from_secs(2),
-        ..Limits::default()
-    })
-    .with_sampling(Sampling {
-        every: Duration::from_millis(200),
-        window: Duration::from_secs(1),
-    });
+    let exp = Exporter::bind("127.0.0.1:0", ExporterConfig::for_root(root.clone()))
+        .unwrap()
+        .with_limits(Limits {
+            max_connections: 32,
+            idle: Duration::from_secs(2),
+            ..Limits::default()
+        })
+        .with_sampling(Sampling {
+            every: Duration::from_millis(200),
+            window: Duration::from_secs(1),
+        });
     let addr = exp.local_addr();
     let handle = exp.handle();
     let server = std::thread::spawn(move || exp.run());
