@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Soft-RoCE VM: Debian's plain amd64 kernel (it ships rdma_rxe; the cloud flavour does
 # not) and a busybox initramfs with iproute2, rdma-core (libibverbs + the rxe provider),
-# ibv_devinfo, perftest and the fabrik binary with their shared libraries, plus a MOCK
+# ibv_devinfo, perftest, kmod and the fabrik binary with their shared libraries, the kernel's
+# modules the VM loads in a /lib/modules/<release> tree indexed by kmod's depmod (so `modprobe`,
+# and the module fixes of `fabrik fix`, work as on any node), plus a MOCK
 # libcuda.so.1 (testbed/mocks/mock-libcuda.c: host memory behind the CUDA driver API, no GPU) in
 # /fabrik/mock-cuda, used only by the tests that say "mock-cuda" to run `--mem cuda` over rxe.
 #
@@ -23,7 +25,7 @@ fi
 bin=$(readlink -f "$bin" 2>/dev/null || echo "$bin")
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "build.sh: no fabrik binary (cargo build -p fabrik first)" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || { echo "build.sh: missing $1 (install the packages of scripts/apt/test/verbs.txt)" >&2; exit 1; }; }
-for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache cc; do need "$c"; done
+for c in busybox cpio gzip ibv_devinfo ib_write_bw ib_send_lat rdma dpkg apt-cache cc depmod modinfo; do need "$c"; done
 [ -x /usr/sbin/ip ] || { echo "build.sh: missing /usr/sbin/ip (iproute2)" >&2; exit 1; }
 busybox_bin=$(command -v busybox)
 
@@ -40,19 +42,37 @@ if [ ! -f "kern/boot/vmlinuz-$ver" ]; then
   rm -rf kern; dpkg -x "$deb" kern
 fi
 echo "$ver" > kernel-version
-K=kern/lib/modules/$ver/kernel
-# Load order matters: crc32_generic before rdma_rxe (else "rdma_rxe: failed to add", ENOENT);
-# virtio_ring before virtio.
-MODS="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe veth virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net"
-rm -rf ird; mkdir -p ird/{bin,proc,sys,dev,mods,tmp,run,etc/libibverbs.d,usr/bin,fabrik}
+M=kern/lib/modules/$ver
+# Load order matters: crc32_generic before rdma_rxe (else "rdma_rxe: failed to add", ENOENT):
+# rxe asks the crypto API for crc32 by name, which no modules.dep entry says.
+MODS="crc32_generic rdma_rxe veth virtio_pci virtio_net"
+# Shipped but not loaded at boot: rdma_ucm (the RDMA CM's user-space device, /dev/infiniband/rdma_cm,
+# which `perftest -R` and UCX's rdmacm need) is the module vm-tests-fix.sh has `fabrik fix` load.
+EXTRA="rdma_ucm"
+rm -rf ird; mkdir -p ird/{bin,proc,sys,dev,tmp,run,etc/libibverbs.d,etc/modules-load.d,usr/bin,usr/sbin,fabrik}
+ln -s usr/sbin ird/sbin
 cp -L "$busybox_bin" ird/bin/busybox
-for m in $MODS; do
-  f=$(find "$K" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
-  [ -n "$f" ] || { echo "build.sh: module $m not in kernel $ver" >&2; exit 1; }
-  case $f in *.xz) xz -dc "$f" > "ird/mods/$m.ko";; *) cp "$f" ird/mods/;; esac
+# The modules with everything they depend on (modinfo's `depends`), at their paths in the
+# kernel's tree; kmod's depmod then writes modules.dep and its indexes for the VM's kernel.
+mod_path() {
+  local f
+  f=$(find "$M/kernel" \( -name "$1.ko" -o -name "$1.ko.xz" -o -name "$1.ko.zst" \) -print -quit)
+  [ -n "$f" ] || f=$(find "$M/kernel" \( -name "${1//_/-}.ko" -o -name "${1//_/-}.ko.xz" \) -print -quit)
+  [ -n "$f" ] || { echo "build.sh: module $1 not in kernel $ver" >&2; exit 1; }
+  echo "$f"
+}
+todo="$MODS $EXTRA"; done_mods=" "
+while [ -n "${todo// /}" ]; do
+  set -- $todo; m=$1; shift; todo="$*"
+  case $done_mods in *" $m "*) continue;; esac
+  f=$(mod_path "$m")
+  mkdir -p "ird/lib/modules/$ver/$(dirname "${f#"$M"/}")"; cp "$f" "ird/lib/modules/$ver/${f#"$M"/}"
+  done_mods="$done_mods$m "
+  todo="$todo $(modinfo -F depends "$f" | tr ',' ' ')"
 done
-echo "$MODS" > ird/mods/order
-rxe=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
+cp "$M/modules.order" "$M/modules.builtin" "$M/modules.builtin.modinfo" "ird/lib/modules/$ver/"
+depmod -b ird "$ver"
+echo "$MODS" > "ird/lib/modules/$ver/fabrik-boot-order"
 copy_with_libs() {
   local b=$1
   mkdir -p "ird$(dirname "$b")"; cp -L "$b" "ird$b"
@@ -60,6 +80,11 @@ copy_with_libs() {
     mkdir -p "ird$(dirname "$l")"; cp -Ln "$l" "ird$l"
   done
 }
+# kmod's own tools, as Debian installs them: one binary, called by the name of the tool. The
+# kernel's request_module runs /sbin/modprobe too.
+copy_with_libs "$(readlink -f "$(command -v modprobe)")"
+for t in modprobe rmmod insmod lsmod modinfo depmod; do ln -s ../bin/kmod "ird/usr/sbin/$t"; done
+rxe=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 for b in /usr/sbin/ip /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ib_write_bw /usr/bin/ib_send_lat \
          /usr/bin/ib_read_bw /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_read_lat \
          /usr/lib/x86_64-linux-gnu/libibverbs.so.1 "$rxe"; do

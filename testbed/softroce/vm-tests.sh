@@ -318,7 +318,7 @@ for l in $libs; do mv /tmp/hidden$l $l; done
 expect_err error-no-libibverbs "cannot load libibverbs.so.1" /tmp/e-lib.out
 
 sh /fabrik/vm-tests-collective.sh  # bench collective --backend rdma, cluster matrix --transport rdma
-sh /fabrik/vm-tests-fix.sh  # fabrik fix: MTU and memlock applied, checked, benchmarked, undone
+sh /fabrik/vm-tests-fix.sh  # fabrik fix: MTU, memlock and a module applied, checked, benchmarked, undone
 
 # --- a real snapshot of this RDMA machine, printed base64 between markers for run.sh ----------
 hostname softroce-vm
