@@ -172,9 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
     use fabrik_cluster::matrix::{self, MatrixConfig, RunHooks};
-    check_transport(&args.transport, "--transport")?;
+    let choice = crate::cmd::coll_rdma::transport_choice(&args.transport, "--transport")?;
+    let rdma = args.verbs.settings()?;
     let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
         size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
@@ -184,14 +184,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         deadline: args.deadline.map(Duration::from_secs_f64),
     };
     run_ranked(&args.ranks, |group| {
-        let agreed = agree_transport(group, &args.transport, &args.verbs)?;
-        let transport = match &agreed {
-            Transport::Tcp => matrix::Transport::Tcp,
-            Transport::Rdma(dev) => matrix::Transport::Rdma {
-                device: dev.clone(),
-                pipe: args.verbs.pipe_config(group.timeout())?,
-            },
-        };
+        let transport = fabrik_cluster::transport::agree(group, choice, &rdma)?;
         let rails = if args.per_rail {
             matrix::rail_count(group)?
         } else {
@@ -205,14 +198,14 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         let is_root = group.rank() == 0;
         let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
         let mut progress: Option<(Option<u32>, Progress)> = None;
-        let mut counters = rdma_counters(&agreed);
+        let mut counters = rdma_counters(&*transport);
         let output = args.output.clone();
         let per_rail = args.per_rail;
         let result = matrix::run(
             group,
             &cfg,
             per_rail,
-            &transport,
+            &*transport,
             &mut RunHooks {
                 on_round: &mut |rail, k, _| {
                     if progress.as_ref().is_none_or(|(r, _)| *r != rail) {
@@ -277,12 +270,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 crate::output::print_json(&each[0])?;
             }
         } else {
-            let rdma = match &agreed {
-                Transport::Rdma(dev) => Some(dev.describe()),
-                Transport::Tcp => None,
-            };
+            let described = transport.describe();
             for (m, j) in matrices.iter().zip(&judged) {
-                print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
+                print!("{}", fabrik_render::matrix::text(m, described.as_deref()));
                 if let Some(j) = j {
                     print!("{}", fabrik_render::passline::links(j));
                 }
@@ -301,18 +291,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 /// Over RDMA, the device port's retransmission and sequence-error counters (read from the live
 /// sysfs, as `fabrik top` reads them); nothing over TCP.
 fn rdma_counters(
-    transport: &crate::cmd::coll_rdma::Transport,
+    transport: &dyn fabrik_cluster::transport::Transport,
 ) -> impl FnMut() -> Option<std::collections::BTreeMap<String, u64>> {
-    let mut counters = match transport {
-        crate::cmd::coll_rdma::Transport::Rdma(dev) => {
-            Some(fabrik_monitor::read::PortCounters::new(
-                std::path::Path::new("/"),
-                dev.name(),
-                u32::from(dev.port()),
-            ))
-        }
-        crate::cmd::coll_rdma::Transport::Tcp => None,
-    };
+    let mut counters = transport.counter_port().map(|(device, port)| {
+        fabrik_monitor::read::PortCounters::new(std::path::Path::new("/"), &device, port)
+    });
     move || counters.as_mut()?.read()
 }
 

@@ -1,14 +1,9 @@
 //! The RDMA options that `bench collective --backend rdma` and `cluster matrix --transport rdma`
 //! share (not a subcommand of its own), with the defaults `bench p2p --transport rdma` uses.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use anyhow::Context;
-use fabrik_cluster::rendezvous::Group;
-use fabrik_cluster::transport::{agree_rdma, RdmaSettings, TransportChoice};
+use fabrik_cluster::transport::{RdmaSettings, TransportChoice};
 use fabrik_model::size::parse_bytes as parse_size;
-use fabrik_verbs::{LocalOptions, PipeConfig, PipeDevice};
 
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "RDMA (--backend rdma / --transport rdma)")]
@@ -62,51 +57,19 @@ impl VerbsArgs {
         })
     }
 
-    pub fn local_options(&self, timeout: Duration) -> anyhow::Result<LocalOptions> {
-        Ok(self.settings()?.local_options(timeout))
-    }
-
-    pub fn pipe_config(&self, timeout: Duration) -> anyhow::Result<PipeConfig> {
-        Ok(self.settings()?.pipe_config(timeout)?)
-    }
 }
 
-/// The data path every rank agreed on: TCP, or RDMA on an opened device. The matrix command's
-/// view of [`fabrik_cluster::transport`], until the matrix takes a transport itself.
-pub enum Transport {
-    Tcp,
-    Rdma(Arc<PipeDevice>),
-}
-
-/// Checks a `--transport` value before any rank starts.
-pub fn check_transport(name: &str, flag: &str) -> anyhow::Result<()> {
-    choice(name, flag).map(drop)
-}
-
-fn choice(name: &str, flag: &str) -> anyhow::Result<TransportChoice> {
+/// Reads a `--transport`/`--backend` value, saying what is known when it is not.
+pub fn transport_choice(name: &str, flag: &str) -> anyhow::Result<TransportChoice> {
     name.parse()
         .map_err(|_| anyhow::anyhow!("unknown {flag} {name:?} ({})", TransportChoice::NAMES))
-}
-
-/// Resolves `tcp|rdma|auto` on every rank alike ([`agree_rdma`]).
-pub fn agree_transport(
-    group: &mut Group,
-    name: &str,
-    verbs: &VerbsArgs,
-) -> anyhow::Result<Transport> {
-    let opts = verbs.local_options(group.timeout())?;
-    Ok(
-        match agree_rdma(group, choice(name, "--transport")?, &opts)? {
-            None => Transport::Tcp,
-            Some(dev) => Transport::Rdma(dev),
-        },
-    )
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn args() -> VerbsArgs {
         VerbsArgs {
@@ -120,13 +83,13 @@ mod tests {
 
     #[test]
     fn options_from_flags() {
-        let o = args().local_options(Duration::from_secs(5)).unwrap();
+        let o = args().settings().unwrap().local_options(Duration::from_secs(5));
         assert_eq!(
             (o.device.as_deref(), o.port, o.gid_index),
             (Some("rxe0"), 2, Some(1))
         );
         assert_eq!(o.timeout, Duration::from_secs(5));
-        let p = args().pipe_config(Duration::from_secs(5)).unwrap();
+        let p = args().settings().unwrap().pipe_config(Duration::from_secs(5)).unwrap();
         assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
         assert_eq!(device_port(None).unwrap(), (None, 1));
         assert_eq!(
@@ -136,7 +99,7 @@ mod tests {
         let mut a = args();
         a.rdma_chunk = "1".into();
         assert_eq!(
-            format!("{:#}", a.pipe_config(Duration::from_secs(1)).unwrap_err()),
+            format!("{:#}", a.settings().unwrap().pipe_config(Duration::from_secs(1)).unwrap_err()),
             "pipe chunk of 1 bytes outside 4096..=67108864"
         );
     }
