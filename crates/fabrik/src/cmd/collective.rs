@@ -16,7 +16,7 @@ use fabrik_model::size::parse_bytes as parse_size;
 use fabrik_model::{CollectiveRow, RankDevice};
 use fabrik_render::nccl_tests::{footer, header, row, RunParams};
 
-use crate::cmd::cluster::{run_ranked, Progress, RankArgs};
+use crate::cmd::cluster::{run_ranked, Progress};
 use crate::cmd::coll_rdma::VerbsArgs;
 use crate::output::{print_json, write_atomically};
 
@@ -81,7 +81,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
     #[command(flatten)]
-    pub ranks: RankArgs,
+    pub ranks: fabrik_cluster::launch::JoinOptions,
     #[command(flatten)]
     pub verbs: VerbsArgs,
 }
