@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use fabrik_verbs::{LocalOptions, MemKind, PipeConfig, PipeDevice};
+use fabrik_verbs::{LocalOptions, MemKind, PipeConfig, PipeDevice, PortSpec};
 
 use crate::collective::Comm;
 use crate::link::Link;
@@ -193,29 +193,49 @@ impl std::str::FromStr for TransportChoice {
     }
 }
 
-/// How the RDMA transport uses its device, as `--device`, `--gid-index`, `--rdma-mtu`,
-/// `--rdma-chunk` and `--rdma-slots` set it; the time limits are the job's.
+/// How the RDMA transport uses its device (`--device`, `--gid-index`, `--rdma-mtu`,
+/// `--rdma-chunk`, `--rdma-slots`); the time limits are the job's.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(
+    feature = "clap",
+    command(next_help_heading = "RDMA (--backend rdma / --transport rdma)")
+)]
 pub struct RdmaSettings {
-    /// The device; `None` picks the first with an ACTIVE port.
-    pub device: Option<String>,
-    /// The port, from 1.
-    pub port: u8,
-    /// The GID index; `None` is the one NCCL would use (RoCE) or 0 (InfiniBand).
+    /// RDMA device and port, `mlx5_0` or `mlx5_0:1`; default: the first device with an ACTIVE
+    /// port 1.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME[:PORT]"))]
+    pub device: Option<PortSpec>,
+    /// GID index; default: the RoCE v2 GID carrying this rank's data address.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub gid_index: Option<u32>,
-    /// Path MTU in bytes; `None` is the port's active MTU.
+    /// Path MTU in bytes (256..4096); default: the port's active MTU.
+    #[cfg_attr(feature = "clap", arg(long = "rdma-mtu", value_name = "RDMA_MTU"))]
     pub mtu: Option<u32>,
-    /// Bytes per RDMA message.
+    /// Bytes per RDMA message (each pipe keeps --rdma-slots of them in flight).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "rdma-chunk", value_name = "RDMA_CHUNK", default_value = "256K", value_parser = chunk_bytes)
+    )]
     pub chunk_bytes: usize,
-    /// Messages in flight per pipe.
+    /// Messages in flight per RDMA pipe.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "rdma-slots", value_name = "RDMA_SLOTS", default_value_t = 8)
+    )]
     pub slots: u32,
+}
+
+/// `--rdma-chunk`: a size (K, M, G, T suffixes), checked against the pipes' limits later.
+pub fn chunk_bytes(s: &str) -> Result<usize, String> {
+    let b = fabrik_model::size::parse_bytes(s).map_err(|e| e.to_string())?;
+    usize::try_from(b).map_err(|_| format!("{s} is too large"))
 }
 
 impl Default for RdmaSettings {
     fn default() -> Self {
         RdmaSettings {
             device: None,
-            port: 1,
             gid_index: None,
             mtu: None,
             chunk_bytes: 256 << 10,
@@ -228,8 +248,8 @@ impl RdmaSettings {
     /// How this rank opens its device, every wait bounded by `timeout`.
     pub fn local_options(&self, timeout: Duration) -> LocalOptions {
         LocalOptions {
-            device: self.device.clone(),
-            port: self.port,
+            device: self.device.as_ref().map(|d| d.device.clone()),
+            port: self.device.as_ref().map_or(1, |d| d.port),
             gid_index: self.gid_index,
             mtu: self.mtu,
             mem: MemKind::Host,
@@ -287,4 +307,40 @@ pub fn agree(
             Box::new(Rdma::new(dev, pipe))
         }
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdma_settings_give_the_device_options_and_checked_pipes() {
+        let s = RdmaSettings {
+            device: Some("rxe0:2".parse().unwrap()),
+            gid_index: Some(1),
+            chunk_bytes: chunk_bytes("128K").unwrap(),
+            slots: 4,
+            ..RdmaSettings::default()
+        };
+        let o = s.local_options(Duration::from_secs(5));
+        assert_eq!(
+            (o.device.as_deref(), o.port, o.gid_index, o.timeout),
+            (Some("rxe0"), 2, Some(1), Duration::from_secs(5))
+        );
+        let p = s.pipe_config(Duration::from_secs(5)).unwrap();
+        assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
+        assert_eq!(RdmaSettings::default().local_options(Duration::ZERO).port, 1);
+        let tiny = RdmaSettings {
+            chunk_bytes: 1,
+            ..RdmaSettings::default()
+        };
+        assert_eq!(
+            tiny.pipe_config(Duration::from_secs(1))
+                .unwrap_err()
+                .to_string(),
+            "pipe chunk of 1 bytes outside 4096..=67108864"
+        );
+        assert!(chunk_bytes("lots").unwrap_err().contains("lots"));
+    }
 }

@@ -81,7 +81,7 @@ pub struct MatrixArgs {
     #[command(flatten)]
     pub ranks: JoinOptions,
     #[command(flatten)]
-    pub verbs: crate::cmd::coll_rdma::VerbsArgs,
+    pub verbs: fabrik_cluster::transport::RdmaSettings,
 }
 
 #[derive(clap::Args, Debug)]
@@ -111,8 +111,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     use fabrik_cluster::matrix::{self, MatrixConfig, RunHooks};
-    let choice = crate::cmd::coll_rdma::transport_choice(&args.transport, "--transport")?;
-    let rdma = args.verbs.settings()?;
+    use fabrik_cluster::transport::TransportChoice;
+    let choice: TransportChoice = args.transport.parse().map_err(|_| {
+        let known = TransportChoice::NAMES;
+        anyhow::anyhow!("unknown --transport {:?} ({known})", args.transport)
+    })?;
     let json = args.format == fabrik_render::Format::Json;
     let cfg = MatrixConfig {
         size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
@@ -122,7 +125,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         deadline: args.deadline.map(Duration::from_secs_f64),
     };
     run_ranked(&args.ranks, |group| {
-        let transport = fabrik_cluster::transport::agree(group, choice, &rdma)?;
+        let transport = fabrik_cluster::transport::agree(group, choice, &args.verbs)?;
         let rails = if args.per_rail {
             matrix::rail_count(group)?
         } else {

@@ -17,7 +17,6 @@ use fabrik_model::{CollectiveRow, RankDevice};
 use fabrik_render::nccl_tests::{footer, header, row, RunParams};
 
 use crate::cmd::cluster::{run_ranked, Progress};
-use crate::cmd::coll_rdma::VerbsArgs;
 use crate::output::{print_json, write_atomically};
 
 #[derive(clap::Args, Debug)]
@@ -83,7 +82,7 @@ pub struct Args {
     #[command(flatten)]
     pub ranks: fabrik_cluster::launch::JoinOptions,
     #[command(flatten)]
-    pub verbs: VerbsArgs,
+    pub verbs: fabrik_cluster::transport::RdmaSettings,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -124,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         channels: args.channels,
         algo: args.algo.parse::<AlgoChoice>()?,
         chunk_bytes,
-        rdma: args.verbs.settings()?,
+        rdma: args.verbs.clone(),
     };
     let params = RunParams {
         op: cfg.op.name(),
