@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use fabrik_bench::client::with_port;
+use fabrik_cluster::transport::TransportChoice;
 use fabrik_bench::{Amount, BenchError, ClientConfig, PathSpec, Server, ServerConfig};
 use fabrik_model::P2pTest;
 use fabrik_render::Format;
@@ -31,15 +32,6 @@ enum Kind {
     /// A collective (all_reduce, all_gather, ...) across ranks, as nccl-tests runs it: host
     /// memory over TCP or RDMA verbs, or GPU memory through NCCL (`--backend`).
     Collective(Box<super::collective::Args>),
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Transport {
-    Tcp,
-    /// RDMA verbs (RC queue pairs); see the RDMA options.
-    Rdma,
-    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
-    Auto,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -130,7 +122,7 @@ struct P2pArgs {
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
     #[arg(long, value_enum, default_value = "tcp")]
-    transport: Transport,
+    transport: TransportChoice,
     #[command(flatten)]
     rdma: crate::cmd::rdma::RdmaArgs,
     /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic`; exit 1
@@ -153,9 +145,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let timeout = secs(a.timeout, "--timeout")?;
     let (rdma, tcp_because) = match a.transport {
-        Transport::Tcp => (false, None),
-        Transport::Rdma => (true, None),
-        Transport::Auto => match fabrik_verbs::p2p::rdma_choice() {
+        TransportChoice::Tcp => (false, None),
+        TransportChoice::Rdma => (true, None),
+        TransportChoice::Auto => match fabrik_verbs::p2p::rdma_choice() {
             Ok(_) => (true, None),
             Err(why) => (false, Some(why)),
         },
