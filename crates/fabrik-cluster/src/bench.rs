@@ -44,7 +44,10 @@ pub struct CollectiveArgs {
     #[cfg_attr(feature = "clap", arg(short = 'i', long = "stepbytes"))]
     pub step_bytes: Option<String>,
     /// Timed iterations per size.
-    #[cfg_attr(feature = "clap", arg(short = 'n', long = "iters", default_value_t = 20))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'n', long = "iters", default_value_t = 20)
+    )]
     pub iters: u32,
     /// Warm-up iterations per size.
     #[cfg_attr(
@@ -53,7 +56,10 @@ pub struct CollectiveArgs {
     )]
     pub warmup: u32,
     /// Verify every result (1) or not (0).
-    #[cfg_attr(feature = "clap", arg(short = 'c', long = "check", default_value_t = 1))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'c', long = "check", default_value_t = 1)
+    )]
     pub check: u8,
     /// Element type: float, double, half, bfloat16, int8, uint8, int32, uint32, int64, uint64.
     #[cfg_attr(
@@ -116,9 +122,10 @@ impl CollectiveArgs {
         let inc = self.step_bytes.as_deref().map(parse_bytes).transpose()?;
         let chunk_bytes = match self.chunk.as_deref().map(parse_bytes).transpose()? {
             Some(0) => return Err(ClusterError::Misuse("--chunk-size must be at least 1 byte")),
-            Some(c) => Some(usize::try_from(c).map_err(|_| {
-                ClusterError::Misuse("--chunk-size is too large")
-            })?),
+            Some(c) => Some(
+                usize::try_from(c)
+                    .map_err(|_| ClusterError::Misuse("--chunk-size is too large"))?,
+            ),
             None => None,
         };
         let size_list = sizes(min, max, self.step_factor, inc);
@@ -250,4 +257,70 @@ pub fn summary(rows: &[CollectiveRow]) -> (f64, u64) {
         0.0
     };
     (avg, timings().filter_map(|t| t.wrong).sum())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::transport::TransportChoice;
+
+    fn args() -> CollectiveArgs {
+        CollectiveArgs {
+            op: "all_reduce".into(),
+            min_bytes: "1K".into(),
+            max_bytes: "8K".into(),
+            step_factor: 2,
+            step_bytes: None,
+            iters: 0,
+            warmup: 1,
+            check: 1,
+            dtype: "half".into(),
+            redop: "max".into(),
+            root: 0,
+            backend: "auto".into(),
+            channels: 3,
+            algo: "ring".into(),
+            chunk: Some("16K".into()),
+        }
+    }
+
+    #[test]
+    fn a_plan_reads_every_flag() {
+        let p = args().plan(&RdmaSettings::default()).unwrap();
+        assert_eq!(p.sweep.sizes, vec![1024, 2048, 4096, 8192]);
+        assert_eq!((p.sweep.dtype, p.sweep.redop), (DType::Half, RedOp::Max));
+        assert_eq!((p.sweep.iters, p.sweep.check), (1, true));
+        assert_eq!(p.backend.choice, BackendChoice::Host(TransportChoice::Auto));
+        assert_eq!(
+            (p.backend.channels, p.backend.algo, p.backend.chunk_bytes),
+            (3, AlgoChoice::Ring, Some(16 << 10))
+        );
+        assert_eq!((p.min_bytes, p.max_bytes, p.step_bytes), (1024, 8192, None));
+    }
+
+    #[test]
+    fn a_bad_flag_is_named() {
+        let plan = |f: fn(&mut CollectiveArgs)| {
+            let mut a = args();
+            f(&mut a);
+            a.plan(&RdmaSettings::default()).unwrap_err().to_string()
+        };
+        assert_eq!(
+            plan(|a| a.backend = "ucx".into()),
+            "unknown --backend \"ucx\" (tcp, rdma, auto or nccl)"
+        );
+        assert_eq!(
+            plan(|a| a.chunk = Some("0".into())),
+            "--chunk-size must be at least 1 byte"
+        );
+        assert_eq!(
+            plan(|a| a.min_bytes = "1M".into()),
+            "no sizes between 1048576 and 8192"
+        );
+        assert_eq!(
+            plan(|a| a.max_bytes = "8Q".into()),
+            "\"8Q\" is not a size in bytes (e.g. 8, 64K, 32M, 1G)"
+        );
+    }
 }

@@ -319,6 +319,40 @@ mod tests {
     }
 
     #[test]
+    fn local_ranks_fold_into_rank_0s_code_or_a_tool_failure() {
+        use std::os::unix::process::ExitStatusExt;
+        let status = |code: i32| ExitStatus::from_raw(code << 8);
+        let run = |rank0, failed: Vec<(u32, ExitStatus)>| LocalOutcome { rank0, failed };
+        assert_eq!(run(Some(0), vec![]).exit_code(2), 0);
+        assert_eq!(run(Some(0), vec![]).failed_list(), None);
+        // Rank 0's verdict (1: something found) is the run's.
+        assert_eq!(run(Some(1), vec![(0, status(1))]).exit_code(2), 1);
+        // Rank 0 fine but another rank failed: the run could not say.
+        let other = run(Some(0), vec![(2, status(3))]);
+        assert_eq!(other.exit_code(2), 2);
+        assert_eq!(
+            other.failed_list().as_deref(),
+            Some("rank 2 (exit status: 3)")
+        );
+        // Rank 0 killed by a signal.
+        assert_eq!(
+            run(None, vec![(0, ExitStatus::from_raw(9))]).exit_code(2),
+            2
+        );
+    }
+
+    #[test]
+    fn waits_are_seconds_of_at_least_a_tenth() {
+        assert_eq!(wait_secs("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(wait_secs("0"), Ok(Duration::from_millis(100)));
+        assert_eq!(
+            wait_secs("inf"),
+            Err("inf is not a number of seconds".into())
+        );
+        assert_eq!(wait_secs("soon"), Err("invalid float literal".into()));
+    }
+
+    #[test]
     fn strip_local_removes_both_spellings() {
         let a: Vec<OsString> = [
             "bench",

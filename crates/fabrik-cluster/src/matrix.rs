@@ -370,10 +370,12 @@ fn play(
         addrs: addr(me).zip(addr(peer)),
         tag: (u64::from(cfg.tag(second, k)) << 40) | (u64::from(lo) << 20) | u64::from(hi),
     };
-    Some(match transport.pair_link(group, peer, cfg.tag(second, k), cfg.rail, limits.wait) {
-        Ok(link) => pair_test::run(&p, &*link, hooks.counters),
-        Err(e) => PairRows::failed(&p, "connecting", &e),
-    })
+    Some(
+        match transport.pair_link(group, peer, cfg.tag(second, k), cfg.rail, limits.wait) {
+            Ok(link) => pair_test::run(&p, &*link, hooks.counters),
+            Err(e) => PairRows::failed(&p, "connecting", &e),
+        },
+    )
 }
 
 /// Gathers this rank's rows of the round just finished at rank 0 (into `acc`), then waits for

@@ -340,7 +340,10 @@ mod tests {
         );
         let p = s.pipe_config(Duration::from_secs(5)).unwrap();
         assert_eq!((p.chunk_bytes, p.slots), (128 << 10, 4));
-        assert_eq!(RdmaSettings::default().local_options(Duration::ZERO).port, 1);
+        assert_eq!(
+            RdmaSettings::default().local_options(Duration::ZERO).port,
+            1
+        );
         let tiny = RdmaSettings {
             chunk_bytes: 1,
             ..RdmaSettings::default()
