@@ -160,25 +160,15 @@ pub trait Transport: Debug + Send + Sync {
     }
 }
 
-/// Which transport a run asks for (`bench p2p --transport` takes it as a value of its own).
+/// Which transport a run asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TransportChoice {
     /// TCP over the ranks' data addresses.
     #[default]
-    #[cfg_attr(feature = "clap", value(help = "TCP over the data addresses"))]
     Tcp,
     /// RDMA verbs (RC queue pairs) on every rank, or the run fails naming the rank that has none.
-    #[cfg_attr(
-        feature = "clap",
-        value(help = "RDMA verbs (RC queue pairs); see the RDMA options")
-    )]
     Rdma,
     /// RDMA when every rank has a usable device, else TCP.
-    #[cfg_attr(
-        feature = "clap",
-        value(help = "RDMA where an RDMA device has an ACTIVE port (on every rank), else TCP")
-    )]
     Auto,
 }
 

@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context};
 use fabrik_bench::{BenchError, P2pOptions, Server};
-use fabrik_cluster::transport::TransportChoice;
 use fabrik_render::Format;
 
 #[derive(clap::Args)]
@@ -27,6 +26,16 @@ enum Kind {
     Collective(Box<super::collective::Args>),
 }
 
+/// `bench p2p`'s data paths (its own: TCP streams from fabrik-bench, verbs from fabrik-verbs).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Transport {
+    Tcp,
+    /// RDMA verbs (RC queue pairs); see the RDMA options.
+    Rdma,
+    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
+    Auto,
+}
+
 #[derive(clap::Args)]
 struct P2pArgs {
     #[command(flatten)]
@@ -37,7 +46,7 @@ struct P2pArgs {
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
     #[arg(long, value_enum, default_value = "tcp")]
-    transport: TransportChoice,
+    transport: Transport,
     #[command(flatten)]
     rdma: crate::cmd::rdma::RdmaArgs,
     /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic`; exit 1
@@ -61,9 +70,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let o = &a.opts;
     let timeout = o.wait()?;
     let (rdma, tcp_because) = match a.transport {
-        TransportChoice::Tcp => (false, None),
-        TransportChoice::Rdma => (true, None),
-        TransportChoice::Auto => match fabrik_verbs::p2p::rdma_choice() {
+        Transport::Tcp => (false, None),
+        Transport::Rdma => (true, None),
+        Transport::Auto => match fabrik_verbs::p2p::rdma_choice() {
             Ok(_) => (true, None),
             Err(why) => (false, Some(why)),
         },
