@@ -42,16 +42,8 @@ pub enum ClusterCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct MatrixArgs {
-    /// tcp, rdma (verbs RC queue pairs), or auto (rdma when every rank has a usable RDMA
-    /// device, else tcp).
-    #[arg(long, default_value = "tcp")]
-    pub transport: String,
-    /// Bytes per timed transfer (K, M, G, T suffixes are powers of 1024).
-    #[arg(long, default_value = "16M")]
-    pub size: String,
-    /// Timed transfers per direction, after one warm-up.
-    #[arg(long, default_value_t = 3)]
-    pub iters: u32,
+    #[command(flatten)]
+    pub run: fabrik_cluster::matrix_options::MatrixOptions,
     /// text or json.
     #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
     pub format: fabrik_render::Format,
@@ -65,19 +57,6 @@ pub struct MatrixArgs {
     /// Link rate in Gb/s for the default line, 90 % of it (NVIDIA ngc_multinode_perf's).
     #[arg(long, value_name = "GBPS")]
     pub link_gbps: Option<f64>,
-    /// One matrix per rail: rail i pairs every rank's i-th --data-ip (NIC i against NIC i, for
-    /// rail-optimised fabrics). Every rank gives the same number of addresses; --output FILE is
-    /// written as FILE-railI per rail.
-    #[arg(long)]
-    pub per_rail: bool,
-    /// Skip the second pass that measures each suspect against nodes whose every pair passed
-    /// (to tell a bad node from a bad link).
-    #[arg(long)]
-    pub no_second_pass: bool,
-    /// Seconds the whole run may take to its verdict: each pair's transfers are cut short to
-    /// fit (every wait keeps its own limit, an eighth of --timeout).
-    #[arg(long, value_name = "SECS")]
-    pub deadline: Option<f64>,
     #[command(flatten)]
     pub ranks: JoinOptions,
     #[command(flatten)]
@@ -110,27 +89,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    use fabrik_cluster::matrix::{self, MatrixConfig, RunHooks};
-    use fabrik_cluster::transport::TransportChoice;
-    let choice: TransportChoice = args.transport.parse().map_err(|_| {
-        let known = TransportChoice::NAMES;
-        anyhow::anyhow!("unknown --transport {:?} ({known})", args.transport)
-    })?;
+    use fabrik_cluster::matrix::{self, RunHooks};
+    let (cfg, choice) = args.run.plan()?;
     let json = args.format == fabrik_render::Format::Json;
-    let cfg = MatrixConfig {
-        size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
-        iters: args.iters.max(1),
-        rail: 0,
-        isolate: !args.no_second_pass,
-        deadline: args.deadline.map(Duration::from_secs_f64),
-    };
     run_ranked(&args.ranks, |group| {
         let transport = fabrik_cluster::transport::agree(group, choice, &args.verbs)?;
-        let rails = if args.per_rail {
-            matrix::rail_count(group)?
-        } else {
-            1
-        };
+        let rails = args.run.rails(group)?;
         let rates = crate::cmd::expect::gather_data_nic_rates(
             group,
             rails,
@@ -141,7 +105,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         let mut progress: Option<(Option<u32>, Progress)> = None;
         let mut counters = rdma_counters(&*transport);
         let output = args.output.clone();
-        let per_rail = args.per_rail;
+        let per_rail = args.run.per_rail;
         let result = matrix::run(
             group,
             &cfg,
