@@ -59,6 +59,9 @@ pub enum BenchError {
     /// The settings cannot make a run (no sizes, out of bounds).
     #[error("invalid settings: {0}")]
     Config(String),
+    /// The options asked for something that cannot be (the text says what and why).
+    #[error("{0}")]
+    Options(String),
 }
 
 impl BenchError {

@@ -11,6 +11,7 @@ pub mod client;
 mod data;
 mod error;
 mod log;
+pub mod options;
 pub mod paths;
 pub mod pattern;
 pub mod proto;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 pub use client::{Amount, ClientConfig, SCHEMA_VERSION};
 pub use data::Fault;
 pub use error::BenchError;
+pub use options::P2pOptions;
 pub use paths::PathSpec;
 pub use server::{Server, ServerConfig};
 

@@ -16,7 +16,6 @@ use crate::link::{Direct, Link, StepError};
 use crate::rendezvous::Group;
 use crate::ring::{self, Schedule};
 use crate::step::step;
-use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
 mod small;
@@ -30,9 +29,6 @@ pub const DEFAULT_CHUNK_BYTES: usize = 1 << 20;
 /// 1 MiB with 2, 4 and 8 ranks from 1 to 64 MiB (docs/benchmarks/collectives.md): 0.68-1.00x
 /// the 1 MiB time, and the least CPU per operation of 16 KiB to 4 MiB.
 pub const TCP_CHUNK_BYTES: usize = 64 << 10;
-
-const TAG_RING: u32 = 0;
-const TAG_MESH: u32 = 1 << 16;
 
 /// The collective operations, named as nccl-tests names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,30 +320,15 @@ impl Comm {
             .collect()
     }
 
-    /// Opens the ring lanes (and, with `mesh`, a connection to every other rank).
+    /// Opens the ring lanes (and, with `mesh`, a connection to every other rank) over TCP.
     pub fn connect(
         group: &mut Group,
         channels: usize,
         mesh: bool,
         chunk_bytes: usize,
     ) -> Result<Comm, ClusterError> {
-        let (rank, n) = (group.rank(), group.size());
-        let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
-        let mut lanes: Vec<(Box<dyn Link>, Box<dyn Link>)> = Vec::new();
-        let mut mesh_conns: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
-        if n > 1 {
-            let ring = group.ring_streams(channels, mesh, (TAG_RING, TAG_MESH), "connect")?;
-            for (peer, s) in ring.mesh {
-                mesh_conns[peer as usize] = Some(Box::new(TcpLink::new(s)?));
-            }
-            for (next, prev) in ring.to_next.into_iter().zip(ring.from_prev) {
-                lanes.push((
-                    Box::new(TcpLink::new(next)?) as Box<dyn Link>,
-                    Box::new(TcpLink::new(prev)?) as Box<dyn Link>,
-                ));
-            }
-        }
-        Comm::from_links(rank, n, labels, lanes, mesh_conns, chunk_bytes)
+        use crate::transport::Transport;
+        crate::transport::Tcp.connect_comm(group, channels, mesh, chunk_bytes)
     }
 
     /// Sets how the collectives pick their algorithm (`Auto` when never set).

@@ -128,6 +128,9 @@ pub enum ClusterError {
     /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
     #[error(transparent)]
     Verbs(#[from] fabrik_verbs::VerbsError),
+    /// A text that is not a byte count.
+    #[error(transparent)]
+    Size(#[from] fabrik_model::size::SizeError),
     /// What was being done when `source` happened (`opening data connections`); the chain
     /// (`{:#}`) reads `what: source`.
     #[error("{what}")]

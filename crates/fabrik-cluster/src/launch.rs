@@ -1,5 +1,5 @@
-//! From command-line options and the environment to a [`JoinConfig`], and `--local N`: the
-//! same command started N times on this machine as ranks of one job.
+//! From command-line options and the environment to a joined [`Group`] ([`run_ranked`]), and
+//! `--local N`: the same command started N times on this machine as ranks of one job.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -10,23 +10,120 @@ use std::time::Duration;
 
 use fabrik_wire::Token;
 
-use crate::ranks::{discover, RankInfo};
-use crate::rendezvous::JoinConfig;
+use crate::ranks::{discover, process_env, RankInfo};
+use crate::rendezvous::{join, Group, JoinConfig};
 use crate::ClusterError;
 
-/// What the user said on the command line about joining.
+/// How this process finds the other ranks, as the command line says it. Ranks come from the
+/// launcher's environment (torchrun/Kubernetes `RANK`/`WORLD_SIZE`/`MASTER_ADDR`/`MASTER_PORT`,
+/// Open MPI, PMI, Slurm).
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct JoinOptions {
-    /// `--token`; otherwise `FABRIK_TOKEN` from the environment.
+    /// Start N ranks on this machine (loopback) instead of reading them from a launcher.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub local: Option<u32>,
+    /// Shared secret every rank must present (default: $FABRIK_TOKEN).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, env = "FABRIK_TOKEN", hide_env_values = true)
+    )]
     pub token: Option<String>,
-    /// `--master host:port`, overriding the launcher's.
+    /// Rank 0's rendezvous address, HOST:PORT (default: $MASTER_ADDR:$MASTER_PORT, or the first
+    /// host of $SLURM_JOB_NODELIST).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "HOST:PORT"))]
     pub master: Option<String>,
-    /// Every wait gives up after this.
+    /// Seconds any wait may take (joining, each transfer) before the run fails naming the rank.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value = "60", value_name = "SECS", value_parser = wait_secs)
+    )]
     pub timeout: Duration,
-    /// Addresses peers should open data connections to (one per NIC); empty: the one rank 0 is reached from.
+    /// Address(es) of this rank's data NICs, announced at the rendezvous: the other ranks send
+    /// collective and matrix traffic to them. The cluster doctor moves no data over them.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "data-ip", value_name = "IP", value_delimiter = ',')
+    )]
     pub data_ips: Vec<IpAddr>,
-    /// `--name`: how this rank's host is shown (default: the host name).
+    /// How this rank's host is named in output (default: the host name).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
     pub name: Option<String>,
+}
+
+/// `--timeout SECS`: at least 0.1 s.
+pub fn wait_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.trim().parse().map_err(|e| format!("{e}"))?;
+    if !(v.is_finite() && v < 1e9) {
+        return Err(format!("{s} is not a number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(v.max(0.1)))
+}
+
+/// What [`run_ranked`] came to.
+#[derive(Debug)]
+pub enum Ranked<T> {
+    /// This process ran as one rank of the job; what the body returned.
+    Rank(T),
+    /// `--local N`: this process started N ranks of itself and waited for them.
+    Local(LocalOutcome),
+}
+
+/// How the ranks of a `--local N` run ended.
+#[derive(Debug)]
+pub struct LocalOutcome {
+    /// Rank 0's exit code; `None` when a signal ended it.
+    pub rank0: Option<i32>,
+    /// Every rank that did not succeed, with its status.
+    pub failed: Vec<(u32, ExitStatus)>,
+}
+
+impl LocalOutcome {
+    /// `rank 1 (exit status: 1), rank 3 (signal: 9 (SIGKILL))`: the ranks that failed, `None`
+    /// when none did.
+    pub fn failed_list(&self) -> Option<String> {
+        let list: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(r, s)| format!("rank {r} ({s})"))
+            .collect();
+        (!list.is_empty()).then(|| list.join(", "))
+    }
+
+    /// The run's exit code: rank 0's, which carries the verdict; `tool_failure` when a signal
+    /// ended rank 0, or when rank 0 succeeded while another rank failed.
+    pub fn exit_code(&self, tool_failure: u8) -> u8 {
+        match self.rank0 {
+            Some(0) if !self.failed.is_empty() => tool_failure,
+            Some(c) => c.clamp(0, 255) as u8,
+            None => tool_failure,
+        }
+    }
+}
+
+/// Runs `body` as one rank of the job (joined as `opts` and the launcher's environment say), or
+/// with `opts.local` starts that many ranks of this very command on this machine and waits for
+/// them.
+pub fn run_ranked<T>(
+    opts: &JoinOptions,
+    body: impl FnOnce(&mut Group) -> T,
+) -> Result<Ranked<T>, ClusterError> {
+    if let Some(n) = opts.local {
+        let exe = std::env::current_exe().map_err(|err| ClusterError::Io {
+            what: "finding this program to start local ranks".into(),
+            err,
+        })?;
+        let argv: Vec<_> = std::env::args_os().skip(1).collect();
+        let (first, failed) = spawn_local(&exe, &strip_local(&argv), n)?.wait()?;
+        return Ok(Ranked::Local(LocalOutcome {
+            rank0: first.code(),
+            failed,
+        }));
+    }
+    let (cfg, _) = join_config(opts, &process_env(), &fabrik_probe::system::this_host())?;
+    let rank = cfg.rank;
+    let mut group = join(&cfg).map_err(|e| e.context(format!("rank {rank} joining the job")))?;
+    Ok(Ranked::Rank(body(&mut group)))
 }
 
 /// Works out how this process joins: rank and size from the launcher's variables (a lone
@@ -219,6 +316,40 @@ mod tests {
             (c.master.as_str(), c.host.as_str()),
             ("10.1.1.1:4000", "ns3")
         );
+    }
+
+    #[test]
+    fn local_ranks_fold_into_rank_0s_code_or_a_tool_failure() {
+        use std::os::unix::process::ExitStatusExt;
+        let status = |code: i32| ExitStatus::from_raw(code << 8);
+        let run = |rank0, failed: Vec<(u32, ExitStatus)>| LocalOutcome { rank0, failed };
+        assert_eq!(run(Some(0), vec![]).exit_code(2), 0);
+        assert_eq!(run(Some(0), vec![]).failed_list(), None);
+        // Rank 0's verdict (1: something found) is the run's.
+        assert_eq!(run(Some(1), vec![(0, status(1))]).exit_code(2), 1);
+        // Rank 0 fine but another rank failed: the run could not say.
+        let other = run(Some(0), vec![(2, status(3))]);
+        assert_eq!(other.exit_code(2), 2);
+        assert_eq!(
+            other.failed_list().as_deref(),
+            Some("rank 2 (exit status: 3)")
+        );
+        // Rank 0 killed by a signal.
+        assert_eq!(
+            run(None, vec![(0, ExitStatus::from_raw(9))]).exit_code(2),
+            2
+        );
+    }
+
+    #[test]
+    fn waits_are_seconds_of_at_least_a_tenth() {
+        assert_eq!(wait_secs("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(wait_secs("0"), Ok(Duration::from_millis(100)));
+        assert_eq!(
+            wait_secs("inf"),
+            Err("inf is not a number of seconds".into())
+        );
+        assert_eq!(wait_secs("soon"), Err("invalid float literal".into()));
     }
 
     #[test]

@@ -9,9 +9,6 @@ use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The TCP link's old path, kept for the pair matrix and its command until they open links
-/// through [`crate::transport::Transport`]; nothing in this module uses it.
-pub use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
 /// An ordered, reliable byte pipe to (or from) one peer.

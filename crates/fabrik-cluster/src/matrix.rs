@@ -15,21 +15,18 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fabrik_model::{Isolation, PairFailure, PairMatrix, SCHEMA_VERSION};
-use fabrik_verbs::{PipeConfig, PipeDevice};
 
 use crate::diagnose;
-use crate::link::{Link, TcpLink};
 use crate::pair_test::{self, Limits, Pair, PairRows};
 use crate::pairs::{
     analyze, disjoint_rounds, good_threshold, isolation_plan, isolation_verdicts, partner,
     round_robin, slow_line, IsolationPlan,
 };
-use crate::rdma_link::RdmaLink;
 use crate::rendezvous::Group;
+use crate::transport::{Tcp, Transport};
 use crate::ClusterError;
 
 const TAG_MATRIX: u32 = 2 << 16;
@@ -73,32 +70,9 @@ pub fn pair_wait(timeout: Duration) -> Duration {
     (timeout / 8).clamp(Duration::from_millis(500), Duration::from_secs(10))
 }
 
-/// A TCP connection to `peer` on `rail` (the peer's `rail`-th data address), every wait on it
-/// bounded by `limit`: the lower rank connects, the higher accepts.
-pub fn rail_stream(
-    group: &mut Group,
-    peer: u32,
-    tag: u32,
-    rail: u32,
-    limit: Duration,
-) -> Result<std::net::TcpStream, ClusterError> {
-    if group.rank() < peer {
-        group
-            .connector()
-            .within(limit)
-            .connect_data(peer, tag, rail as usize)
-    } else {
-        group.accept_data_within(peer, tag, limit)
-    }
-}
-
 /// Reads the RDMA device's retry and sequence-error counters (name → value), for a pair over
 /// RDMA; `None` where there is nothing to read (TCP, whose sockets count their own).
 pub type CounterSampler<'a> = dyn FnMut() -> Option<BTreeMap<String, u64>> + 'a;
-
-/// Opens the two-way link one pair test runs over: `(group, peer, tag, wait limit)`.
-pub type PairOpener<'a> =
-    dyn FnMut(&mut Group, u32, u32, Duration) -> Result<Box<dyn Link>, ClusterError> + 'a;
 
 /// What a matrix run reports as it goes, and reads besides the sockets.
 pub struct Hooks<'a> {
@@ -119,15 +93,10 @@ pub fn run_matrix(
     cfg: &MatrixConfig,
     on_round: &mut dyn FnMut(u32, u32),
 ) -> Result<Option<PairMatrix>, ClusterError> {
-    let rail = cfg.rail;
-    let mut tcp = |g: &mut Group, peer: u32, tag: u32, limit: Duration| {
-        Ok(Box::new(TcpLink::new(rail_stream(g, peer, tag, rail, limit)?)?) as Box<dyn Link>)
-    };
     run_matrix_over(
         group,
         cfg,
-        "tcp",
-        &mut tcp,
+        &Tcp,
         &mut Hooks {
             on_round,
             on_rows: &mut |_| {},
@@ -189,8 +158,7 @@ impl Acc {
     }
 }
 
-/// Runs the matrix over the links `open` makes (one per pair and round), reported as
-/// `transport`.
+/// Runs the matrix over `transport` (a link per pair and round).
 ///
 /// Each round's measurements reach rank 0 at the start of the next round (that gather is also
 /// the barrier between rounds), and rank 0 hands the matrix so far to `on_rows`, so a caller can
@@ -199,8 +167,7 @@ impl Acc {
 pub fn run_matrix_over(
     group: &mut Group,
     cfg: &MatrixConfig,
-    transport: &str,
-    open: &mut PairOpener<'_>,
+    transport: &dyn Transport,
     hooks: &mut Hooks<'_>,
 ) -> Result<Option<PairMatrix>, ClusterError> {
     let started = Instant::now();
@@ -211,13 +178,13 @@ pub fn run_matrix_over(
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
         if collect(group, &mut mine, &mut acc, k.saturating_sub(1), "matrix")? && k > 0 {
-            let mut m = matrix(group, cfg, transport, total, &acc);
+            let mut m = matrix(group, cfg, transport.name(), total, &acc);
             m.analysis.note = Some(partial_note(k, total, m.analysis.note.as_deref()));
             (hooks.on_rows)(&m);
         }
         (hooks.on_round)(k, total);
         let limits = limits(group, cfg, started, total - k + 1);
-        mine = play(group, cfg, open, round, k, false, limits, hooks);
+        mine = play(group, cfg, transport, round, k, false, limits, hooks);
     }
     // The last round's rows, then the verdict.
     let root = collect(
@@ -227,13 +194,13 @@ pub fn run_matrix_over(
         total.saturating_sub(1),
         "matrix",
     )?;
-    let mut m = root.then(|| matrix(group, cfg, transport, total, &acc));
+    let mut m = root.then(|| matrix(group, cfg, transport.name(), total, &acc));
     if cfg.isolate {
         if let Some(m) = &m {
             // The whole first pass is kept should the second fail.
             (hooks.on_rows)(m);
         }
-        second_pass(group, cfg, open, m.as_mut(), started, hooks)?;
+        second_pass(group, cfg, transport, m.as_mut(), started, hooks)?;
     }
     if let Some(m) = &mut m {
         m.culprits = diagnose::culprits(m);
@@ -265,7 +232,7 @@ fn limits(group: &Group, cfg: &MatrixConfig, started: Instant, rounds_left: u32)
 fn second_pass(
     group: &mut Group,
     cfg: &MatrixConfig,
-    open: &mut PairOpener<'_>,
+    transport: &dyn Transport,
     m: Option<&mut PairMatrix>,
     started: Instant,
     hooks: &mut Hooks<'_>,
@@ -307,7 +274,7 @@ fn second_pass(
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
         let limits = limits(group, cfg, started, n - k);
-        let mut mine = play(group, cfg, open, round, k, true, limits, hooks);
+        let mut mine = play(group, cfg, transport, round, k, true, limits, hooks);
         collect(group, &mut mine, &mut acc, k, "second")?;
     }
     if let (Some(m), Some((analysis, plan, _))) = (m, planned) {
@@ -374,7 +341,7 @@ fn with_controls(rounds: Vec<Vec<(u32, u32)>>, good: &[u32]) -> Vec<Vec<(u32, u3
 fn play(
     group: &mut Group,
     cfg: &MatrixConfig,
-    open: &mut PairOpener<'_>,
+    transport: &dyn Transport,
     round: &[(u32, u32)],
     k: u32,
     second: bool,
@@ -403,10 +370,12 @@ fn play(
         addrs: addr(me).zip(addr(peer)),
         tag: (u64::from(cfg.tag(second, k)) << 40) | (u64::from(lo) << 20) | u64::from(hi),
     };
-    Some(match open(group, peer, cfg.tag(second, k), limits.wait) {
-        Ok(link) => pair_test::run(&p, &*link, hooks.counters),
-        Err(e) => PairRows::failed(&p, "connecting", &e),
-    })
+    Some(
+        match transport.pair_link(group, peer, cfg.tag(second, k), cfg.rail, limits.wait) {
+            Ok(link) => pair_test::run(&p, &*link, hooks.counters),
+            Err(e) => PairRows::failed(&p, "connecting", &e),
+        },
+    )
 }
 
 /// Gathers this rank's rows of the round just finished at rank 0 (into `acc`), then waits for
@@ -481,30 +450,6 @@ pub fn flagged(m: &PairMatrix) -> bool {
     !m.culprits.is_empty() || unjudged
 }
 
-/// How the pairs of a run are connected.
-#[derive(Clone)]
-pub enum Transport {
-    /// TCP connections to each rank's data address.
-    Tcp,
-    /// RDMA verbs pipes on `device`, set up over a TCP connection each.
-    Rdma {
-        /// The device every pair uses on this rank.
-        device: Arc<PipeDevice>,
-        /// The pipes' chunk and slot settings (their timeout is the pair's wait limit).
-        pipe: PipeConfig,
-    },
-}
-
-impl Transport {
-    /// `tcp` or `rdma`, as the report says.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Rdma { .. } => "rdma",
-        }
-    }
-}
-
 /// What [`run`] reports as it goes: as [`Hooks`], with the rail each matrix runs on.
 pub struct RunHooks<'a> {
     /// `(rail, round, rounds)`: a round of the first pass starts.
@@ -522,11 +467,11 @@ pub fn run(
     group: &mut Group,
     cfg: &MatrixConfig,
     per_rail: bool,
-    transport: &Transport,
+    transport: &dyn Transport,
     hooks: &mut RunHooks<'_>,
 ) -> Result<Vec<PairMatrix>, ClusterError> {
     let rails = if per_rail {
-        if matches!(transport, Transport::Rdma { .. }) {
+        if !transport.follows_rails() {
             return Err(ClusterError::Misuse(
                 "--per-rail runs over TCP only (use --transport tcp)",
             ));
@@ -544,20 +489,6 @@ pub fn run(
         let shown = rails.map(|_| rail);
         let mut partial: Option<PairMatrix> = None;
         let result = {
-            let mut open = |g: &mut Group, peer: u32, tag: u32, limit: Duration| {
-                let stream = rail_stream(g, peer, tag, rail, limit)?;
-                Ok(match transport {
-                    Transport::Tcp => Box::new(TcpLink::new(stream)?) as Box<dyn Link>,
-                    Transport::Rdma { device, pipe } => {
-                        let label = g.label(peer);
-                        let pipe = PipeConfig {
-                            timeout: limit,
-                            ..pipe.clone()
-                        };
-                        Box::new(RdmaLink::connect(device, stream, &label, &pipe)?)
-                    }
-                })
-            };
             let mut keep = |m: &PairMatrix| {
                 let mut m = m.clone();
                 m.rail = shown;
@@ -567,8 +498,7 @@ pub fn run(
             run_matrix_over(
                 group,
                 &cfg,
-                transport.name(),
-                &mut open,
+                transport,
                 &mut Hooks {
                     on_round: &mut |k, total| (hooks.on_round)(shown, k, total),
                     on_rows: &mut keep,
@@ -712,10 +642,7 @@ mod tests {
                     let r = run_matrix_over(
                         &mut g,
                         &SMALL,
-                        "tcp",
-                        &mut |g, p, t, limit| {
-                            Ok(Box::new(TcpLink::new(rail_stream(g, p, t, 0, limit)?)?))
-                        },
+                        &Tcp,
                         &mut Hooks {
                             on_round: &mut on_round,
                             on_rows: &mut |m| rows_seen = m.links.len(),

@@ -4,17 +4,12 @@
 
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::thread;
 
 use fabrik_verbs::{LocalOptions, PipeConfig, PipeDevice, Verbs, VerbsError, VerbsPipe};
 
-use crate::collective::Comm;
 use crate::link::Link;
 use crate::rendezvous::Group;
 use crate::ClusterError;
-
-const TAG_RDMA_RING: u32 = 3 << 16;
-const TAG_RDMA_MESH: u32 = 4 << 16;
 
 /// Loads libibverbs and opens the device, port and GID of `opts` (the defaults of
 /// `bench p2p --transport rdma`: on RoCE, the GID NCCL would pick).
@@ -105,97 +100,6 @@ impl Link for RdmaLink {
     fn send_buffer_bytes(&self) -> usize {
         self.pipe.window_bytes()
     }
-}
-
-/// Sets up one pipe per stream, all at once: each set-up waits for its peer, and the peers are
-/// busy with their own neighbours' set-ups, so doing them one after another could wait in a
-/// circle.
-fn connect_all(
-    dev: &Arc<PipeDevice>,
-    streams: Vec<(u32, String, TcpStream)>,
-    cfg: &PipeConfig,
-) -> Result<Vec<(u32, RdmaLink)>, ClusterError> {
-    thread::scope(|s| {
-        let hs: Vec<_> = streams
-            .into_iter()
-            .map(|(peer, label, stream)| {
-                s.spawn(move || RdmaLink::connect(dev, stream, &label, cfg).map(|l| (peer, l)))
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(ClusterError::ThreadPanicked("an RDMA pipe set-up")))
-            })
-            .collect()
-    })
-}
-
-/// Opens `channels` ring lanes (and with `mesh` a link to every other rank) over RDMA and
-/// returns the communicator the collectives run on.
-pub fn connect_comm(
-    group: &mut Group,
-    dev: &Arc<PipeDevice>,
-    channels: usize,
-    mesh: bool,
-    chunk_bytes: usize,
-    cfg: &PipeConfig,
-) -> Result<Comm, ClusterError> {
-    let (rank, n) = (group.rank(), group.size());
-    let labels: Vec<String> = (0..n).map(|r| group.label(r)).collect();
-    if n < 2 {
-        return Comm::from_links(rank, n, labels, Vec::new(), Vec::new(), chunk_bytes);
-    }
-    let channels = channels.max(1);
-    let ring = group.ring_streams(
-        channels,
-        mesh,
-        (TAG_RDMA_RING, TAG_RDMA_MESH),
-        "the data-connection",
-    )?;
-    // Ring set-ups are tagged with the channel so that the results come back in order.
-    let mut streams = Vec::new();
-    for (c, s) in ring.to_next.into_iter().enumerate() {
-        streams.push((c as u32, labels[ring.next as usize].clone(), s));
-    }
-    for (c, s) in ring.from_prev.into_iter().enumerate() {
-        streams.push(((channels + c) as u32, labels[ring.prev as usize].clone(), s));
-    }
-    let ring_count = streams.len();
-    for (peer, s) in ring.mesh {
-        streams.push((peer, labels[peer as usize].clone(), s));
-    }
-    let mut links = connect_all(dev, streams, cfg)?;
-    let mesh_links = links.split_off(ring_count);
-    let mut nexts = Vec::with_capacity(channels);
-    let mut prevs = Vec::with_capacity(channels);
-    for (i, l) in links {
-        if (i as usize) < channels {
-            nexts.push(Box::new(l) as Box<dyn Link>);
-        } else {
-            prevs.push(Box::new(l) as Box<dyn Link>);
-        }
-    }
-    let lanes = nexts.into_iter().zip(prevs).collect();
-    let mut mesh_slots: Vec<Option<Box<dyn Link>>> = (0..n).map(|_| None).collect();
-    for (peer, l) in mesh_links {
-        mesh_slots[peer as usize] = Some(Box::new(l));
-    }
-    Comm::from_links(rank, n, labels, lanes, mesh_slots, chunk_bytes)
-}
-
-/// A two-way RDMA link to `peer` for pair tests (the matrix), over a fresh data connection
-/// opened as [`Group::pair_stream`] opens it.
-pub fn pair_link(
-    group: &mut Group,
-    dev: &Arc<PipeDevice>,
-    peer: u32,
-    tag: u32,
-    cfg: &PipeConfig,
-) -> Result<RdmaLink, ClusterError> {
-    let label = group.label(peer);
-    let stream = group.pair_stream(peer, tag)?;
-    RdmaLink::connect(dev, stream, &label, cfg)
 }
 
 #[cfg(test)]

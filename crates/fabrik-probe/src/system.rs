@@ -46,6 +46,16 @@ pub fn hostname(fs: &mut RootFs) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// This machine's host name: [`hostname`] of the live root (its UTS namespace's where one is
+/// set), else `$HOSTNAME`, else `localhost`.
+pub fn this_host() -> String {
+    RootFs::new(std::path::Path::new("/"))
+        .ok()
+        .and_then(|mut fs| hostname(&mut fs))
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 /// Kernel release, command line, distribution and whether the node looks virtualised.
 pub fn os_info(fs: &mut RootFs) -> OsInfo {
     let distro = fs

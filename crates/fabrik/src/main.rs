@@ -139,3 +139,12 @@ fn init_tracing(verbose: u8) {
         .with_ansi(output::colour(&std::io::stderr()))
         .init();
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's flags, flattened from several crates, without clashing names.
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

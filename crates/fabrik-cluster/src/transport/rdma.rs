@@ -1,14 +1,15 @@
 //! The `rdma` transport: links over RC queue pairs ([`crate::rdma_link`]) on a device every rank
 //! opened, set up over the ranks' data connections.
 
+use std::net::TcpStream;
 use std::sync::Arc;
+use std::time::Duration;
 
 use fabrik_verbs::{PipeConfig, PipeDevice};
 
-use crate::collective::{Comm, DEFAULT_CHUNK_BYTES};
+use crate::collective::DEFAULT_CHUNK_BYTES;
 use crate::link::Link;
-use crate::rdma_link::{connect_comm, pair_link};
-use crate::rendezvous::Group;
+use crate::rdma_link::RdmaLink;
 use crate::ClusterError;
 
 use super::Transport;
@@ -21,7 +22,8 @@ pub struct Rdma {
 }
 
 impl Rdma {
-    /// The transport over `dev`, its pipes set up with `pipe`.
+    /// The transport over `dev`, its pipes set up with `pipe` (their timeout is each link's
+    /// wait limit).
     pub fn new(dev: Arc<PipeDevice>, pipe: PipeConfig) -> Rdma {
         Rdma { dev, pipe }
     }
@@ -40,6 +42,10 @@ impl Transport for Rdma {
         Some(self.dev.describe())
     }
 
+    fn counter_port(&self) -> Option<(String, u32)> {
+        Some((self.dev.name().to_string(), u32::from(self.dev.port())))
+    }
+
     fn default_chunk_bytes(&self) -> usize {
         DEFAULT_CHUNK_BYTES
     }
@@ -51,30 +57,16 @@ impl Transport for Rdma {
         ))
     }
 
-    fn connect_comm(
+    fn link(
         &self,
-        group: &mut Group,
-        channels: usize,
-        mesh: bool,
-        chunk_bytes: usize,
-    ) -> Result<Comm, ClusterError> {
-        connect_comm(group, &self.dev, channels, mesh, chunk_bytes, &self.pipe)
-    }
-
-    fn pair_link(
-        &self,
-        group: &mut Group,
-        peer: u32,
-        tag: u32,
-        rail: u32,
+        stream: TcpStream,
+        peer: &str,
+        wait: Duration,
     ) -> Result<Box<dyn Link>, ClusterError> {
-        if rail != 0 {
-            return Err(ClusterError::Misuse(
-                "per-rail pair tests run over TCP only",
-            ));
-        }
-        Ok(Box::new(pair_link(
-            group, &self.dev, peer, tag, &self.pipe,
-        )?))
+        let pipe = PipeConfig {
+            timeout: wait,
+            ..self.pipe.clone()
+        };
+        Ok(Box::new(RdmaLink::connect(&self.dev, stream, peer, &pipe)?))
     }
 }

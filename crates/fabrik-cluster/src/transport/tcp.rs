@@ -1,8 +1,10 @@
 //! The `tcp` transport: links over the ranks' authenticated data connections, one socket each.
 
-use crate::collective::{Comm, TCP_CHUNK_BYTES};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::collective::TCP_CHUNK_BYTES;
 use crate::link::Link;
-use crate::rendezvous::Group;
 use crate::tcp_link::TcpLink;
 use crate::ClusterError;
 
@@ -21,29 +23,16 @@ impl Transport for Tcp {
         TCP_CHUNK_BYTES
     }
 
-    fn connect_comm(
-        &self,
-        group: &mut Group,
-        channels: usize,
-        mesh: bool,
-        chunk_bytes: usize,
-    ) -> Result<Comm, ClusterError> {
-        Comm::connect(group, channels, mesh, chunk_bytes)
+    fn follows_rails(&self) -> bool {
+        true
     }
 
-    fn pair_link(
+    fn link(
         &self,
-        group: &mut Group,
-        peer: u32,
-        tag: u32,
-        rail: u32,
+        stream: TcpStream,
+        _peer: &str,
+        _wait: Duration,
     ) -> Result<Box<dyn Link>, ClusterError> {
-        // The lower rank connects to the peer's `rail`-th address, the higher accepts.
-        let stream = if group.rank() < peer {
-            group.connect_data(peer, tag, rail as usize)?
-        } else {
-            group.accept_data(peer, tag)?
-        };
         Ok(Box::new(TcpLink::new(stream)?))
     }
 }

@@ -1,90 +1,28 @@
 //! `fabrik cluster`: runs across the ranks of a job (matrix, doctor), and the rank options
 //! every multi-rank command shares.
 
-use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use fabrik_cluster::launch::{join_config, spawn_local, strip_local, JoinOptions};
-use fabrik_cluster::ranks::process_env;
-use fabrik_cluster::rendezvous::{join, Group};
-
-/// How this process finds the other ranks. Ranks come from the launcher's environment
-/// (torchrun/Kubernetes `RANK`/`WORLD_SIZE`/`MASTER_ADDR`/`MASTER_PORT`, Open MPI, PMI, Slurm).
-#[derive(clap::Args, Debug, Clone)]
-pub struct RankArgs {
-    /// Start N ranks on this machine (loopback) instead of reading them from a launcher.
-    #[arg(long, value_name = "N")]
-    pub local: Option<u32>,
-    /// Shared secret every rank must present (default: $FABRIK_TOKEN).
-    #[arg(long, env = "FABRIK_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// Rank 0's rendezvous address, HOST:PORT (default: $MASTER_ADDR:$MASTER_PORT, or the first
-    /// host of $SLURM_JOB_NODELIST).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub master: Option<String>,
-    /// Seconds any wait may take (joining, each transfer) before the run fails naming the rank.
-    #[arg(long, default_value_t = 60.0, value_name = "SECS")]
-    pub timeout: f64,
-    /// Address(es) of this rank's data NICs, announced at the rendezvous: the other ranks send
-    /// collective and matrix traffic to them. The cluster doctor moves no data over them.
-    #[arg(long = "data-ip", value_name = "IP", value_delimiter = ',')]
-    pub data_ips: Vec<IpAddr>,
-    /// How this rank's host is named in output (default: the host name).
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-}
+use fabrik_cluster::launch::{JoinOptions, Ranked};
+use fabrik_cluster::rendezvous::Group;
 
 /// Runs `body` as one rank of the job, or with `--local N` starts N ranks of this very command
-/// and waits for them.
+/// and waits for them (rank 0's exit code, naming the ranks that failed).
 pub fn run_ranked(
-    args: &RankArgs,
+    args: &JoinOptions,
     body: impl FnOnce(&mut Group) -> anyhow::Result<ExitCode>,
 ) -> anyhow::Result<ExitCode> {
-    if let Some(n) = args.local {
-        let exe = std::env::current_exe().context("finding this program to start local ranks")?;
-        let argv: Vec<_> = std::env::args_os().skip(1).collect();
-        let run = spawn_local(&exe, &strip_local(&argv), n)?;
-        let (first, failed) = run.wait()?;
-        if !failed.is_empty() {
-            let list: Vec<String> = failed
-                .iter()
-                .map(|(r, s)| format!("rank {r} ({s})"))
-                .collect();
-            eprintln!("fabrik: local ranks that failed: {}", list.join(", "));
+    match fabrik_cluster::launch::run_ranked(args, body)? {
+        Ranked::Rank(done) => done,
+        Ranked::Local(outcome) => {
+            if let Some(list) = outcome.failed_list() {
+                eprintln!("fabrik: local ranks that failed: {list}");
+            }
+            Ok(ExitCode::from(outcome.exit_code(crate::exit::TOOL_FAILURE)))
         }
-        let code = first
-            .code()
-            .unwrap_or(crate::exit::TOOL_FAILURE.into())
-            .clamp(0, 255) as u8;
-        return Ok(if code == 0 && !failed.is_empty() {
-            crate::exit::failure()
-        } else {
-            ExitCode::from(code)
-        });
     }
-    let opts = JoinOptions {
-        token: args.token.clone(),
-        master: args.master.clone(),
-        timeout: Duration::from_secs_f64(args.timeout.max(0.1)),
-        data_ips: args.data_ips.clone(),
-        name: args.name.clone(),
-    };
-    let (cfg, _) = join_config(&opts, &process_env(), &hostname())?;
-    let rank = cfg.rank;
-    let mut group = join(&cfg).with_context(|| format!("rank {rank} joining the job"))?;
-    body(&mut group)
-}
-
-/// The UTS host name (per network namespace's UTS namespace where set).
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 #[derive(clap::Args, Debug)]
@@ -104,16 +42,8 @@ pub enum ClusterCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct MatrixArgs {
-    /// tcp, rdma (verbs RC queue pairs), or auto (rdma when every rank has a usable RDMA
-    /// device, else tcp).
-    #[arg(long, default_value = "tcp")]
-    pub transport: String,
-    /// Bytes per timed transfer (K, M, G, T suffixes are powers of 1024).
-    #[arg(long, default_value = "16M")]
-    pub size: String,
-    /// Timed transfers per direction, after one warm-up.
-    #[arg(long, default_value_t = 3)]
-    pub iters: u32,
+    #[command(flatten)]
+    pub run: fabrik_cluster::matrix_options::MatrixOptions,
     /// text or json.
     #[arg(long, default_value = "text", value_parser = fabrik_render::Format::text_or_json())]
     pub format: fabrik_render::Format,
@@ -127,23 +57,10 @@ pub struct MatrixArgs {
     /// Link rate in Gb/s for the default line, 90 % of it (NVIDIA ngc_multinode_perf's).
     #[arg(long, value_name = "GBPS")]
     pub link_gbps: Option<f64>,
-    /// One matrix per rail: rail i pairs every rank's i-th --data-ip (NIC i against NIC i, for
-    /// rail-optimised fabrics). Every rank gives the same number of addresses; --output FILE is
-    /// written as FILE-railI per rail.
-    #[arg(long)]
-    pub per_rail: bool,
-    /// Skip the second pass that measures each suspect against nodes whose every pair passed
-    /// (to tell a bad node from a bad link).
-    #[arg(long)]
-    pub no_second_pass: bool,
-    /// Seconds the whole run may take to its verdict: each pair's transfers are cut short to
-    /// fit (every wait keeps its own limit, an eighth of --timeout).
-    #[arg(long, value_name = "SECS")]
-    pub deadline: Option<f64>,
     #[command(flatten)]
-    pub ranks: RankArgs,
+    pub ranks: JoinOptions,
     #[command(flatten)]
-    pub verbs: crate::cmd::coll_rdma::VerbsArgs,
+    pub verbs: fabrik_cluster::transport::RdmaSettings,
 }
 
 #[derive(clap::Args, Debug)]
@@ -161,7 +78,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub ranks: RankArgs,
+    pub ranks: JoinOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -172,31 +89,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    use crate::cmd::coll_rdma::{agree_transport, check_transport, Transport};
-    use fabrik_cluster::matrix::{self, MatrixConfig, RunHooks};
-    check_transport(&args.transport, "--transport")?;
+    use fabrik_cluster::matrix::{self, RunHooks};
+    let (cfg, choice) = args.run.plan()?;
     let json = args.format == fabrik_render::Format::Json;
-    let cfg = MatrixConfig {
-        size: fabrik_model::size::parse_bytes(&args.size)?.max(1),
-        iters: args.iters.max(1),
-        rail: 0,
-        isolate: !args.no_second_pass,
-        deadline: args.deadline.map(Duration::from_secs_f64),
-    };
     run_ranked(&args.ranks, |group| {
-        let agreed = agree_transport(group, &args.transport, &args.verbs)?;
-        let transport = match &agreed {
-            Transport::Tcp => matrix::Transport::Tcp,
-            Transport::Rdma(dev) => matrix::Transport::Rdma {
-                device: dev.clone(),
-                pipe: args.verbs.pipe_config(group.timeout())?,
-            },
-        };
-        let rails = if args.per_rail {
-            matrix::rail_count(group)?
-        } else {
-            1
-        };
+        let transport = fabrik_cluster::transport::agree(group, choice, &args.verbs)?;
+        let rails = args.run.rails(group)?;
         let rates = crate::cmd::expect::gather_data_nic_rates(
             group,
             rails,
@@ -205,14 +103,14 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         let is_root = group.rank() == 0;
         let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
         let mut progress: Option<(Option<u32>, Progress)> = None;
-        let mut counters = rdma_counters(&agreed);
+        let mut counters = rdma_counters(&*transport);
         let output = args.output.clone();
-        let per_rail = args.per_rail;
+        let per_rail = args.run.per_rail;
         let result = matrix::run(
             group,
             &cfg,
             per_rail,
-            &transport,
+            &*transport,
             &mut RunHooks {
                 on_round: &mut |rail, k, _| {
                     if progress.as_ref().is_none_or(|(r, _)| *r != rail) {
@@ -277,12 +175,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 crate::output::print_json(&each[0])?;
             }
         } else {
-            let rdma = match &agreed {
-                Transport::Rdma(dev) => Some(dev.describe()),
-                Transport::Tcp => None,
-            };
+            let described = transport.describe();
             for (m, j) in matrices.iter().zip(&judged) {
-                print!("{}", fabrik_render::matrix::text(m, rdma.as_deref()));
+                print!("{}", fabrik_render::matrix::text(m, described.as_deref()));
                 if let Some(j) = j {
                     print!("{}", fabrik_render::passline::links(j));
                 }
@@ -301,18 +196,11 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 /// Over RDMA, the device port's retransmission and sequence-error counters (read from the live
 /// sysfs, as `fabrik top` reads them); nothing over TCP.
 fn rdma_counters(
-    transport: &crate::cmd::coll_rdma::Transport,
+    transport: &dyn fabrik_cluster::transport::Transport,
 ) -> impl FnMut() -> Option<std::collections::BTreeMap<String, u64>> {
-    let mut counters = match transport {
-        crate::cmd::coll_rdma::Transport::Rdma(dev) => {
-            Some(fabrik_monitor::read::PortCounters::new(
-                std::path::Path::new("/"),
-                dev.name(),
-                u32::from(dev.port()),
-            ))
-        }
-        crate::cmd::coll_rdma::Transport::Tcp => None,
-    };
+    let mut counters = transport.counter_port().map(|(device, port)| {
+        fabrik_monitor::read::PortCounters::new(std::path::Path::new("/"), &device, port)
+    });
     move || counters.as_mut()?.read()
 }
 

@@ -3,7 +3,6 @@
 pub mod bench;
 pub mod check;
 pub mod cluster;
-pub mod coll_rdma;
 pub mod collective;
 pub mod diff;
 pub mod doctor;

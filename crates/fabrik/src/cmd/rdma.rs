@@ -194,7 +194,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn local_options(r: &RdmaArgs, timeout: Duration) -> anyhow::Result<LocalOptions> {
-    let (device, port) = crate::cmd::coll_rdma::device_port(r.device.as_deref())?;
+    let (device, port) = fabrik_verbs::device_port(r.device.as_deref())?;
     Ok(LocalOptions {
         device,
         port,
