@@ -174,3 +174,139 @@ fn cross_node_firmware_drift_and_a_ber_outlier_are_named() {
         out[0]
     );
 }
+
+fn run_ok(args: &[&str]) {
+    support::fabrik().args(args).assert().success();
+}
+
+/// `fabrik expect --from-root` writes the evidence below the link state of a known-good node
+/// (firmware settings, the PCIe link of its NICs, FEC and BER bounds, the kernel log classes
+/// it is free of); `doctor --expect` is quiet on that node, and names each difference on a node
+/// whose firmware forces relaxed ordering where the good one leaves it `per_mkey`, whose NIC
+/// trained at x8, whose port's raw BER rose past the bound and whose log holds an Xid.
+#[test]
+fn expectations_carry_firmware_pcie_link_quality_and_kernel_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let fw = paste("mstconfig/01-cx4lx-full-query-next-boot-fenced.txt");
+    let link =
+        paste("mstlink/03-cx4-riser-forum-blank-line-after-every-line-counters-then-eye.txt");
+    let quiet_log = paste("dmesg/05-r8169-link-up-repeating-lowercase-forum.txt");
+    let good = tree(dir.path(), "roce-dualport", "gpu01");
+    capture(&good, "mstconfig-0000:3b:00.0", &fw);
+    capture(&good, "mstlink-0000:3b:00.0", &link);
+    capture(&good, "dmesg", &quiet_log);
+    let file = dir.path().join("cluster.toml");
+    let file_s = file.to_string_lossy().into_owned();
+    run_ok(&[
+        "expect",
+        "--from-root",
+        &good.to_string_lossy(),
+        "-o",
+        &file_s,
+    ]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let e = fabrik_doctor::Expectations::parse("cluster.toml", &text).unwrap();
+    let nic = e.nic.as_ref().expect("[nic] written");
+    assert_eq!(
+        nic.firmware.get("PCI_WR_ORDERING").map(String::as_str),
+        Some("per_mkey(0)"),
+        "{text}"
+    );
+    assert_eq!(
+        nic.fec.as_deref(),
+        Some("Standard RS-FEC - RS(528,514)"),
+        "{text}"
+    );
+    assert_eq!(nic.max_raw_ber, Some(1e-5), "{text}");
+    assert_eq!(nic.max_effective_ber, Some(1e-12), "{text}");
+    let pcie = e.pcie.as_ref().expect("[pcie] written");
+    assert_eq!(pcie.nic_speed_gts, Some(16.0), "{text}");
+    assert_eq!(pcie.nic_width, Some(16), "{text}");
+    let absent = &e.kernel_log.as_ref().expect("[kernel_log] written").absent;
+    assert!(
+        absent.iter().any(|c| c == "xid") && absent.iter().any(|c| c == "mlx5_health"),
+        "{text}"
+    );
+
+    let with = |root: &Path| {
+        let args = [
+            "doctor",
+            "--root",
+            &root.to_string_lossy(),
+            "--expect",
+            &file_s,
+        ];
+        support::json_of(&args).1
+    };
+    let quiet = with(&good);
+    let exp: Vec<&Value> = quiet["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"].as_str().unwrap().starts_with("FAB-EXP-01"))
+        .collect();
+    assert!(exp.is_empty(), "{exp:#?}");
+
+    let bad = tree(dir.path(), "roce-dualport", "gpu02");
+    let relaxed = fw.replace(
+        "PCI_WR_ORDERING                             per_mkey(0)",
+        "PCI_WR_ORDERING                             force_relax(1)",
+    );
+    assert_ne!(relaxed, fw);
+    capture(&bad, "mstconfig-0000:3b:00.0", &relaxed);
+    let noisy = link.replacen("Raw Physical BER : 3E-12", "Raw Physical BER : 2E-5", 1);
+    assert_ne!(noisy, link);
+    capture(&bad, "mstlink-0000:3b:00.0", &noisy);
+    capture(
+        &bad,
+        "dmesg",
+        &paste("dmesg/01-desktop-xid-32-twice-forum-fence.txt"),
+    );
+    let width = bad.join("sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/current_link_width");
+    assert_eq!(std::fs::read_to_string(&width).unwrap().trim(), "16");
+    std::fs::write(&width, "8\n").unwrap();
+    let report = with(&bad);
+    let f = findings(&report, "FAB-EXP-011");
+    assert_eq!(f.len(), 1, "{report:#}");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`force_relax(1)` where `per_mkey(0)`"),
+        "{}",
+        f[0]
+    );
+    let f = findings(&report, "FAB-EXP-012");
+    assert_eq!(f.len(), 1, "{report:#}");
+    assert!(
+        f[0]["subject"].as_str().unwrap().contains("0000:3b:00.0"),
+        "{}",
+        f[0]
+    );
+    assert!(
+        f[0]["message"].as_str().unwrap().contains("x8 where x16"),
+        "{}",
+        f[0]
+    );
+    let f = findings(&report, "FAB-EXP-013");
+    assert_eq!(f.len(), 1, "{report:#}");
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("raw (pre-FEC) BER is 2E-5"),
+        "{}",
+        f[0]
+    );
+    let f = findings(&report, "FAB-EXP-014");
+    assert_eq!(f.len(), 1, "{report:#}");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 kernel log event(s) of class `xid`"),
+        "{}",
+        f[0]
+    );
+}
