@@ -310,3 +310,70 @@ fn expectations_carry_firmware_pcie_link_quality_and_kernel_log() {
         f[0]
     );
 }
+
+/// `fabrik report` on a probed node's inventory shows its evidence below the link state: the
+/// PCIe path of the NIC with each link and the kernel's AER counts (a real
+/// `aer_dev_correctable` file, given 3 BadTLP), its firmware settings, its link quality and its
+/// kernel log events, each with the value its capture holds.
+#[test]
+fn the_report_shows_pcie_paths_firmware_link_quality_and_kernel_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "roce-dualport", "gpu01");
+    capture(
+        &root,
+        "mstconfig-0000:3b:00.0",
+        &paste("mstconfig/01-cx4lx-full-query-next-boot-fenced.txt"),
+    );
+    capture(
+        &root,
+        "mstlink-0000:3b:00.0",
+        &paste("mstlink/03-cx4-riser-forum-blank-line-after-every-line-counters-then-eye.txt"),
+    );
+    capture(
+        &root,
+        "dmesg",
+        &paste("dmesg/01-desktop-xid-32-twice-forum-fence.txt"),
+    );
+    let aer = std::fs::read_to_string(
+        repo().join("fixtures/nodes/real-procfs/sys/devices/pci0000:00/0000:00:02.1/0000:01:00.0/aer_dev_correctable"),
+    )
+    .unwrap()
+    .replace("BadTLP 0", "BadTLP 3")
+    .replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 3");
+    std::fs::write(
+        root.join("sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/aer_dev_correctable"),
+        aer,
+    )
+    .unwrap();
+    let out = support::fabrik()
+        .args(["inventory", "--format", "json", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    support::assert_ok(&out);
+    let inv = dir.path().join("node.json");
+    std::fs::write(&inv, &out.stdout).unwrap();
+    let html = dir.path().join("report.html");
+    let out = support::fabrik()
+        .arg("report")
+        .arg(&inv)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    support::assert_ok(&out);
+    let page = std::fs::read_to_string(&html).unwrap();
+    for needle in [
+        "gpu01: below the link state",
+        "<h4>PCIe paths</h4>",
+        // The NIC at Gen4 x16 under a Gen5 x16 root port, with the correctable count.
+        "<td>0000:3b:00.0</td><td>device</td><td>16 GT/s x16</td><td>correctable 3</td>",
+        "<td>0000:3a:00.0</td><td>bridge</td><td>32 GT/s x16</td>",
+        "<td>PCI_WR_ORDERING</td><td>per_mkey(0)</td>",
+        "<td>Standard RS-FEC - RS(528,514)</td>",
+        "<td>3E-12</td>",
+        "Xid 32",
+    ] {
+        assert!(page.contains(needle), "{needle} not in the page:\n{page}");
+    }
+}
