@@ -131,6 +131,23 @@ const IBLINKINFO_SRC: Source = Source {
     title: "rdma-core: infiniband-diags/iblinkinfo.c, port lines and the 'Could be' note of links that could run wider or faster",
     url: "https://github.com/linux-rdma/rdma-core/blob/master/infiniband-diags/iblinkinfo.c",
 };
+const SFF_8472: Source = Source {
+    title: "SNIA SFF-8472: Management Interface for SFP+ (diagnostic monitoring, alarm and warning flags and thresholds set by the module)",
+    url: "https://members.snia.org/document/dl/25916",
+};
+const SFF_8636: Source = Source {
+    title: "SNIA SFF-8636: Management Interface for 4-lane Modules and Cables (per-channel monitors, interrupt flags and thresholds)",
+    url: "https://members.snia.org/document/dl/26418",
+};
+const CMIS: Source = Source {
+    title:
+        "OIF CMIS: Common Management Interface Specification (module and lane flags, thresholds)",
+    url: "https://www.oiforum.com/wp-content/uploads/OIF-CMIS-05.2.pdf",
+};
+const ETHTOOL_MODULE_SRC: Source = Source {
+    title: "ethtool source: sfpdiag.c, qsfp.c, cmis.c and sff-common.c, the diagnostics, flags and thresholds `ethtool -m` prints",
+    url: "https://git.kernel.org/pub/scm/network/ethtool/ethtool.git/tree/sff-common.c",
+};
 const NVIDIA_XID: Source = Source {
     title: "NVIDIA: Xid catalog (each Xid's description and recommended action)",
     url: "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
@@ -1157,6 +1174,17 @@ pub static RULES: &[Rule] = &[
         evidence: "`iblinkinfo`: the `( Could be 4X)` or `( Could be 25.78125 Gbps)` note of a port line.",
         fix: "Reseat or replace the cable of that link.",
         sources: &[IBLINKINFO_SRC],
+    },
+    Rule {
+        id: "FAB-LINK-011",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Transceiver module reports an alarm",
+        checks: "`ethtool -m IF` of each RDMA netdev: an alarm flag the module raises (`... high alarm`/`... low alarm` On, per lane on QSFP and CMIS modules), a loss of signal or a transmitter fault it reports; where the module prints no flags, a reading (temperature, voltage, per-lane bias, transmit or receive power) beyond the alarm thresholds the module itself declares. Warning flags are shown but not judged; a lane with its laser off that receives nothing (an unused breakout lane) is not judged on its readings.",
+        why: "The module compares its own monitors with the limits its maker set (SFF-8472 for SFP, SFF-8636 for QSFP, CMIS for QSFP-DD/OSFP): an alarm means the optics are outside the range they are specified to work in, so the link loses symbols now or soon. A low receive power is a dirty or broken fiber or a far end that stopped transmitting; a bias or temperature alarm is a failing laser.",
+        evidence: "`ethtool -m IF`: the flags set, the reading and threshold, and each lane's receive power.",
+        fix: "Clean and reseat both ends of the fiber, check the far end's transmit power, replace the module or cable.",
+        sources: &[SFF_8472, SFF_8636, CMIS, ETHTOOL_MODULE_SRC],
     },
     Rule {
         id: "FAB-FW-001",

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use fabrik_model::KernelEventKind;
 use fabrik_parse::formats::paste::Tool;
 use fabrik_parse::formats::{
-    Dmesg, Ethtool, EthtoolModule, EthtoolStats, Format, Ibdiagnet, Iblinkinfo, Ibstatus, IbvDevinfo, Lspci,
-    MstStatus, Mstconfig, Mstlink, NvlinkStatus, RocmTopo, ShowGids,
+    Dmesg, Ethtool, EthtoolModule, EthtoolStats, Format, Ibdiagnet, Iblinkinfo, Ibstatus,
+    IbvDevinfo, Lspci, MstStatus, Mstconfig, Mstlink, NvlinkStatus, RocmTopo, ShowGids,
 };
 
 /// The fixture of `tool` whose name starts with `prefix` (`01`).
@@ -576,7 +576,10 @@ fn ethtool_module_diagnostics() {
     assert_eq!(m.vendor.as_deref(), Some("FINISAR CORP."));
     assert_eq!(m.part_number.as_deref(), Some("FTLX8571D3BCL-HD"));
     assert_eq!(m.serial.as_deref(), Some("AQ70P4U"));
-    assert_eq!(m.transceiver_type.as_deref(), Some("10G Ethernet: 10G Base-SR"));
+    assert_eq!(
+        m.transceiver_type.as_deref(),
+        Some("10G Ethernet: 10G Base-SR")
+    );
     assert_eq!(m.temperature_c, Some(30.14));
     assert_eq!(m.voltage_v, Some(3.344));
     assert_eq!(m.lanes.len(), 1);
@@ -586,14 +589,26 @@ fn ethtool_module_diagnostics() {
     assert_eq!(m.lanes[0].rx_power_mw, Some(0.0004));
     assert_eq!(m.flags_implemented, Some(true));
     assert_eq!(m.flags_read, 20);
-    let set: Vec<(&str, bool)> = m.flags_set.iter().map(|f| (f.name.as_str(), f.alarm)).collect();
+    let set: Vec<(&str, bool)> = m
+        .flags_set
+        .iter()
+        .map(|f| (f.name.as_str(), f.alarm))
+        .collect();
     assert_eq!(
         set,
-        [("Laser rx power low alarm", true), ("Laser rx power low warning", false)]
+        [
+            ("Laser rx power low alarm", true),
+            ("Laser rx power low warning", false)
+        ]
     );
     let bias = &m.thresholds["bias"];
     assert_eq!(
-        (bias.high_alarm, bias.low_alarm, bias.high_warning, bias.low_warning),
+        (
+            bias.high_alarm,
+            bias.low_alarm,
+            bias.high_warning,
+            bias.low_warning
+        ),
         (Some(11.8), Some(4.0), Some(10.8), Some(5.0))
     );
     // The paste is cut inside `Laser output power high alarm threshold`: nothing of it is read.
@@ -604,7 +619,11 @@ fn ethtool_module_diagnostics() {
     let f = EthtoolModule::parse(&text("ethtool_module", "02")).unwrap();
     let m = &f.modules[0];
     assert_eq!(
-        (m.identifier.as_deref(), m.vendor.as_deref(), m.part_number.as_deref()),
+        (
+            m.identifier.as_deref(),
+            m.vendor.as_deref(),
+            m.part_number.as_deref()
+        ),
         (Some("0x03 (SFP)"), Some("FS"), Some("XXXXXXXXXXXXXXX"))
     );
     assert!(m.lanes.is_empty() && m.temperature_c.is_none());

@@ -1,11 +1,11 @@
 //! The NIC tools whose facts no file holds: firmware settings (`mstconfig q`, or NVIDIA MFT's
 //! `mlxconfig q`), physical link quality (`mstlink -c -m`, or `mlxlink`), and `ethtool`'s link
-//! settings and NIC statistics of RDMA netdevs. On a live root they run with the other tools
+//! settings, NIC statistics and module diagnostics (`ethtool -m`) of RDMA netdevs. On a live root they run with the other tools
 //! under one deadline and become captures (`fabrik/cmd/NAME.txt`); in a snapshot the captures
 //! are read back through the same parsers a paste goes through.
 
-use fabrik_model::{LinkQuality, NetInterface, NicFirmware};
-use fabrik_parse::formats::{Ethtool, EthtoolStats, Format, Mstconfig, Mstlink};
+use fabrik_model::{LinkQuality, NetInterface, NicFirmware, Transceiver};
+use fabrik_parse::formats::{Ethtool, EthtoolModule, EthtoolStats, Format, Mstconfig, Mstlink};
 
 use crate::captures::Captures;
 use crate::fs::{base_name, join, RootFs};
@@ -19,6 +19,8 @@ pub const LINK: &str = "mstlink-";
 pub const ETHTOOL: &str = "ethtool-";
 /// Capture-name prefix of a netdev's NIC statistics (`ethtool-S-eth2`).
 pub const ETHTOOL_STATS: &str = "ethtool-S-";
+/// Capture-name prefix of a netdev's module diagnostics (`ethtool-m-eth2`).
+pub const ETHTOOL_MODULE: &str = "ethtool-m-";
 
 /// NVIDIA (Mellanox) PCI vendor id: the devices mstflint's tools drive.
 const MELLANOX: &str = "0x15b3";
@@ -104,8 +106,32 @@ pub(crate) fn live_tools(fs: &mut RootFs) -> Vec<Tool> {
             program: "ethtool",
             args: vec!["-S".into(), n.clone()],
         });
+        // The module's EEPROM: temperature, per-lane power, the module's own alarms.
+        tools.push(Tool {
+            name: format!("{ETHTOOL_MODULE}{n}"),
+            program: "ethtool",
+            args: vec!["-m".into(), n.clone()],
+        });
     }
     tools
+}
+
+/// The module of every netdev with an `ethtool-m-IF` capture, named by that netdev.
+pub(crate) fn transceivers(caps: &Captures, nets: &[NetInterface]) -> Vec<Transceiver> {
+    let mut out = vec![];
+    for nif in nets {
+        let Some(text) = caps.get(&format!("{ETHTOOL_MODULE}{}", nif.name)) else {
+            continue;
+        };
+        for mut m in EthtoolModule::parse(text)
+            .map(|f| f.modules)
+            .unwrap_or_default()
+        {
+            m.interface = nif.name.clone();
+            out.push(m);
+        }
+    }
+    out
 }
 
 /// The firmware settings of every `mstconfig-BDF` capture, each device knowing its PCI address.

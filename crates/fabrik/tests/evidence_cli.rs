@@ -313,8 +313,8 @@ fn expectations_carry_firmware_pcie_link_quality_and_kernel_log() {
 
 /// `fabrik report` on a probed node's inventory shows its evidence below the link state: the
 /// PCIe path of the NIC with each link and the kernel's AER counts (a real
-/// `aer_dev_correctable` file, given 3 BadTLP), its firmware settings, its link quality and its
-/// kernel log events, each with the value its capture holds.
+/// `aer_dev_correctable` file, given 3 BadTLP), its firmware settings, its link quality, its
+/// transceiver module and its kernel log events, each with the value its capture holds.
 #[test]
 fn the_report_shows_pcie_paths_firmware_link_quality_and_kernel_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -333,6 +333,11 @@ fn the_report_shows_pcie_paths_firmware_link_quality_and_kernel_log() {
         &root,
         "dmesg",
         &paste("dmesg/01-desktop-xid-32-twice-forum-fence.txt"),
+    );
+    capture(
+        &root,
+        "ethtool-m-ens1f0np0",
+        &paste("ethtool_module/01-sfp-10g-sr-finisar-rx-power-low-alarm-blog-cut.txt"),
     );
     let aer = std::fs::read_to_string(
         repo().join("fixtures/nodes/real-procfs/sys/devices/pci0000:00/0000:00:02.1/0000:01:00.0/aer_dev_correctable"),
@@ -373,7 +378,42 @@ fn the_report_shows_pcie_paths_firmware_link_quality_and_kernel_log() {
         "<td>Standard RS-FEC - RS(528,514)</td>",
         "<td>3E-12</td>",
         "Xid 32",
+        "<h4>Transceiver modules</h4>",
+        "<td>ens1f0np0</td><td>0x03 (SFP) FINISAR CORP. FTLX8571D3BCL-HD</td><td>30.14</td>",
+        "<td>0.0004 (-33.98)</td><td>Laser rx power low alarm, Laser rx power low warning</td>",
     ] {
         assert!(page.contains(needle), "{needle} not in the page:\n{page}");
     }
+}
+
+/// The probe reads an `ethtool -m` capture of an RDMA netdev through the paste's parser: the
+/// module raising its rx power low alarm fires FAB-LINK-011 on that netdev, and `inventory`
+/// carries its readings; a healthy QSFP+ (whose dark lanes it does not flag) stays quiet.
+#[test]
+fn a_probed_module_capture_fires_the_module_alarm_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "roce-dualport", "gpu01");
+    capture(
+        &root,
+        "ethtool-m-ens1f1np1",
+        &paste("ethtool_module/05-qsfp-plus-40g-sr4-four-channels-thresholds-netdev-email-then-patch.txt"),
+    );
+    let quiet = doctor(&[&root]);
+    assert!(findings(&quiet, "FAB-LINK-011").is_empty(), "{quiet}");
+    capture(
+        &root,
+        "ethtool-m-ens1f0np0",
+        &paste("ethtool_module/01-sfp-10g-sr-finisar-rx-power-low-alarm-blog-cut.txt"),
+    );
+    let report = doctor(&[&root]);
+    let f = findings(&report, "FAB-LINK-011");
+    assert_eq!(f.len(), 1, "{report}");
+    assert_eq!(f[0]["subject"], "ens1f0np0");
+    let (_, inv) = support::json_of(&["inventory", "--root", &root.to_string_lossy()]);
+    let mods = inv["transceivers"].as_array().unwrap();
+    assert_eq!(mods.len(), 2, "{inv}");
+    assert_eq!(mods[0]["interface"], "ens1f0np0");
+    assert_eq!(mods[0]["lanes"][0]["rx_power_mw"], 0.0004);
+    assert_eq!(mods[1]["interface"], "ens1f1np1");
+    assert_eq!(mods[1]["lanes"][0]["bias_ma"], 6.662);
 }

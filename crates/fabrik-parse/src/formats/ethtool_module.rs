@@ -270,9 +270,10 @@ fn parse(text: &str) -> Vec<Transceiver> {
             ("module voltage", _) => cur.voltage_v = number(value),
             (_, Some(q))
                 if ["bias", "tx_power", "rx_power"].contains(&q)
-                    && value.split_whitespace().nth(1).is_some_and(|u| {
-                        ["mA", "mW", "dBm"].contains(&u)
-                    }) =>
+                    && value
+                        .split_whitespace()
+                        .nth(1)
+                        .is_some_and(|u| ["mA", "mW", "dBm"].contains(&u)) =>
             {
                 let v = measured(value);
                 let l = lane(&mut cur, lane_no.unwrap_or(0));
@@ -318,13 +319,23 @@ pub fn alarms(t: &Transceiver) -> Vec<String> {
             }
         }
         if let Some(h) = hi.filter(|h| *h > 0.0 && v > *h) {
-            out.push(format!("{what} {v} {unit} above the high alarm threshold {h} {unit}"));
+            out.push(format!(
+                "{what} {v} {unit} above the high alarm threshold {h} {unit}"
+            ));
         }
         if let Some(l) = lo.filter(|l| *l > 0.0 && v < *l) {
-            out.push(format!("{what} {v} {unit} below the low alarm threshold {l} {unit}"));
+            out.push(format!(
+                "{what} {v} {unit} below the low alarm threshold {l} {unit}"
+            ));
         }
     };
-    beyond("temperature", t.temperature_c, "temperature", "°C", &mut out);
+    beyond(
+        "temperature",
+        t.temperature_c,
+        "temperature",
+        "°C",
+        &mut out,
+    );
     beyond("voltage", t.voltage_v, "voltage", "V", &mut out);
     for l in &t.lanes {
         let dark = l.bias_ma.is_some_and(|b| b == 0.0) && l.rx_power_mw.is_some_and(|p| p == 0.0);
@@ -338,9 +349,27 @@ pub fn alarms(t: &Transceiver) -> Vec<String> {
                 format!("{what} (lane {})", l.lane)
             }
         };
-        beyond("bias", l.bias_ma, &name("laser bias current"), "mA", &mut out);
-        beyond("tx_power", l.tx_power_mw, &name("transmit power"), "mW", &mut out);
-        beyond("rx_power", l.rx_power_mw, &name("receive power"), "mW", &mut out);
+        beyond(
+            "bias",
+            l.bias_ma,
+            &name("laser bias current"),
+            "mA",
+            &mut out,
+        );
+        beyond(
+            "tx_power",
+            l.tx_power_mw,
+            &name("transmit power"),
+            "mW",
+            &mut out,
+        );
+        beyond(
+            "rx_power",
+            l.rx_power_mw,
+            &name("receive power"),
+            "mW",
+            &mut out,
+        );
     }
     out
 }
@@ -416,7 +445,11 @@ impl Paste for EthtoolModule {
             for a in alarms(m) {
                 t.note(format!(
                     "{}: {a}",
-                    if m.interface.is_empty() { "?" } else { &m.interface }
+                    if m.interface.is_empty() {
+                        "?"
+                    } else {
+                        &m.interface
+                    }
                 ));
             }
         }

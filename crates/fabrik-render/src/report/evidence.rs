@@ -1,6 +1,6 @@
 //! The report's evidence below the link state of each node: the PCIe path of every NIC and GPU
-//! with its links and AER counts, NIC firmware settings, link quality, transceiver modules and
-//! kernel log events.
+//! with its links and AER counts, NIC firmware settings, link quality, transceiver modules
+//! (`ethtool -m`) and kernel log events.
 
 use std::fmt::Write as _;
 
@@ -242,6 +242,78 @@ fn link_quality(body: &mut String, n: &Node) {
     body.push_str("</table>\n");
 }
 
+fn transceivers(body: &mut String, n: &Node) {
+    if n.transceivers.is_empty() {
+        return;
+    }
+    body.push_str("<h4>Transceiver modules</h4>\n");
+    head(
+        body,
+        &[
+            "interface",
+            "module",
+            "temperature °C",
+            "voltage V",
+            "lane",
+            "bias mA",
+            "tx mW",
+            "rx mW (dBm)",
+            "flags set",
+        ],
+    );
+    for m in &n.transceivers {
+        let module = [&m.identifier, &m.vendor, &m.part_number]
+            .iter()
+            .filter_map(|v| v.as_deref())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let flags = m
+            .flags_set
+            .iter()
+            .map(|f| match f.lane {
+                Some(l) => format!("{} (lane {l})", f.name),
+                None => f.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let lanes: Vec<Option<&fabrik_model::ModuleLane>> = if m.lanes.is_empty() {
+            vec![None]
+        } else {
+            m.lanes.iter().map(Some).collect()
+        };
+        for (i, l) in lanes.into_iter().enumerate() {
+            let first = i == 0;
+            let keep = |s: String| if first { s } else { String::new() };
+            let rx = l
+                .and_then(|l| l.rx_power_mw)
+                .map(|p| match fabrik_parse::formats::ethtool_module::dbm(p) {
+                    Some(d) => format!("{p} ({d:.2})"),
+                    None => format!("{p}"),
+                })
+                .unwrap_or_else(|| "-".into());
+            row(
+                body,
+                &[
+                    keep(m.interface.clone()),
+                    keep(module.clone()),
+                    keep(opt(&m.temperature_c)),
+                    keep(opt(&m.voltage_v)),
+                    l.map(|l| l.lane.to_string()).unwrap_or_else(|| "-".into()),
+                    opt(&l.and_then(|l| l.bias_ma)),
+                    opt(&l.and_then(|l| l.tx_power_mw)),
+                    rx,
+                    keep(if flags.is_empty() {
+                        "-".into()
+                    } else {
+                        flags.clone()
+                    }),
+                ],
+            );
+        }
+    }
+    body.push_str("</table>\n");
+}
+
 fn kernel_log(body: &mut String, n: &Node) {
     let Some(log) = &n.kernel_log else {
         return;
@@ -297,6 +369,7 @@ pub(super) fn node_evidence(body: &mut String, name: &str, n: &Node) {
     pcie(&mut section, n);
     firmware(&mut section, n);
     link_quality(&mut section, n);
+    transceivers(&mut section, n);
     kernel_log(&mut section, n);
     if !section.is_empty() {
         let _ = writeln!(body, "<h3>{}: below the link state</h3>", esc(name));
