@@ -417,3 +417,58 @@ fn a_probed_module_capture_fires_the_module_alarm_rule() {
     assert_eq!(mods[1]["interface"], "ens1f1np1");
     assert_eq!(mods[1]["lanes"][0]["bias_ma"], 6.662);
 }
+
+/// A NIC tool the live probe found missing or failing is a fact not read: in a snapshot whose
+/// probe recorded them (`fabrik/nic-tools-not-read.txt`, as the live probe writes it), the
+/// check says, per fact, which function or netdev could not be checked and why (FAB-CHK-001),
+/// and a root whose tools all answered says nothing of them.
+#[test]
+fn a_missing_nic_tool_is_said_not_silently_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path(), "roce-dualport", "gpu01");
+    let quiet = doctor(&[&root]);
+    assert!(
+        !findings(&quiet, "FAB-CHK-001")
+            .iter()
+            .any(|f| f["subject"].as_str().unwrap().contains("nic_firmware")),
+        "{quiet}"
+    );
+    std::fs::write(
+        root.join("fabrik/nic-tools-not-read.txt"),
+        "nic_firmware\t0000:3b:00.0\t`mstconfig -d 0000:3b:00.0 q`: neither mstconfig (mstflint) nor mlxconfig (NVIDIA MFT) is installed\n\
+         link_quality\t0000:3b:00.0\t`mstlink -d 0000:3b:00.0 -c -m`: neither mstlink (mstflint) nor mlxlink (NVIDIA MFT) is installed\n\
+         transceiver\tens1f0np0\t`ethtool -m ens1f0np0`: exit 1 (nothing saved)\n",
+    )
+    .unwrap();
+    let report = doctor(&[&root]);
+    let f = findings(&report, "FAB-CHK-001");
+    let by: BTreeSet<&str> = f.iter().map(|f| f["subject"].as_str().unwrap()).collect();
+    for s in [
+        "not checked: nic_firmware",
+        "not checked: link_quality",
+        "not checked: transceiver",
+    ] {
+        assert!(by.contains(s), "{s}: {report}");
+    }
+    let fw = f
+        .iter()
+        .find(|f| f["subject"] == "not checked: nic_firmware")
+        .unwrap();
+    assert!(
+        fw["message"]
+            .as_str()
+            .unwrap()
+            .contains("0000:3b:00.0): `mstconfig -d 0000:3b:00.0 q`: neither mstconfig"),
+        "{fw}"
+    );
+    assert_eq!(fw["severity"], "info");
+    let (_, inv) = support::json_of(&["inventory", "--root", &root.to_string_lossy()]);
+    assert!(
+        inv["not_read"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["fact"] == "transceiver" && n["subject"] == "ens1f0np0"),
+        "{inv}"
+    );
+}
