@@ -301,6 +301,17 @@ fn expectations_carry_firmware_pcie_link_quality_and_kernel_log() {
     );
     let f = findings(&report, "FAB-EXP-014");
     assert_eq!(f.len(), 1, "{report:#}");
+    // `check`, the live health check, judges the same file the same way.
+    let (_, checked) = support::json_of(&[
+        "check",
+        "--root",
+        &bad.to_string_lossy(),
+        "--expect",
+        &file_s,
+    ]);
+    for rule in ["FAB-EXP-011", "FAB-EXP-012", "FAB-EXP-013", "FAB-EXP-014"] {
+        assert_eq!(findings(&checked, rule).len(), 1, "{rule}: {checked:#}");
+    }
     assert!(
         f[0]["message"]
             .as_str()
