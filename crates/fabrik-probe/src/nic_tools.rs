@@ -54,6 +54,7 @@ fn plain(name: &str) -> bool {
 pub(crate) fn live_tools(fs: &mut RootFs) -> Vec<Tool> {
     let mut functions = std::collections::BTreeSet::new();
     let mut netdevs = std::collections::BTreeSet::new();
+    let mut physical = std::collections::BTreeSet::new();
     for dev in fs.list_opt(crate::rdma::CLASS_DIR) {
         let link = join(&join(crate::rdma::CLASS_DIR, &dev), "device");
         let Some(dir) = fs
@@ -63,14 +64,19 @@ pub(crate) fn live_tools(fs: &mut RootFs) -> Vec<Tool> {
         else {
             continue;
         };
+        // A virtual function has no module of its own: its physical function's is read.
+        let virtual_fn = fs.exists(&join(&dir, "physfn"));
         for n in fs.list_opt(&join(&dir, "net")) {
             if plain(&n) {
+                if !virtual_fn {
+                    physical.insert(n.clone());
+                }
                 netdevs.insert(n);
             }
         }
         let vendor = fs.attr_quiet(&join(&dir, "vendor")).unwrap_or_default();
         // mstflint's tools refuse virtual functions: their settings are the physical one's.
-        if vendor == MELLANOX && !fs.exists(&join(&dir, "physfn")) {
+        if vendor == MELLANOX && !virtual_fn {
             let bdf = base_name(&dir).to_ascii_lowercase();
             if plain(&bdf) {
                 functions.insert(bdf);
@@ -106,6 +112,8 @@ pub(crate) fn live_tools(fs: &mut RootFs) -> Vec<Tool> {
             program: "ethtool",
             args: vec!["-S".into(), n.clone()],
         });
+    }
+    for n in &physical {
         // The module's EEPROM: temperature, per-lane power, the module's own alarms.
         tools.push(Tool {
             name: format!("{ETHTOOL_MODULE}{n}"),
@@ -318,6 +326,36 @@ mod tests {
         assert!(is_nic_capture("mstconfig-0000:3b:00.0"));
         assert!(is_nic_capture("ethtool-S-eth0"));
         assert!(!is_nic_capture("ibstat"));
+    }
+
+    /// On a node with two ConnectX ports and a virtual function: the firmware and link tools
+    /// per physical function and none for the virtual one, `ethtool`, `ethtool -S` and
+    /// `ethtool -m` per netdev of a physical function.
+    #[test]
+    fn the_tools_run_for_each_function_and_netdev() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/nodes/roce-dualport");
+        let mut fs = crate::open(&root).unwrap();
+        let names: Vec<String> = live_tools(&mut fs).into_iter().map(|t| t.name).collect();
+        for want in [
+            "mstconfig-0000:3b:00.0",
+            "mstlink-0000:3b:00.1",
+            "ethtool-ens1f0np0",
+            "ethtool-S-ens1f1np1",
+            "ethtool-m-ens1f0np0",
+            "ethtool-m-ens1f1np1",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want}: {names:?}");
+        }
+        assert!(!names.iter().any(|n| n.contains("3b:00.2")), "{names:?}");
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| n.starts_with(ETHTOOL_MODULE))
+                .count(),
+            2,
+            "{names:?}"
+        );
     }
 
     fn tool(name: &str, program: &'static str, args: &[&str]) -> Tool {
