@@ -311,6 +311,7 @@ fn parse_record(text: &str) -> Vec<NotRead> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
