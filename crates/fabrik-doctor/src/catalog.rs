@@ -131,6 +131,23 @@ const IBLINKINFO_SRC: Source = Source {
     title: "rdma-core: infiniband-diags/iblinkinfo.c, port lines and the 'Could be' note of links that could run wider or faster",
     url: "https://github.com/linux-rdma/rdma-core/blob/master/infiniband-diags/iblinkinfo.c",
 };
+const SFF_8472: Source = Source {
+    title: "SNIA SFF-8472: Management Interface for SFP+ (diagnostic monitoring, alarm and warning flags and thresholds set by the module)",
+    url: "https://members.snia.org/document/dl/25916",
+};
+const SFF_8636: Source = Source {
+    title: "SNIA SFF-8636: Management Interface for 4-lane Modules and Cables (per-channel monitors, interrupt flags and thresholds)",
+    url: "https://members.snia.org/document/dl/26418",
+};
+const CMIS: Source = Source {
+    title:
+        "OIF CMIS: Common Management Interface Specification (module and lane flags, thresholds)",
+    url: "https://www.oiforum.com/wp-content/uploads/OIF-CMIS-05.2.pdf",
+};
+const ETHTOOL_MODULE_SRC: Source = Source {
+    title: "ethtool source: sfpdiag.c, qsfp.c, cmis.c and sff-common.c, the diagnostics, flags and thresholds `ethtool -m` prints",
+    url: "https://git.kernel.org/pub/scm/network/ethtool/ethtool.git/tree/sff-common.c",
+};
 const NVIDIA_XID: Source = Source {
     title: "NVIDIA: Xid catalog (each Xid's description and recommended action)",
     url: "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
@@ -785,6 +802,50 @@ pub static RULES: &[Rule] = &[
         sources: &[LBNL_NHC],
     },
     Rule {
+        id: "FAB-EXP-011",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A NIC firmware setting differs from the expectations",
+        checks: "Each `[nic.firmware]` NAME = VALUE against every NIC's `mstconfig q` (the value in force: `Current` where shown, else `Next Boot`); the value matches as printed (`force_relax(1)`) or by its word or number alone.",
+        why: "Firmware settings (relaxed ordering, ATS, link type, SR-IOV, congestion control) persist across reinstalls and are set by hand one node at a time; the node that missed one runs slower or differently from the rest.",
+        evidence: "`mstconfig -d DEV q`: the setting's line.",
+        fix: "`mstconfig -d DEV set NAME=VALUE` and reboot or `mstfwreset`.",
+        sources: &[MSTFLINT_MLXCONFIG_DB],
+    },
+    Rule {
+        id: "FAB-EXP-012",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A PCIe link on a NIC's or GPU's path is slower or narrower than expected",
+        checks: "Each NIC's and GPU's current PCIe link speed and width against `[pcie]` (`nic_speed_gts`, `nic_width`, `gpu_speed_gts`, `gpu_width`: at least), and each bridge above it whose link trained below the expected value while its maximum reaches it.",
+        why: "A device that trained at x8 or at a lower generation, or a switch link above it that did, caps every transfer through it; the link state of the port above does not show it.",
+        evidence: "/sys/bus/pci/devices/<addr>/current_link_speed, current_link_width, max_link_width.",
+        fix: "Reseat the device, riser or switch board, and check the slot's BIOS PCIe settings.",
+        sources: &[PCIUTILS_LS_CAPS, NCCL_TROUBLESHOOTING],
+    },
+    Rule {
+        id: "FAB-EXP-013",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "A port's FEC or bit error ratio differs from the expectations",
+        checks: "Each port's `mstlink` FEC against `[nic] fec` (a text the mode holds), its `Effective Physical BER` against `max_effective_ber` (error when above) and its `Raw Physical BER` against `max_raw_ber` (warning when above). `fabrik expect --from-root` writes Oracle's OCI health-check limits (1E-12 effective, 1E-5 raw).",
+        why: "A port that negotiated another FEC corrects fewer errors than its peers; a BER above the cluster's bound loses packets, which RDMA retransmits while the collective waits.",
+        evidence: "`mstlink -d DEV -c`: `FEC`, `Effective Physical BER`, `Raw Physical BER`.",
+        fix: "Set the FEC alike on both ends; clean or replace the optic or cable, clear the counters and read them again.",
+        sources: &[ORACLE_OCI_DR_HPC, MSTFLINT_MLXLINK],
+    },
+    Rule {
+        id: "FAB-EXP-014",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Kernel log events the expectations say must be absent",
+        checks: "The kernel log's events of each class `[kernel_log] absent` names: `xid`, `mlx5_health`, `link_down` (after the 30-minute boot grace), `aer_correctable`, `aer_uncorrectable`, `pin_failure`.",
+        why: "A known-good node logs none of them; one that does is not like it, whether or not the single-node rules judge the events serious on their own.",
+        evidence: "The kernel log lines.",
+        fix: "Follow the FAB-KLOG finding of the same events.",
+        sources: &[NVIDIA_XID, LINUX_MLX5_HEALTH, LINUX_AER_HOWTO],
+    },
+    Rule {
         id: "FAB-X-001",
         severity: Severity::Warning,
         scope: Scope::Cluster,
@@ -1113,6 +1174,17 @@ pub static RULES: &[Rule] = &[
         evidence: "`iblinkinfo`: the `( Could be 4X)` or `( Could be 25.78125 Gbps)` note of a port line.",
         fix: "Reseat or replace the cable of that link.",
         sources: &[IBLINKINFO_SRC],
+    },
+    Rule {
+        id: "FAB-LINK-011",
+        severity: Severity::Warning,
+        scope: Scope::Node,
+        title: "Transceiver module reports an alarm",
+        checks: "`ethtool -m IF` of each RDMA netdev: an alarm flag the module raises (`... high alarm`/`... low alarm` On, per lane on QSFP and CMIS modules), a loss of signal or a transmitter fault it reports; where the module prints no flags, a reading (temperature, voltage, per-lane bias, transmit or receive power) beyond the alarm thresholds the module itself declares. Warning flags are shown but not judged; a lane with its laser off that receives nothing (an unused breakout lane) is not judged on its readings.",
+        why: "The module compares its own monitors with the limits its maker set (SFF-8472 for SFP, SFF-8636 for QSFP, CMIS for QSFP-DD/OSFP): an alarm means the optics are outside the range they are specified to work in, so the link loses symbols now or soon. A low receive power is a dirty or broken fiber or a far end that stopped transmitting; a bias or temperature alarm is a failing laser.",
+        evidence: "`ethtool -m IF`: the flags set, the reading and threshold, and each lane's receive power.",
+        fix: "Clean and reseat both ends of the fiber, check the far end's transmit power, replace the module or cable.",
+        sources: &[SFF_8472, SFF_8636, CMIS, ETHTOOL_MODULE_SRC],
     },
     Rule {
         id: "FAB-FW-001",

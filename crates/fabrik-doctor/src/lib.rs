@@ -74,6 +74,7 @@ const NODE_RULES: &[NodeRule] = {
         (link::recommendation, &[LinkQuality]),
         (link::link_not_up, &[LinkQuality]),
         (link::module_temperature, &[LinkQuality]),
+        (link::module_alarm, &[LinkQuality]),
         (link::eth_link, &[LinkQuality]),
         (link::nic_stats, &[Counters]),
         (link::nvlink, &[NvLink]),

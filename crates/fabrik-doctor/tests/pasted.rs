@@ -336,6 +336,40 @@ fn corpus_pastes_of_the_new_tools() {
     .is_empty());
 }
 
+/// `ethtool -m`: the SFP whose rx power low alarm is On fires FAB-LINK-011 naming the alarm and
+/// the -33.98 dBm it receives; the other four pastes (identity only, healthy readings, a QSFP+
+/// whose dark lanes the module does not flag) are quiet.
+#[test]
+fn ethtool_module_alarm_and_quiet_modules() {
+    let f = findings(
+        Tool::EthtoolModule,
+        "ethtool_module/01-sfp-10g-sr-finisar-rx-power-low-alarm-blog-cut.txt",
+    );
+    assert_eq!(rules(&f), [("FAB-LINK-011", "ens22f0", Severity::Warning)]);
+    assert!(
+        f[0].message.contains("FINISAR CORP. FTLX8571D3BCL-HD")
+            && f[0].message.contains("Laser rx power low alarm"),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.path == "ethtool -m ens22f0" && e.value.contains("(-33.98 dBm)")),
+        "{:?}",
+        f[0].evidence
+    );
+    for quiet in [
+        "ethtool_module/02-sfp-10g-lr-fiber-unplugged-fenced-issue-comment-cut.txt",
+        "ethtool_module/03-qsfp28-100g-sr4-root-prompt-tab-indented-issue-cut.txt",
+        "ethtool_module/04-sfp-ddm-dollar-sudo-prompt-ellipses-feature-request.txt",
+        "ethtool_module/05-qsfp-plus-40g-sr4-four-channels-thresholds-netdev-email-then-patch.txt",
+    ] {
+        let f = findings(Tool::EthtoolModule, quiet);
+        assert!(f.is_empty(), "{quiet}: {f:?}");
+    }
+}
+
 #[test]
 fn mstconfig_ats_pending_and_rails_that_differ() {
     let text = "Device #1:\n----------\n\nDevice type:    ConnectX6\nName:           MCX653106A-HDA_Ax\nDevice:         /dev/mst/mt4123_pciconf0\n\nConfigurations:                                      Default         Current         Next Boot\n*        ATS_ENABLED                                 False(0)        False(0)        True(1)\n         PCI_WR_ORDERING                             per_mkey(0)     per_mkey(0)     per_mkey(0)\n\nDevice #1:\n----------\n\nDevice type:    ConnectX6\nName:           MCX653106A-HDA_Ax\nDevice:         /dev/mst/mt4123_pciconf1\n\nConfigurations:                                      Default         Current         Next Boot\n         ATS_ENABLED                                 False(0)        False(0)        False(0)\n         PCI_WR_ORDERING                             per_mkey(0)     force_relax(1)  force_relax(1)\n";

@@ -233,3 +233,76 @@ pub struct Fabric {
     /// `ibdiagnet`'s `-E-` lines.
     pub errors: Vec<String>,
 }
+
+/// One lane (channel) of a pluggable module as `ethtool -m` reads its diagnostics: the laser's
+/// bias current and the transmitted and received optical power.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModuleLane {
+    /// The lane number as printed (`Channel 1`); 0 for a one-lane module (SFP), which names
+    /// none.
+    pub lane: u32,
+    /// Laser bias current, mA.
+    pub bias_ma: Option<f64>,
+    /// Transmitted optical power, mW.
+    pub tx_power_mw: Option<f64>,
+    /// Received optical power, mW (average power, or OMA where the module measures that).
+    pub rx_power_mw: Option<f64>,
+}
+
+/// A module's own alarm and warning thresholds for one quantity, in its unit (°C, V, mA, mW).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModuleThresholds {
+    /// Above this the module raises its high alarm.
+    pub high_alarm: Option<f64>,
+    /// Below this the module raises its low alarm.
+    pub low_alarm: Option<f64>,
+    /// Above this the module raises its high warning.
+    pub high_warning: Option<f64>,
+    /// Below this the module raises its low warning.
+    pub low_warning: Option<f64>,
+}
+
+/// An alarm or warning flag a module raises, or a loss of signal or fault it reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModuleFlag {
+    /// The flag as printed, without its lane (`Laser rx power low alarm`, `Rx loss of signal`).
+    pub name: String,
+    /// The lane it is about, where printed.
+    pub lane: Option<u32>,
+    /// Whether it is an alarm (or a loss of signal or fault) rather than a warning.
+    pub alarm: bool,
+}
+
+/// A pluggable module (transceiver or cable) of a network interface as `ethtool -m` decodes its
+/// EEPROM (SFF-8472 for SFP, SFF-8636 for QSFP, CMIS for QSFP-DD/OSFP).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Transceiver {
+    /// The interface it is plugged into, where known (`ens22f0`).
+    pub interface: String,
+    /// `Identifier` (`0x11 (QSFP28)`).
+    pub identifier: Option<String>,
+    /// `Transceiver type` (`100G Ethernet: 100G Base-SR4 or 25GBase-SR`).
+    pub transceiver_type: Option<String>,
+    /// `Vendor name`.
+    pub vendor: Option<String>,
+    /// `Vendor PN`.
+    pub part_number: Option<String>,
+    /// `Vendor SN`.
+    pub serial: Option<String>,
+    /// `Module temperature`, °C.
+    pub temperature_c: Option<f64>,
+    /// `Module voltage`, V.
+    pub voltage_v: Option<f64>,
+    /// Per-lane readings, by lane.
+    pub lanes: Vec<ModuleLane>,
+    /// The module's own thresholds by quantity: `temperature`, `voltage`, `bias`, `tx_power`,
+    /// `rx_power`.
+    pub thresholds: BTreeMap<String, ModuleThresholds>,
+    /// Whether the module implements alarm and warning flags (`Alarm/warning flags
+    /// implemented`), where printed.
+    pub flags_implemented: Option<bool>,
+    /// How many alarm, warning, loss-of-signal and fault flags were read.
+    pub flags_read: u32,
+    /// The flags that are set.
+    pub flags_set: Vec<ModuleFlag>,
+}

@@ -66,6 +66,9 @@ pub struct Node {
     /// Physical link quality of NIC ports (`mstlink`), where captured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub link_quality: Vec<crate::LinkQuality>,
+    /// Pluggable modules of the network interfaces (`ethtool -m`), where captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transceivers: Vec<crate::Transceiver>,
     /// Kernel log events that matter to GPU networking, where the log was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_log: Option<crate::KernelLog>,

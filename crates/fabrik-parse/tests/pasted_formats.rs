@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use fabrik_model::KernelEventKind;
 use fabrik_parse::formats::paste::Tool;
 use fabrik_parse::formats::{
-    Dmesg, Ethtool, EthtoolStats, Format, Ibdiagnet, Iblinkinfo, Ibstatus, IbvDevinfo, Lspci,
-    MstStatus, Mstconfig, Mstlink, NvlinkStatus, RocmTopo, ShowGids,
+    Dmesg, Ethtool, EthtoolModule, EthtoolStats, Format, Ibdiagnet, Iblinkinfo, Ibstatus,
+    IbvDevinfo, Lspci, MstStatus, Mstconfig, Mstlink, NvlinkStatus, RocmTopo, ShowGids,
 };
 
 /// The fixture of `tool` whose name starts with `prefix` (`01`).
@@ -42,6 +42,7 @@ fn every_new_tool_reads_each_of_its_pastes() {
         ("mstlink", "mstlink"),
         ("ethtool", "ethtool"),
         ("ethtool_stats", "ethtool-S"),
+        ("ethtool_module", "ethtool-m"),
         ("dmesg", "dmesg"),
         ("lspci", "lspci"),
         ("nvlink", "nvlink"),
@@ -561,6 +562,137 @@ fn partial_reads_completed() {
     assert_eq!(on, [("mlx5_0", Some("bond0")), ("mlx5_1", Some("ens2f1"))]);
 }
 
+/// `ethtool -m`: identity, readings, flags and thresholds of each paste (ground truth in
+/// fixtures/commands/README.md), and what each module says is wrong with it.
+#[test]
+fn ethtool_module_diagnostics() {
+    use fabrik_parse::formats::ethtool_module::alarms;
+    // A 10G SR SFP whose receiver gets -33.98 dBm: its rx power low alarm and warning are On.
+    let f = EthtoolModule::parse(&text("ethtool_module", "01")).unwrap();
+    assert_eq!(f.modules.len(), 1);
+    let m = &f.modules[0];
+    assert_eq!(m.interface, "ens22f0");
+    assert_eq!(m.identifier.as_deref(), Some("0x03 (SFP)"));
+    assert_eq!(m.vendor.as_deref(), Some("FINISAR CORP."));
+    assert_eq!(m.part_number.as_deref(), Some("FTLX8571D3BCL-HD"));
+    assert_eq!(m.serial.as_deref(), Some("AQ70P4U"));
+    assert_eq!(
+        m.transceiver_type.as_deref(),
+        Some("10G Ethernet: 10G Base-SR")
+    );
+    assert_eq!(m.temperature_c, Some(30.14));
+    assert_eq!(m.voltage_v, Some(3.344));
+    assert_eq!(m.lanes.len(), 1);
+    assert_eq!(m.lanes[0].lane, 0);
+    assert_eq!(m.lanes[0].bias_ma, Some(7.934));
+    assert_eq!(m.lanes[0].tx_power_mw, Some(0.5734));
+    assert_eq!(m.lanes[0].rx_power_mw, Some(0.0004));
+    assert_eq!(m.flags_implemented, Some(true));
+    assert_eq!(m.flags_read, 20);
+    let set: Vec<(&str, bool)> = m
+        .flags_set
+        .iter()
+        .map(|f| (f.name.as_str(), f.alarm))
+        .collect();
+    assert_eq!(
+        set,
+        [
+            ("Laser rx power low alarm", true),
+            ("Laser rx power low warning", false)
+        ]
+    );
+    let bias = &m.thresholds["bias"];
+    assert_eq!(
+        (
+            bias.high_alarm,
+            bias.low_alarm,
+            bias.high_warning,
+            bias.low_warning
+        ),
+        (Some(11.8), Some(4.0), Some(10.8), Some(5.0))
+    );
+    // The paste is cut inside `Laser output power high alarm threshold`: nothing of it is read.
+    assert!(!m.thresholds.contains_key("tx_power"));
+    assert_eq!(alarms(m), ["Laser rx power low alarm"]);
+
+    // Fiber unplugged, cut before the diagnostics: identity only, redacted as posted.
+    let f = EthtoolModule::parse(&text("ethtool_module", "02")).unwrap();
+    let m = &f.modules[0];
+    assert_eq!(
+        (
+            m.identifier.as_deref(),
+            m.vendor.as_deref(),
+            m.part_number.as_deref()
+        ),
+        (Some("0x03 (SFP)"), Some("FS"), Some("XXXXXXXXXXXXXXX"))
+    );
+    assert!(m.lanes.is_empty() && m.temperature_c.is_none());
+    assert!(alarms(m).is_empty());
+
+    // A QSFP28 behind a root prompt, tab-indented, cut in the middle of its part number.
+    let f = EthtoolModule::parse(&text("ethtool_module", "03")).unwrap();
+    let m = &f.modules[0];
+    assert_eq!(m.interface, "p1p1");
+    assert_eq!(m.identifier.as_deref(), Some("0x11 (QSFP28)"));
+    assert_eq!(
+        m.transceiver_type.as_deref(),
+        Some("100G Ethernet: 100G Base-SR4 or 25GBase-SR")
+    );
+    assert_eq!(m.part_number.as_deref(), Some("QSFP28-SR4-"));
+
+    // The diagnostics alone, between `...` lines and prose: a healthy SFP.
+    let f = EthtoolModule::parse(&text("ethtool_module", "04")).unwrap();
+    let m = &f.modules[0];
+    assert_eq!(m.interface, "enp5s0f1");
+    assert_eq!(m.temperature_c, Some(41.55));
+    assert_eq!(m.lanes[0].bias_ma, Some(32.45));
+    assert_eq!(m.lanes[0].tx_power_mw, Some(0.4374));
+    assert_eq!(m.lanes[0].rx_power_mw, Some(0.5784));
+    assert!(m.identifier.is_none() && alarms(m).is_empty());
+
+    // A QSFP+ SR4 in an e-mail, with one lane lit: four channels, 56 flags all Off, the
+    // thresholds (tx power's left zero by the module), then a kernel patch that is no module.
+    let f = EthtoolModule::parse(&text("ethtool_module", "05")).unwrap();
+    assert_eq!(f.modules.len(), 1);
+    let m = &f.modules[0];
+    assert_eq!(m.interface, "eth2");
+    assert_eq!(m.identifier.as_deref(), Some("0x0d (QSFP+)"));
+    assert_eq!(m.vendor.as_deref(), Some("AVAGO"));
+    assert_eq!(m.temperature_c, Some(42.17));
+    assert_eq!(m.voltage_v, Some(3.2917));
+    let lanes: Vec<_> = m
+        .lanes
+        .iter()
+        .map(|l| (l.lane, l.bias_ma, l.tx_power_mw, l.rx_power_mw))
+        .collect();
+    assert_eq!(
+        lanes,
+        [
+            (1, Some(6.662), Some(0.7119), Some(0.7682)),
+            (2, Some(0.0), Some(0.0), Some(0.0)),
+            (3, Some(0.0), Some(0.0), Some(0.0)),
+            (4, Some(0.0), Some(0.0), Some(0.0)),
+        ]
+    );
+    assert_eq!(m.flags_read, 16 + 8 + 16 + 16);
+    assert!(m.flags_set.is_empty(), "{:?}", m.flags_set);
+    let rx = &m.thresholds["rx_power"];
+    assert_eq!((rx.high_alarm, rx.low_alarm), (Some(2.1878), Some(0.0446)));
+    assert_eq!(m.thresholds["temperature"].low_alarm, Some(-5.0));
+    assert_eq!(m.thresholds["tx_power"].high_alarm, Some(0.0));
+    // Dark lanes 2-4 read 0 mW, below the rx low alarm, and the module's flags say nothing is
+    // wrong: the flags decide.
+    assert!(alarms(m).is_empty());
+    // Without its flags, the readings are judged against the thresholds, dark lanes left out.
+    let mut judged = m.clone();
+    judged.flags_read = 0;
+    judged.lanes[0].rx_power_mw = Some(0.02);
+    assert_eq!(
+        alarms(&judged),
+        ["receive power (lane 1) 0.02 mW below the low alarm threshold 0.0446 mW"]
+    );
+}
+
 mod no_panic {
     use super::*;
     use proptest::prelude::*;
@@ -599,6 +731,46 @@ mod no_panic {
             for t in Tool::ALL {
                 let _ = t.read(&text);
             }
+        }
+
+        /// A module's readings and flags, printed the way ethtool prints them (`%-41s : `),
+        /// indented, quoted or prompted the way pastes come, read back as printed.
+        #[test]
+        fn ethtool_module_readings_survive_decoration(
+            temp in -40.0f64..120.0,
+            lanes in proptest::collection::vec((0.0f64..20.0, 0.0f64..5.0, 0.0f64..5.0, proptest::bool::ANY), 1..9),
+            prefix in prop_oneof![Just(""), Just("\t"), Just("        "), Just("> "), Just("# ")],
+            prompt in proptest::bool::ANY,
+        ) {
+            let mut text = String::new();
+            if prompt {
+                text.push_str("root@node:~# ethtool -m ens1f0np0\n");
+            }
+            let line = |k: String, v: String| format!("{prefix}{k:<41} : {v}\n");
+            text.push_str(&line("Identifier".into(), "0x18 (QSFP-DD Double Density 8X Pluggable Transceiver)".into()));
+            text.push_str(&line("Module temperature".into(), format!("{temp:.2} degrees C / {:.2} degrees F", temp * 1.8 + 32.0)));
+            for (i, (bias, tx, rx, alarm)) in lanes.iter().enumerate() {
+                let n = i + 1;
+                text.push_str(&line(format!("Laser tx bias current (Channel {n})"), format!("{bias:.3} mA")));
+                text.push_str(&line(format!("Transmit avg optical power (Channel {n})"), format!("{tx:.4} mW / {:.2} dBm", 10.0 * tx.log10())));
+                text.push_str(&line(format!("Rcvr signal avg optical power(Channel {n})"), format!("{rx:.4} mW / {:.2} dBm", 10.0 * rx.log10())));
+                text.push_str(&line(format!("Laser rx power low alarm    (Chan {n})"), if *alarm { "On" } else { "Off" }.into()));
+            }
+            let f = EthtoolModule::parse(&text).unwrap();
+            prop_assert_eq!(f.modules.len(), 1);
+            let m = &f.modules[0];
+            prop_assert_eq!(m.interface.as_str(), if prompt { "ens1f0np0" } else { "" });
+            prop_assert!((m.temperature_c.unwrap() - temp).abs() < 0.006);
+            prop_assert_eq!(m.lanes.len(), lanes.len());
+            for (l, (bias, tx, rx, _)) in m.lanes.iter().zip(&lanes) {
+                prop_assert!((l.bias_ma.unwrap() - bias).abs() < 0.0006);
+                prop_assert!((l.tx_power_mw.unwrap() - tx).abs() < 0.00006);
+                prop_assert!((l.rx_power_mw.unwrap() - rx).abs() < 0.00006);
+            }
+            let want: Vec<u32> = lanes.iter().enumerate().filter(|(_, l)| l.3).map(|(i, _)| i as u32 + 1).collect();
+            let got: Vec<u32> = m.flags_set.iter().filter_map(|f| f.lane).collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(m.flags_read as usize, lanes.len());
         }
     }
 }

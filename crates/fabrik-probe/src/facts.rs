@@ -9,7 +9,7 @@
 //! | RoCE active MTU | the netdev MTU, as the kernel derives it (`iboe_get_mtu`) | the same |
 //! | OFED version, `nvidia-smi topo -m` | the tools, within the deadline | their captures |
 //! | AER counts and links of GPUs, NICs and the bridges above them | sysfs `aer_dev_*`, `*_link_*` | the copied files |
-//! | NIC firmware settings, link quality, `ethtool` settings and statistics ([`crate::nic_tools`]) | `mstconfig`/`mlxconfig q`, `mstlink`/`mlxlink -c -m`, `ethtool IF`, `ethtool -S IF`, within the deadline | their captures |
+//! | NIC firmware settings, link quality, `ethtool` settings, statistics and module diagnostics ([`crate::nic_tools`]) | `mstconfig`/`mlxconfig q`, `mstlink`/`mlxlink -c -m`, `ethtool IF`, `ethtool -S IF`, `ethtool -m IF`, within the deadline | their captures |
 //! | the kernel log ([`crate::klog`]) | `/dev/kmsg`, else `journalctl -k` | `fabrik/kmsg.txt`, else a `journalctl-k` or `dmesg` capture |
 //!
 //! Whatever the live path reads is recorded as a file of the root, so `fabrik snapshot` keeps it

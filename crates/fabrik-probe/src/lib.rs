@@ -169,6 +169,8 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
     nic_tools::netdev_facts(&caps, &mut net_interfaces);
     let nic_firmware = nic_tools::firmware(&caps);
     let link_quality = nic_tools::link_quality(&caps);
+    let transceivers = nic_tools::transceivers(&caps, &net_interfaces);
+    nic_tools::not_read(fs, &mut not_read);
     let network_functions = pci::read_network_functions(fs);
 
     // NICs for GPU distances: RDMA devices, or PCI network interfaces on nodes without RDMA.
@@ -243,6 +245,7 @@ fn probe_fs(fs: &mut RootFs, root: &Path, opts: &ProbeOptions) -> Node {
         kernel_log,
         nic_firmware,
         link_quality,
+        transceivers,
         ..Node::default()
     }
 }

@@ -203,8 +203,23 @@ fn the_page_renders_in_headless_chromium_without_console_errors() {
             )),
         ],
     );
+    // A node inventory, so the page holds the evidence below the link state (PCIe paths).
+    let inv = save(
+        d,
+        "node.json",
+        &[
+            "inventory",
+            "--format",
+            "json",
+            "--root",
+            s(&support::repo().join("fixtures/nodes/roce-dualport")),
+        ],
+    );
     let html = d.join("report.html");
-    assert_eq!(report(&[doctor, coll], &html).status.code(), Some(0));
+    assert_eq!(report(&[doctor, coll, inv], &html).status.code(), Some(0));
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("<h4>PCIe paths</h4>"));
     let shot = d.join("shot.png");
     let out = support::chromium_screenshot(&chromium, &html, &shot, &d.join("chrome"))
         .output()

@@ -52,19 +52,9 @@ pub fn check_expectations(
         versions(node, v, &mut out);
     }
     nccl(&expect.nccl, env, &mut out);
+    super::below::check(node, expect, &mut out);
     fabrik_model::sort_findings(&mut out);
     out
-}
-
-fn unverified(out: &mut Vec<Finding>, subject: &str, what: String, path: &str) {
-    out.push(finding(
-        UNVERIFIED,
-        Severity::Info,
-        subject,
-        format!("cannot verify the expectation {what}: the node's data does not show it"),
-        vec![ev(path, "not read")],
-        "Snapshot the node with `fabrik snapshot` as root so the fact is captured, or drop the expectation.",
-    ));
 }
 
 fn gpus(node: &Node, g: &GpuExpect, out: &mut Vec<Finding>) {

@@ -60,6 +60,15 @@ pub struct Expectations {
     /// `[bandwidth]`: the lines benchmark results must reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<BandwidthExpect>,
+    /// `[pcie]`: the PCIe links of the NICs and GPUs and of the bridges above them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<PcieExpect>,
+    /// `[nic]`: NIC firmware settings (`mstconfig q`) and link quality (`mstlink`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicExpect>,
+    /// `[kernel_log]`: kernel log events that must not be there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<KernelLogExpect>,
     /// `[[waive]]`: findings to remove or soften, with a reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waive: Vec<Waiver>,
@@ -156,6 +165,65 @@ pub struct BandwidthExpect {
     /// default [`crate::passline::DEFAULT_FRACTION`], 0.9).
     pub pass_fraction: Option<f64>,
 }
+
+/// `[pcie]` of an expectations file: the least PCIe link every NIC and GPU trains to, judged on
+/// the device's own link and on each bridge link above it that could carry it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieExpect {
+    /// Each NIC's link runs at least this speed (GT/s, sysfs `current_link_speed`: 16, 32).
+    pub nic_speed_gts: Option<f64>,
+    /// Each NIC's link is at least this wide (lanes, sysfs `current_link_width`).
+    pub nic_width: Option<u32>,
+    /// Each GPU's link runs at least this speed (GT/s).
+    pub gpu_speed_gts: Option<f64>,
+    /// Each GPU's link is at least this wide (lanes).
+    pub gpu_width: Option<u32>,
+}
+
+/// `[nic]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicExpect {
+    /// Firmware settings every NIC that `mstconfig q` reads holds, by mstconfig's name: the
+    /// value as mstconfig prints it (`force_relax(1)`), or its word or number alone
+    /// (`force_relax`, `1`, `True`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub firmware: BTreeMap<String, String>,
+    /// The FEC every port's `mstlink` reports (`Standard_RS-FEC - (544,514)`), as a text the
+    /// reported mode holds, case-insensitively.
+    pub fec: Option<String>,
+    /// The highest effective (post-FEC) BER a port may show (`Effective Physical BER`).
+    pub max_effective_ber: Option<f64>,
+    /// The highest raw (pre-FEC) BER a port may show (`Raw Physical BER`).
+    pub max_raw_ber: Option<f64>,
+}
+
+/// `[kernel_log]` of an expectations file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelLogExpect {
+    /// Classes of kernel log event that must not be in the log: each of [`KLOG_CLASSES`].
+    #[serde(default)]
+    pub absent: Vec<String>,
+}
+
+/// The kernel log classes `[kernel_log] absent` may name: NVIDIA Xid errors, mlx5 health
+/// events, link downs after the boot grace, PCIe AER correctable and uncorrectable events,
+/// memory pinning failures.
+pub const KLOG_CLASSES: [&str; 6] = [
+    "xid",
+    "mlx5_health",
+    "link_down",
+    "aer_correctable",
+    "aer_uncorrectable",
+    "pin_failure",
+];
+
+/// The PCIe link speeds, GT/s (PCIe 1.0 to 6.0).
+pub const PCIE_SPEEDS: [f64; 6] = [2.5, 5.0, 8.0, 16.0, 32.0, 64.0];
+/// The PCIe link widths, lanes.
+pub const PCIE_WIDTHS: [u32; 7] = [1, 2, 4, 8, 12, 16, 32];
 
 /// The InfiniBand MTUs (IBTA: 256 to 4096 bytes; `enum ibv_mtu`).
 pub const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
@@ -309,6 +377,68 @@ impl Expectations {
                 }
             }
         }
+        if let Some(p) = &self.pcie {
+            for (key, v) in [
+                ("pcie.nic_speed_gts", p.nic_speed_gts),
+                ("pcie.gpu_speed_gts", p.gpu_speed_gts),
+            ] {
+                if let Some(g) = v {
+                    if !PCIE_SPEEDS.iter().any(|s| (s - g).abs() < 0.01) {
+                        return Err(format!(
+                            "{key} = {g} is not a PCIe link speed (one of {PCIE_SPEEDS:?} GT/s)"
+                        ));
+                    }
+                }
+            }
+            for (key, v) in [
+                ("pcie.nic_width", p.nic_width),
+                ("pcie.gpu_width", p.gpu_width),
+            ] {
+                if let Some(w) = v {
+                    if !PCIE_WIDTHS.contains(&w) {
+                        return Err(format!(
+                            "{key} = {w} is not a PCIe link width (one of {PCIE_WIDTHS:?} lanes)"
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(n) = &self.nic {
+            for (key, v) in [
+                ("nic.max_effective_ber", n.max_effective_ber),
+                ("nic.max_raw_ber", n.max_raw_ber),
+            ] {
+                if let Some(b) = v {
+                    if !(b.is_finite() && b > 0.0 && b < 1.0) {
+                        return Err(format!(
+                            "{key} = {b} is not a bit error ratio (above 0, below 1: 1e-12)"
+                        ));
+                    }
+                }
+            }
+            text("nic.fec", n.fec.as_deref())?;
+            for (k, v) in &n.firmware {
+                let name_ok = !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if !name_ok {
+                    return Err(format!(
+                        "[nic.firmware] key `{k}` is not an mstconfig setting name (capitals, digits and _)"
+                    ));
+                }
+                text(&format!("nic.firmware.{k}"), Some(v))?;
+            }
+        }
+        if let Some(k) = &self.kernel_log {
+            for c in &k.absent {
+                if !KLOG_CLASSES.contains(&c.as_str()) {
+                    return Err(format!(
+                        "kernel_log.absent names `{c}`, which is none of {}",
+                        KLOG_CLASSES.join(", ")
+                    ));
+                }
+            }
+        }
         for key in self.nccl.keys() {
             let well_formed = key.strip_prefix("NCCL_").is_some_and(|rest| {
                 !rest.is_empty()
@@ -375,6 +505,19 @@ mod tests {
             ),
             ("[bandwidth]\npass_fraction = 0\n", "not a share"),
             ("[versions]\nofed = \"\"\n", "empty"),
+            ("[pcie]\nnic_speed_gts = 15\n", "not a PCIe link speed"),
+            ("[pcie]\ngpu_width = 3\n", "not a PCIe link width"),
+            ("[nic]\nmax_raw_ber = 2\n", "not a bit error ratio"),
+            (
+                "[nic]\nmax_effective_ber = -1e-12\n",
+                "not a bit error ratio",
+            ),
+            (
+                "[nic.firmware]\npci_wr_ordering = \"1\"\n",
+                "not an mstconfig setting name",
+            ),
+            ("[nic.firmware]\nATS_ENABLED = \"\"\n", "empty"),
+            ("[kernel_log]\nabsent = [\"xids\"]\n", "none of"),
         ] {
             let e = Expectations::parse("t", text).unwrap_err().to_string();
             assert!(e.contains(says), "{text}: {e}");
@@ -385,6 +528,9 @@ mod tests {
             "[host]\nmemlock = 65536\n",
             "[bandwidth]\np2p_gbps_per_nic = 380\nall_reduce_busbw_gbs = 460\n",
             "[bandwidth]\npass_fraction = 0.85\n",
+            "[pcie]\nnic_speed_gts = 32\nnic_width = 16\ngpu_speed_gts = 2.5\n",
+            "[nic]\nfec = \"RS-FEC\"\nmax_raw_ber = 1e-5\n[nic.firmware]\nPCI_WR_ORDERING = \"force_relax(1)\"\n",
+            "[kernel_log]\nabsent = [\"xid\", \"mlx5_health\"]\n",
         ] {
             Expectations::parse("t", ok).unwrap();
         }

@@ -164,6 +164,7 @@ impl Expectations {
         if versions != VersionExpect::default() {
             e.versions = Some(versions);
         }
+        super::below::from_node(node, &mut e);
         e
     }
 }

@@ -13,14 +13,17 @@
 //! in `from_node`, the comparison in `compare`; waivers, which the file also holds, are
 //! [`crate::waive`].
 
+mod below;
 mod compare;
 mod file;
 mod from_node;
 
+use fabrik_model::{Finding, Severity};
+
 pub use compare::{check_expectations, version_matches};
 pub use file::{
-    BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, Memlock, RdmaExpect,
-    RoceExpect, VersionExpect,
+    BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, KernelLogExpect, Memlock,
+    NicExpect, PcieExpect, RdmaExpect, RoceExpect, VersionExpect, KLOG_CLASSES,
 };
 
 /// Rule id of "GPU count or model differs from the expectations".
@@ -41,6 +44,27 @@ pub const VERSIONS: &str = "FAB-EXP-007";
 pub const NCCL: &str = "FAB-EXP-008";
 /// Rule id of "An expectation the node's data cannot confirm".
 pub const UNVERIFIED: &str = "FAB-EXP-009";
+/// Rule id of "A NIC firmware setting differs from the expectations".
+pub const FIRMWARE: &str = "FAB-EXP-011";
+/// Rule id of "A PCIe link on a NIC's or GPU's path is slower or narrower than expected".
+pub const PCIE: &str = "FAB-EXP-012";
+/// Rule id of "A port's FEC or bit error ratio differs from the expectations".
+pub const LINK_QUALITY: &str = "FAB-EXP-013";
+/// Rule id of "Kernel log events the expectations say must be absent".
+pub const KERNEL_LOG: &str = "FAB-EXP-014";
+
+/// An info finding: the expectation `what` cannot be checked on `subject`, whose fact would come
+/// from `path`.
+fn unverified(out: &mut Vec<Finding>, subject: &str, what: String, path: &str) {
+    out.push(crate::util::finding(
+        UNVERIFIED,
+        Severity::Info,
+        subject,
+        format!("cannot verify the expectation {what}: the node's data does not show it"),
+        vec![crate::util::ev(path, "not read")],
+        "Snapshot the node with `fabrik snapshot` as root so the fact is captured, or drop the expectation.",
+    ));
+}
 
 /// `N ACTIVE ports` when the expectations give `rdma.active_ports` and the node has at least
 /// that many ACTIVE ports (of `rdma.link_layer` when given): a rail down beyond them is one the

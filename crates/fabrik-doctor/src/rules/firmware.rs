@@ -16,7 +16,7 @@ pub const PENDING: &str = "FAB-FW-003";
 
 /// Settings whose difference between rails changes how traffic flows (mstflint's
 /// `mlxconfig_host.db` describes each).
-const RAIL_SETTINGS: &[&str] = &[
+pub(crate) const RAIL_SETTINGS: &[&str] = &[
     "PCI_WR_ORDERING",
     "ATS_ENABLED",
     "ADVANCED_PCI_SETTINGS",

@@ -25,6 +25,8 @@ pub const NIC_STATS: &str = "FAB-LINK-007";
 pub const NVLINK: &str = "FAB-LINK-008";
 /// Rule id of "ibdiagnet reported errors".
 pub const IBDIAGNET: &str = "FAB-LINK-009";
+/// Rule id of "Transceiver module reports an alarm".
+pub const MODULE_ALARM: &str = "FAB-LINK-011";
 /// Rule id of "Fabric link slower than both its ends support".
 pub const FABRIC_LINK: &str = "FAB-LINK-010";
 
@@ -221,6 +223,61 @@ pub fn module_temperature(node: &Node) -> Vec<Finding> {
             format!("the module of {} is at {t} °C, above its own alarm threshold of {high} °C: hot optics lose signal and fail", dev(l)),
             vec![ev(src(l, "Temperature [C]"), format!("{t} [..{high}]"))],
             "Check the airflow around the NIC and the switch port; replace the module if it keeps running hot.",
+        ));
+    }
+    out
+}
+
+/// Rule [`MODULE_ALARM`]: "Transceiver module reports an alarm".
+pub fn module_alarm(node: &Node) -> Vec<Finding> {
+    let mut out = vec![];
+    let mut modules: Vec<_> = node.transceivers.iter().collect();
+    modules.sort_by(|a, b| a.interface.cmp(&b.interface));
+    for m in modules {
+        let alarms = fabrik_parse::formats::ethtool_module::alarms(m);
+        if alarms.is_empty() {
+            continue;
+        }
+        let iface = if m.interface.is_empty() {
+            "module".to_string()
+        } else {
+            m.interface.clone()
+        };
+        let what = [&m.vendor, &m.part_number]
+            .iter()
+            .filter_map(|v| v.as_deref())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let source = format!("ethtool -m {iface}");
+        let mut evidence: Vec<_> = alarms
+            .iter()
+            .map(|a| ev(source.clone(), a.clone()))
+            .collect();
+        for l in &m.lanes {
+            if let Some(p) = l.rx_power_mw {
+                let dbm = fabrik_parse::formats::ethtool_module::dbm(p)
+                    .map(|d| format!(" ({d:.2} dBm)"))
+                    .unwrap_or_default();
+                let lane = if l.lane == 0 {
+                    String::new()
+                } else {
+                    format!(" lane {}", l.lane)
+                };
+                evidence.push(ev(source.clone(), format!("rx power{lane}: {p} mW{dbm}")));
+            }
+        }
+        out.push(finding(
+            MODULE_ALARM,
+            Severity::Warning,
+            iface.clone(),
+            format!(
+                "the module{} of {iface} reports {}: {}",
+                if what.is_empty() { String::new() } else { format!(" ({what})") },
+                if alarms.len() == 1 { "an alarm".to_string() } else { format!("{} alarms", alarms.len()) },
+                alarms.join("; ")
+            ),
+            evidence,
+            "A receive power alarm means a dirty or damaged fiber or connector, a far end not transmitting, or a failing optic: clean and reseat both ends, check the far end's transmit power, replace the module or cable; a bias or temperature alarm means the module itself is failing.",
         ));
     }
     out

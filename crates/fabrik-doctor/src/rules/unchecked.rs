@@ -33,6 +33,26 @@ fn weight(node: &Node, fact: &str) -> Option<(Severity, &'static str)> {
             Severity::Info,
             "the kernel log: Xid errors, mlx5 health, link flaps, AER events, pinning failures (FAB-KLOG-001..005)",
         )),
+        "nic_firmware" => Some((
+            Severity::Info,
+            "the NIC firmware settings: ATS, relaxed ordering, settings that differ (FAB-FW-001..003, FAB-X-012)",
+        )),
+        "link_quality" => Some((
+            Severity::Info,
+            "the physical link quality: errors after FEC, raw BER, module temperature (FAB-LINK-001..005, FAB-X-013)",
+        )),
+        "link_settings" => Some((
+            Severity::Info,
+            "the Ethernet link settings (FAB-LINK-006)",
+        )),
+        "nic_stats" => Some((
+            Severity::Info,
+            "the NIC's own error and discard counters (FAB-LINK-007)",
+        )),
+        "transceiver" => Some((
+            Severity::Info,
+            "the transceiver modules' own alarms (FAB-LINK-011)",
+        )),
         _ => Some((Severity::Info, "a fact")),
     }
 }
@@ -65,7 +85,7 @@ pub fn not_checked(node: &Node) -> Vec<Finding> {
                 .iter()
                 .map(|n| ev(n.subject.clone(), n.reason.clone()))
                 .collect(),
-            "Run the check as root on the node itself (the extended PCI config space needs CAP_SYS_ADMIN), with the tools installed (rdma-core's ibv_devinfo) and a --budget they fit in; a snapshot keeps what `fabrik snapshot` read as root. Waive it with a reason where the fact cannot be had.",
+            "Run the check as root on the node itself (the extended PCI config space needs CAP_SYS_ADMIN), with the tools installed (rdma-core's ibv_devinfo, mstflint's mstconfig and mstlink, ethtool) and a --budget they fit in; a snapshot keeps what `fabrik snapshot` read as root. Waive it with a reason where the fact cannot be had.",
         ));
     }
     out

@@ -114,6 +114,8 @@ tools! {
     Ethtool => super::ethtool::Ethtool,
     /// `ethtool -S IF`.
     EthtoolStats => super::ethtool::EthtoolStats,
+    /// `ethtool -m IF`.
+    EthtoolModule => super::ethtool_module::EthtoolModule,
     /// The kernel log.
     Dmesg => super::dmesg::Dmesg,
     /// `nvidia-smi nvlink -s`.

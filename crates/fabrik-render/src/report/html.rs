@@ -22,7 +22,7 @@ pub struct Rendered {
     pub plots: Vec<(String, String)>,
 }
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -369,6 +369,9 @@ pub fn render_with(inputs: &[Named], meta: &PageMeta) -> Result<Rendered, Report
             );
         }
         body.push_str("</table>\n");
+        for (name, n) in &nodes {
+            super::evidence::node_evidence(&mut body, name, n);
+        }
     }
     if body.is_empty() {
         body.push_str("<p>No results given.</p>\n");
