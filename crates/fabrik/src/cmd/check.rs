@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
     // the budget holds whatever the kernel does; a thread left blocked ends with the process.
     std::thread::spawn(move || {
-        let report = crate::cmd::inventory::load_node_within(&root, deadline).map(|node| {
+        let report = fabrik_probe::open::load_node_within(&root, deadline).map(|node| {
             let named = name_nodes(vec![node]);
             let mut report = diagnose(&named, env.as_ref());
             if let Some(e) = &expect {

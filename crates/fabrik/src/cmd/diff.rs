@@ -1,9 +1,8 @@
 //! `fabrik diff SNAP_A SNAP_B`: counter rates and counter findings between two snapshots.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
 use fabrik_monitor::{compare, interval_between, report_findings, sample, Report, Thresholds};
 use fabrik_render::Format;
@@ -65,31 +64,11 @@ struct DiffDoc<'a> {
     findings: &'a [Finding],
 }
 
-/// A snapshot to read: a directory as is, or a `.tar.gz` unpacked for as long as this lives.
-struct Opened {
-    root: PathBuf,
-    _unpacked: Option<fabrik_probe::snapshot::Unpacked>,
-}
-
-fn open_snapshot(p: &Path) -> anyhow::Result<Opened> {
-    if fabrik_probe::snapshot::is_snapshot_tarball(p) {
-        let unpacked = fabrik_probe::snapshot::unpack(p)
-            .with_context(|| format!("reading snapshot {}", p.display()))?;
-        fabrik_probe::root::check_named(&unpacked.root, p)?;
-        return Ok(Opened {
-            root: unpacked.root.clone(),
-            _unpacked: Some(unpacked),
-        });
-    }
-    fabrik_probe::root::check(p)?;
-    Ok(Opened {
-        root: p.to_path_buf(),
-        _unpacked: None,
-    })
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (a, b) = (open_snapshot(&args.before)?, open_snapshot(&args.after)?);
+    let (a, b) = (
+        fabrik_probe::open::open(&args.before)?,
+        fabrik_probe::open::open(&args.after)?,
+    );
     let before = sample(&a.root);
     let after = sample(&b.root);
     let interval = interval_between(&before, &after);

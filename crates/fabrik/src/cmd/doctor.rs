@@ -49,7 +49,7 @@ impl EnvArgs {
     /// The environment the flags give, or `None`.
     pub fn load(&self) -> anyhow::Result<Option<PlannedEnv>> {
         if let Some(path) = &self.env_file {
-            let text = crate::input::read_text(path, "env file", crate::input::cap::ENV_FILE)?;
+            let text = fabrik_probe::input::read_text(path, "env file", fabrik_probe::input::cap::ENV_FILE)?;
             return Ok(Some(PlannedEnv::parse(
                 format!("env file {}", path.display()),
                 &text,
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // Before any watch interval is spent: a root that is not a node fails now, not after it.
     for root in &args.root {
-        crate::cmd::inventory::check_root(root)?;
+        fabrik_probe::open::check_root(root)?;
     }
     // The roots are watched while they are probed: the interval is spent once, not per root.
     let thresholds = args.thresholds.get();
@@ -87,10 +87,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .collect(),
             None => vec![],
         };
-        let nodes: anyhow::Result<Vec<_>> = args
+        let nodes: Result<Vec<_>, _> = args
             .root
             .iter()
-            .map(|root| crate::cmd::inventory::load_node(root))
+            .map(|root| fabrik_probe::open::load_node(root))
             .collect();
         let watched: Vec<Vec<Finding>> = watchers
             .into_iter()

@@ -35,7 +35,7 @@ impl ExpectArgs {
         let mut e = match &self.expect {
             Some(path) => {
                 let text =
-                    crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
+                    fabrik_probe::input::read_text(path, "expectations", fabrik_probe::input::cap::EXPECT)?;
                 Expectations::parse(&path.display().to_string(), &text)?
             }
             None => Expectations::default(),
@@ -82,7 +82,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let node = crate::cmd::inventory::load_node(&args.from_root)?;
+    let node = fabrik_probe::open::load_node(&args.from_root)?;
     let e = Expectations::from_node(&node);
     let text = format!(
         "# Written by `fabrik expect --from-root {}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
@@ -101,7 +101,7 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
+    let text = fabrik_probe::input::read_text(path, "expectations", fabrik_probe::input::cap::EXPECT)?;
     Ok(Some(Expectations::parse(
         &path.display().to_string(),
         &text,

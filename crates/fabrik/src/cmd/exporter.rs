@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.sample_every.is_zero() || args.rate_window < args.sample_every {
         anyhow::bail!("--sample-every must be more than zero and --rate-window at least as long");
     }
-    crate::cmd::inventory::check_root(&args.root)?;
+    fabrik_probe::open::check_root(&args.root)?;
     let options = crate::cmd::top::sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let config = ExporterConfig {
         root: args.root.clone(),

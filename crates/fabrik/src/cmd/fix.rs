@@ -70,9 +70,9 @@ fn diagnose_roots(
     roots: &[PathBuf],
     expect: Option<&fabrik_doctor::Expectations>,
 ) -> anyhow::Result<Diagnosed> {
-    let nodes: anyhow::Result<Vec<_>> = roots
+    let nodes: Result<Vec<_>, _> = roots
         .iter()
-        .map(|r| crate::cmd::inventory::load_node(r))
+        .map(|r| fabrik_probe::open::load_node(r))
         .collect();
     let named = name_nodes(nodes?);
     let mut report = diagnose(&named, None);

@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     use std::io::Read;
     let max = fabrik_parse::formats::MAX_INPUT;
-    crate::input::check_regular(path, "command output")?;
+    fabrik_probe::input::check_regular(path, "command output")?;
     let r = fabrik_parse::input::open_input(path)
         .with_context(|| format!("opening {}", path.display()))?;
     let mut buf = Vec::new();

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         anyhow::bail!("--interval must be more than zero");
     }
-    crate::cmd::inventory::check_root(&args.root)?;
+    fabrik_probe::open::check_root(&args.root)?;
     let options = sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let limit = if args.once { Some(1) } else { args.count };
     let tty = std::io::stdout().is_terminal();
