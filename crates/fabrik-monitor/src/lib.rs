@@ -13,6 +13,7 @@ pub mod rules;
 /// The sample types, which live in the model ([`fabrik_model::counters`]).
 pub use fabrik_model::counters as sample;
 pub mod server;
+pub mod top;
 pub mod width;
 
 pub use delta::{compare, interval_between, Change, CounterChange, Report};
