@@ -12,6 +12,7 @@
 pub mod ansible;
 pub mod apply;
 mod quote;
+pub mod run;
 pub mod script;
 pub mod text;
 

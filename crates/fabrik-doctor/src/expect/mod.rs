@@ -16,8 +16,10 @@
 mod compare;
 mod file;
 mod from_node;
+mod options;
 
 pub use compare::{check_expectations, version_matches};
+pub use options::{apply, ExpectOptions, OptionsError};
 pub use file::{
     BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, Memlock, RdmaExpect,
     RoceExpect, VersionExpect,

@@ -30,7 +30,7 @@ pub struct Args {
     #[command(flatten)]
     pub thresholds: crate::cmd::diff::ThresholdArgs,
     #[command(flatten)]
-    pub expect: crate::cmd::expect::ExpectArgs,
+    pub expect: fabrik_doctor::expect::ExpectOptions,
 }
 
 /// The planned NCCL environment `doctor` and `check` judge the node with.
@@ -66,7 +66,7 @@ impl EnvArgs {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let expect = args.expect.load()?;
+    let expect = crate::cmd::expect::load(&args.expect)?;
     let env = args.env.load()?;
     if args.watch.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--watch must be more than zero");
