@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use fabrik_doctor::parsed;
 use fabrik_model::Finding;
-use fabrik_parse::formats::paste::Tool;
+use fabrik_parse::formats::paste::{Tool, ToolCommand};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -30,53 +30,7 @@ pub enum What {
     /// A tool's output (ibstat, lspci, mstconfig...): the facts it gives and the doctor's
     /// findings on them.
     #[command(flatten)]
-    Tool(ToolCmd),
-}
-
-/// `fabrik parse <TOOL> FILE`: one subcommand per tool in [`Tool::ALL`], named, described and
-/// aliased by the tool's parser.
-pub struct ToolCmd {
-    tool: Tool,
-    args: CmdArgs,
-}
-
-impl clap::FromArgMatches for ToolCmd {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let Some((name, sub)) = m.subcommand() else {
-            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
-        };
-        let tool = Tool::from_command(name)
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        Ok(ToolCmd {
-            tool,
-            args: CmdArgs::from_arg_matches(sub)?,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl clap::Subcommand for ToolCmd {
-    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
-        for t in Tool::ALL {
-            let sub = clap::Command::new(t.command())
-                .about(t.about())
-                .aliases(t.aliases().iter().copied().filter(|a| *a != t.command()));
-            cmd = cmd.subcommand(<CmdArgs as clap::Args>::augment_args(sub));
-        }
-        cmd
-    }
-
-    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_subcommands(cmd)
-    }
-
-    fn has_subcommand(name: &str) -> bool {
-        Tool::from_command(name).is_some()
-    }
+    Tool(ToolCommand<CmdArgs>),
 }
 
 #[derive(clap::Args)]
