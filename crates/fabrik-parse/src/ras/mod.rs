@@ -15,6 +15,7 @@
 pub mod client;
 pub mod diag;
 pub mod findings;
+pub mod follow;
 pub mod json;
 pub mod monitor;
 pub mod protocol;
