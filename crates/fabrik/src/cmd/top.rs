@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
-    pub thresholds: crate::cmd::diff::ThresholdArgs,
+    pub thresholds: fabrik_monitor::Thresholds,
 }
 
 /// What `top` and `exporter` read, with a word on stderr when a live root has no ethtool.
@@ -109,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         first = false;
         Ok(())
     };
-    let thresholds = args.thresholds.get();
+    let thresholds = args.thresholds;
     fabrik_monitor::top::run(
         &args.root,
         options,
