@@ -11,6 +11,7 @@
 
 pub mod ansible;
 pub mod apply;
+mod outline;
 mod quote;
 pub mod run;
 pub mod script;
