@@ -15,7 +15,6 @@
 pub mod client;
 pub mod diag;
 pub mod findings;
-pub mod follow;
 pub mod json;
 pub mod monitor;
 pub mod protocol;

@@ -36,7 +36,7 @@ pub struct InspectorArgs {
 pub fn parse_ras(a: ParseArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let text = a.format == Format::Text;
-    let report = fabrik_parse::ras::follow::follow_path(&a.file, &mut |e| {
+    let report = fabrik_parse::nccl_log::follow::follow_path(&a.file, &mut |e| {
         if text {
             let line = fabrik_render::ras::monitor_event(&e.event, e.dead, e.unreachable);
             let _ = out.write_all(line.as_bytes());
@@ -161,7 +161,7 @@ mod client {
     }
 
     fn monitor(s: Session, a: &ClientArgs) -> anyhow::Result<ExitCode> {
-        let mut follower = fabrik_parse::ras::follow::Follower::new(&a.target);
+        let mut follower = fabrik_parse::nccl_log::follow::Follower::new(&a.target);
         let mut out = std::io::stdout().lock();
         s.monitor(a.duration.map(Duration::from_secs), |line| {
             let event = follower.line(line);

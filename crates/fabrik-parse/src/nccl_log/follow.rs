@@ -5,7 +5,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use crate::nccl_log::{LogAnalyzer, LogReport};
+use super::{LogAnalyzer, LogReport};
 use crate::ras::monitor::{MonitorEvent, MonitorParser};
 
 /// The longest line kept; the rest of a longer one is dropped.
