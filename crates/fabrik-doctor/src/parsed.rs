@@ -33,7 +33,9 @@ pub fn any_below<T>(runs: &[Judged<T>]) -> bool {
 
 /// Every finding of `runs`, in order.
 pub fn all_findings<T>(runs: &[Judged<T>]) -> Vec<Finding> {
-    runs.iter().flat_map(|r| r.findings.iter().cloned()).collect()
+    runs.iter()
+        .flat_map(|r| r.findings.iter().cloned())
+        .collect()
 }
 
 /// Judges parsed nccl-tests runs against `expect`'s line, else 90 % of `link_gbps`; `op`
@@ -82,7 +84,7 @@ pub enum PerftestDoc {
     /// The run's failure messages.
     Failed(FailedRun),
     /// One judged report.
-    Report(Judged<P2pReport>),
+    Report(Box<Judged<P2pReport>>),
 }
 
 /// A parsed perftest output judged: its failure messages (with their findings) and its reports.
@@ -108,8 +110,17 @@ impl JudgedPerftest {
 
     /// The JSON documents, the failure first.
     pub fn docs(&self) -> Vec<PerftestDoc> {
-        let mut docs: Vec<PerftestDoc> = self.failed.iter().cloned().map(PerftestDoc::Failed).collect();
-        docs.extend(self.runs.iter().cloned().map(PerftestDoc::Report));
+        let mut docs: Vec<PerftestDoc> = self
+            .failed
+            .iter()
+            .cloned()
+            .map(PerftestDoc::Failed)
+            .collect();
+        docs.extend(
+            self.runs
+                .iter()
+                .map(|r| PerftestDoc::Report(Box::new(r.clone()))),
+        );
         docs
     }
 }

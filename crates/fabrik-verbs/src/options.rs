@@ -64,7 +64,10 @@ pub enum MemArg {
 /// Options that only the RDMA transport has (flattened into `bench p2p`).
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 #[derive(Debug, Clone)]
-#[cfg_attr(feature = "clap", command(next_help_heading = "RDMA (--transport rdma)"))]
+#[cfg_attr(
+    feature = "clap",
+    command(next_help_heading = "RDMA (--transport rdma)")
+)]
 pub struct RdmaOptions {
     /// RDMA device and port, `mlx5_0` or `mlx5_0:1`; default: the first device with an ACTIVE
     /// port 1.
@@ -194,7 +197,6 @@ impl RdmaOptions {
         test_params(op, test, &req)
     }
 }
-
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -19,11 +19,11 @@ mod from_node;
 mod options;
 
 pub use compare::{check_expectations, version_matches};
-pub use options::{apply, ExpectOptions, OptionsError};
 pub use file::{
     BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, Memlock, RdmaExpect,
     RoceExpect, VersionExpect,
 };
+pub use options::{apply, ExpectOptions, OptionsError};
 
 /// Rule id of "GPU count or model differs from the expectations".
 pub const GPUS: &str = "FAB-EXP-001";

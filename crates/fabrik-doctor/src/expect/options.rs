@@ -44,7 +44,10 @@ pub enum OptionsError {
 impl ExpectOptions {
     /// The expectations the flags give over `file` (the `--expect` file's name and text, read
     /// by the caller), or `None` when none was asked for.
-    pub fn resolve(&self, file: Option<(&str, &str)>) -> Result<Option<Expectations>, OptionsError> {
+    pub fn resolve(
+        &self,
+        file: Option<(&str, &str)>,
+    ) -> Result<Option<Expectations>, OptionsError> {
         let mut e = match file {
             Some((name, text)) => Expectations::parse(name, text)?,
             None => Expectations::default(),

@@ -148,40 +148,6 @@ impl Serialize for Pasted {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_found() {
-        let mut seen = std::collections::BTreeSet::new();
-        for t in Tool::ALL {
-            for n in std::iter::once(t.command()).chain(t.aliases().iter().copied()) {
-                assert!(seen.insert(n), "{n} names two tools");
-                assert_eq!(Tool::from_command(n), Some(*t));
-            }
-            assert!(!t.about().is_empty() && !t.expected().is_empty());
-        }
-        assert_eq!(Tool::from_command("nothing"), None);
-    }
-
-    #[test]
-    fn unrecognised_text_says_what_was_expected() {
-        for t in Tool::ALL {
-            let e = t.read("hello\nworld\n").err();
-            assert_eq!(
-                e.map(|e| e.to_string()),
-                Some(format!(
-                    "no {} output found: expected {}",
-                    t.name(),
-                    t.expected()
-                )),
-                "{t:?}"
-            );
-        }
-    }
-}
-
 /// `fabrik parse <TOOL> ...`: one subcommand per tool in [`Tool::ALL`], named, described and
 /// aliased by the tool's parser, each taking the arguments `A`.
 #[cfg(feature = "clap")]
@@ -230,5 +196,39 @@ impl<A: clap::Args> clap::Subcommand for ToolCommand<A> {
 
     fn has_subcommand(name: &str) -> bool {
         Tool::from_command(name).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let mut seen = std::collections::BTreeSet::new();
+        for t in Tool::ALL {
+            for n in std::iter::once(t.command()).chain(t.aliases().iter().copied()) {
+                assert!(seen.insert(n), "{n} names two tools");
+                assert_eq!(Tool::from_command(n), Some(*t));
+            }
+            assert!(!t.about().is_empty() && !t.expected().is_empty());
+        }
+        assert_eq!(Tool::from_command("nothing"), None);
+    }
+
+    #[test]
+    fn unrecognised_text_says_what_was_expected() {
+        for t in Tool::ALL {
+            let e = t.read("hello\nworld\n").err();
+            assert_eq!(
+                e.map(|e| e.to_string()),
+                Some(format!(
+                    "no {} output found: expected {}",
+                    t.name(),
+                    t.expected()
+                )),
+                "{t:?}"
+            );
+        }
     }
 }

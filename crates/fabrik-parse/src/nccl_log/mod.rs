@@ -16,8 +16,8 @@ use std::io::BufRead;
 use std::path::Path;
 
 pub use diagnose::{diagnose_program_line, diagnose_warn, result_code, result_name, Diagnosis};
-pub use prefix::{Level, NcclLine, Splitter};
 pub use merge::rank_hosts;
+pub use prefix::{Level, NcclLine, Splitter};
 pub use report::*;
 
 use chains::*;

@@ -48,7 +48,11 @@ impl EnvArgs {
     /// The environment the flags give, or `None`.
     pub fn load(&self) -> anyhow::Result<Option<PlannedEnv>> {
         if let Some(path) = &self.env_file {
-            let text = fabrik_probe::input::read_text(path, "env file", fabrik_probe::input::cap::ENV_FILE)?;
+            let text = fabrik_probe::input::read_text(
+                path,
+                "env file",
+                fabrik_probe::input::cap::ENV_FILE,
+            )?;
             return Ok(Some(PlannedEnv::parse(
                 format!("env file {}", path.display()),
                 &text,

@@ -64,7 +64,9 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
     let node = match (&args.node, &args.root) {
         (Some(file), _) => Some(read_node_json(file)?),
         (None, Some(root)) => Some(fabrik_probe::open::load_node(root)?),
-        (None, None) if profile == Profile::Auto => Some(fabrik_probe::open::load_node(Path::new("/"))?),
+        (None, None) if profile == Profile::Auto => {
+            Some(fabrik_probe::open::load_node(Path::new("/"))?)
+        }
         (None, None) => None,
     };
     // A snapshot or a node document is someone else's data: names that can never be valid

@@ -14,7 +14,9 @@ pub fn load(o: &ExpectOptions) -> anyhow::Result<Option<Expectations>> {
     let text = o
         .expect
         .as_deref()
-        .map(|p| fabrik_probe::input::read_text(p, "expectations", fabrik_probe::input::cap::EXPECT))
+        .map(|p| {
+            fabrik_probe::input::read_text(p, "expectations", fabrik_probe::input::cap::EXPECT)
+        })
         .transpose()?;
     let name = o.expect.as_ref().map(|p| p.display().to_string());
     Ok(o.resolve(name.as_deref().zip(text.as_deref()))?)
@@ -64,7 +66,8 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = fabrik_probe::input::read_text(path, "expectations", fabrik_probe::input::cap::EXPECT)?;
+    let text =
+        fabrik_probe::input::read_text(path, "expectations", fabrik_probe::input::cap::EXPECT)?;
     Ok(Some(Expectations::parse(
         &path.display().to_string(),
         &text,

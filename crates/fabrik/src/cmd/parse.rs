@@ -172,7 +172,9 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     let below = parsed::any_below(&runs);
-    Ok(crate::exit::status(below || crate::exit::has_problems(&all, false)))
+    Ok(crate::exit::status(
+        below || crate::exit::has_problems(&all, false),
+    ))
 }
 
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
@@ -198,5 +200,7 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     let below = parsed::any_below(&judged.runs);
-    Ok(crate::exit::status(below || crate::exit::has_problems(&all, false)))
+    Ok(crate::exit::status(
+        below || crate::exit::has_problems(&all, false),
+    ))
 }
