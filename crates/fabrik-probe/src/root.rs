@@ -111,12 +111,10 @@ pub fn check_named(root: &Path, shown: &Path) -> Result<RootKind, RootError> {
             })
         }
     }
-    let fabrik_wrote = [COMPLETE_MARKER, CAPTURED_AT]
-        .iter()
-        .any(|m| {
-            dir.file_type(m)
-                .is_ok_and(|t| t == rustix::fs::FileType::RegularFile)
-        });
+    let fabrik_wrote = [COMPLETE_MARKER, CAPTURED_AT].iter().any(|m| {
+        dir.file_type(m)
+            .is_ok_and(|t| t == rustix::fs::FileType::RegularFile)
+    });
     Ok(if fabrik_wrote {
         RootKind::Snapshot
     } else {
