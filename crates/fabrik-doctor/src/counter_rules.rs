@@ -15,18 +15,44 @@ use crate::catalog::counters::RULES;
 /// either), so every command that runs these rules takes them as flags, `--pause-threshold`
 /// and `--cnp-threshold` (`diff`, `top`, `doctor --watch`, `exporter`), documented in
 /// docs/monitor.md.
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
     /// PFC pause frames per second, per priority and direction (`rx_prio3_pause`...). A healthy
     /// lossless fabric pauses rarely; each frame may stop the priority for up to 65535 quanta of
     /// 512 bit times (IEEE 802.1Qbb: 335 µs at 100 Gb/s), so a thousand a second means the
     /// priority is held up much of the time. Default 1000.
+    #[cfg_attr(feature = "clap", arg(
+        long = "pause-threshold",
+        value_name = "PER_S",
+        default_value_t = Thresholds::default().pause_frames_per_s,
+        value_parser = rate,
+        help = "PFC pause frames per second (per priority and direction) above which FAB-CNT-108 fires"
+    ))]
     pub pause_frames_per_s: f64,
     /// CNPs per second (`np_cnp_sent`, `rp_cnp_handled`). CNPs are DCQCN at work (Zhu et al.,
     /// "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015), so a trickle is
     /// normal; a thousand a second means ECN marks this port's RoCE traffic continuously and
     /// its senders keep cutting their rate. Default 1000.
+    #[cfg_attr(feature = "clap", arg(
+        long = "cnp-threshold",
+        value_name = "PER_S",
+        default_value_t = Thresholds::default().cnp_per_s,
+        value_parser = rate,
+        help = "CNPs per second above which FAB-CNT-109 fires"
+    ))]
     pub cnp_per_s: f64,
+}
+
+/// A rate per second on the command line: a number, 0 or more.
+#[cfg(feature = "clap")]
+fn rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a rate per second (a number, 0 or more)"
+        )),
+    }
 }
 
 impl Default for Thresholds {

@@ -8,17 +8,13 @@ use std::fmt::Write as _;
 
 use fabrik_doctor::remedy::{Op, Read, Risk};
 
-use crate::quote::{comment, yaml, yaml_text, Refused};
+use crate::quote::{yaml, yaml_text, Refused};
 use crate::{Plan, Step};
 
 /// The playbook for every node with steps.
 pub fn render(plan: &Plan) -> Result<String, Refused> {
     let mut y = String::from("---\n");
-    let _ = writeln!(
-        y,
-        "# fabrik fix: configuration changes for {}.",
-        comment(&plan.nodes.join(", "))
-    );
+    crate::outline::title(&mut y, plan);
     y.push_str("# Tasks that need a drained node run only with -e fabrik_drained=true.\n");
     let nodes = plan.nodes_with_steps();
     if nodes.is_empty() {
@@ -34,17 +30,7 @@ pub fn render(plan: &Plan) -> Result<String, Refused> {
         for step in plan.steps_of(node) {
             step_tasks(&mut y, step)?;
         }
-        for item in plan.manual_of(node) {
-            for m in &item.manual {
-                let _ = writeln!(
-                    y,
-                    "        # manual, {} {}: {}",
-                    comment(&item.rule),
-                    comment(&item.subject),
-                    comment(m)
-                );
-            }
-        }
+        crate::outline::manual(&mut y, plan, node, "        ");
     }
     Ok(y)
 }

@@ -11,7 +11,9 @@
 
 pub mod ansible;
 pub mod apply;
+mod outline;
 mod quote;
+pub mod run;
 pub mod script;
 pub mod text;
 

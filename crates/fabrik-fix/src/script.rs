@@ -58,11 +58,7 @@ fabrik_skip() {
 pub fn render(plan: &Plan) -> Result<String, Refused> {
     let mut s = String::new();
     s.push_str("#!/usr/bin/env bash\n");
-    let _ = writeln!(
-        s,
-        "# fabrik fix: configuration changes for {}.",
-        comment(&plan.nodes.join(", "))
-    );
+    crate::outline::title(&mut s, plan);
     s.push_str("# Idempotent: each step runs only when the value differs. Steps that need a drained\n# node run only with FABRIK_FIX_DRAINED=1. FABRIK_FIX_DRY_RUN=FILE logs commands instead.\n");
     s.push_str(PRELUDE);
     let nodes = plan.nodes_with_steps();
@@ -73,17 +69,7 @@ pub fn render(plan: &Plan) -> Result<String, Refused> {
         for step in plan.steps_of(node) {
             step_lines(&mut s, step)?;
         }
-        for item in plan.manual_of(node) {
-            for m in &item.manual {
-                let _ = writeln!(
-                    s,
-                    "  # manual, {} {}: {}",
-                    comment(&item.rule),
-                    comment(&item.subject),
-                    comment(m)
-                );
-            }
-        }
+        crate::outline::manual(&mut s, plan, node, "  ");
         s.push_str("}\n");
     }
     match nodes.as_slice() {

@@ -325,6 +325,21 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
+/// One interval of `fabrik top`: the comparison with its counter findings, stamped with the
+/// time it was taken (one JSON object per interval).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    /// [`crate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// When the interval ended, in seconds since the Unix epoch.
+    pub time_unix_s: f64,
+    /// The comparison over the interval.
+    #[serde(flatten)]
+    pub report: Report,
+    /// The counter rules' findings on it.
+    pub findings: Vec<crate::Finding>,
+}
+
 /// Counters that measure traffic rather than trouble; `top` does not highlight them.
 pub fn is_traffic(source: Source, name: &str) -> bool {
     match source {

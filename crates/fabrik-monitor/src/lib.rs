@@ -13,6 +13,7 @@ pub mod rules;
 /// The sample types, which live in the model ([`fabrik_model::counters`]).
 pub use fabrik_model::counters as sample;
 pub mod server;
+pub mod top;
 pub mod width;
 
 pub use delta::{compare, interval_between, Change, CounterChange, Report};
@@ -37,4 +38,46 @@ pub fn watch(
     let report = compare(&before, &after, Some(t0.elapsed()));
     let findings = report_findings(&report, thresholds);
     (report, findings)
+}
+
+/// What `doctor --watch` saw on one root.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Watched {
+    /// The counter findings over the interval.
+    Findings(Vec<fabrik_model::Finding>),
+    /// A snapshot archive, whose counters cannot move: not watched.
+    Frozen,
+}
+
+/// Runs `work` (probing the roots, say) while every root's counters are watched over
+/// `interval` on threads of their own, so the interval is spent once, not per root; returns
+/// what `work` gave and what each root's watch saw (none without an interval).
+pub fn while_watching<T>(
+    roots: &[std::path::PathBuf],
+    interval: Option<std::time::Duration>,
+    thresholds: &Thresholds,
+    work: impl FnOnce() -> T,
+) -> (T, Vec<Watched>) {
+    std::thread::scope(|scope| {
+        let watchers: Vec<_> = match interval {
+            Some(interval) => roots
+                .iter()
+                .map(|root| {
+                    scope.spawn(move || {
+                        if fabrik_probe::snapshot::is_snapshot_tarball(root) {
+                            return Watched::Frozen;
+                        }
+                        Watched::Findings(watch(root, interval, thresholds).1)
+                    })
+                })
+                .collect(),
+            None => vec![],
+        };
+        let done = work();
+        let watched = watchers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(Watched::Findings(vec![])))
+            .collect();
+        (done, watched)
+    })
 }

@@ -137,6 +137,52 @@ pub enum InspectorError {
         /// The directory.
         path: std::path::PathBuf,
     },
+    /// An Inspector file could not be opened.
+    #[error("opening {}", path.display())]
+    Open {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The files hold no Inspector record.
+    #[error("{}: no NCCL Inspector record found", path.display())]
+    NoRecords {
+        /// The dump directory or file.
+        path: std::path::PathBuf,
+    },
+    /// The NCCL logs given beside the dump could not be read.
+    #[error("reading NCCL logs")]
+    Logs(#[source] crate::ParseError),
+}
+
+/// Reads the Inspector's dump at `path` (a directory or one file) and analyses it, each
+/// straggler rank joined with its process's NICs from the NCCL logs at `logs`.
+pub fn read_dump(
+    path: &std::path::Path,
+    logs: &[std::path::PathBuf],
+) -> Result<InspectorReport, InspectorError> {
+    let mut insp = Inspector::new();
+    for f in dump_files(path)? {
+        let r = crate::input::open_input(&f).map_err(|source| InspectorError::Open {
+            path: f.clone(),
+            source,
+        })?;
+        insp.read(&f.display().to_string(), r)?;
+    }
+    if insp.records().is_empty() {
+        return Err(InspectorError::NoRecords {
+            path: path.to_path_buf(),
+        });
+    }
+    let nics = if logs.is_empty() {
+        BTreeMap::new()
+    } else {
+        let log = crate::nccl_log::analyze_paths(logs).map_err(InspectorError::Logs)?;
+        nics_by_process(&log)
+    };
+    Ok(insp.finish(&nics))
 }
 
 /// The Inspector's files under a dump directory (its own layout: one level, `*.log`, or `*.json`),

@@ -7,8 +7,8 @@ use crate::fs::{join, RootFs};
 use crate::pci::{pci_dir_of, read_function};
 use fabrik_parse::formats::{Format, NvidiaGpuInformation};
 
-/// Where PCI functions are listed.
-pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+/// Where PCI functions are listed (the PCI reader's, named here too for the GPU scan).
+pub use crate::pci::PCI_DEVICES;
 const NVIDIA: &str = "0x10de";
 
 /// NVIDIA display-class PCI functions (vendor `0x10de`, class `0x03...`) with the driver's model, UUID and minor where readable.

@@ -5,6 +5,9 @@ use fabrik_model::{PciAer, PciFunction, PciLink};
 use crate::fs::{base_name, join, RootFs};
 use fabrik_parse::formats::{is_bdf, AerCounts, Decimal, Format, NumaNode, PciSpeed};
 
+/// Where PCI functions are listed.
+pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
 /// The PCI addresses along a resolved `/sys/devices/pci0000:00/0000:00:01.0/...` path, root port
 /// first. Non-PCI components (`virtio2`, `net`, `pci0000:00`) are skipped.
 pub fn bdf_chain(resolved: &str) -> Vec<String> {
@@ -137,8 +140,8 @@ fn read_link(fs: &mut RootFs, dir: &str) -> PciLink {
 /// did not load has no netdev and no RDMA device, and is seen only here.
 pub fn read_network_functions(fs: &mut RootFs) -> Vec<PciFunction> {
     let mut out = Vec::new();
-    for addr in fs.list_opt(crate::gpu::PCI_DEVICES) {
-        let base = join(crate::gpu::PCI_DEVICES, &addr);
+    for addr in fs.list_opt(PCI_DEVICES) {
+        let base = join(PCI_DEVICES, &addr);
         let class = fs.attr_opt(&join(&base, "class")).unwrap_or_default();
         if !class.to_ascii_lowercase().starts_with("0x02") {
             continue;

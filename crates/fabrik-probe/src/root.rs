@@ -12,6 +12,8 @@ pub const PARTIAL_MARKER: &str = "fabrik/partial";
 /// `fabrik/captured_at` (or no `fabrik/` at all) and are still accepted: what refuses a tree is
 /// the partial marker, or no sysfs.
 pub const COMPLETE_MARKER: &str = "fabrik/complete";
+/// When the snapshot's files were read, relative to its root.
+pub const CAPTURED_AT: &str = "fabrik/captured_at";
 
 /// What kind of root a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,12 +111,10 @@ pub fn check_named(root: &Path, shown: &Path) -> Result<RootKind, RootError> {
             })
         }
     }
-    let fabrik_wrote = [COMPLETE_MARKER, crate::snapshot::CAPTURED_AT]
-        .iter()
-        .any(|m| {
-            dir.file_type(m)
-                .is_ok_and(|t| t == rustix::fs::FileType::RegularFile)
-        });
+    let fabrik_wrote = [COMPLETE_MARKER, CAPTURED_AT].iter().any(|m| {
+        dir.file_type(m)
+            .is_ok_and(|t| t == rustix::fs::FileType::RegularFile)
+    });
     Ok(if fabrik_wrote {
         RootKind::Snapshot
     } else {

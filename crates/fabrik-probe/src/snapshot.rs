@@ -258,8 +258,9 @@ pub fn parse_captured_at(text: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(t).ok()
 }
 
-/// When the snapshot's files were read, relative to its root.
-pub const CAPTURED_AT: &str = "fabrik/captured_at";
+/// When the snapshot's files were read, relative to its root (beside the other markers in
+/// [`crate::root`]).
+pub use crate::root::CAPTURED_AT;
 
 fn top_dir_name(output: &Path) -> String {
     let name = output

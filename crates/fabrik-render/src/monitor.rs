@@ -95,6 +95,54 @@ struct Row {
     alarm: bool,
 }
 
+/// How a `top` frame is laid out after the one before it.
+#[derive(Debug, Clone, Copy)]
+pub enum TopLayout<'a> {
+    /// Refreshed in place on a terminal, ending with a hint on how to quit.
+    InPlace {
+        /// The first frame clears the screen.
+        first: bool,
+        /// `(q to quit)`.
+        hint: &'a str,
+    },
+    /// Plain lines, a blank line between frames.
+    Lines {
+        /// The first frame has no blank line before it.
+        first: bool,
+    },
+}
+
+/// One `top` frame: the heading (bold in place), then the table's lines.
+pub fn top_frame(head: &str, lines: &[String], layout: TopLayout<'_>) -> String {
+    let mut buf = String::new();
+    match layout {
+        TopLayout::InPlace { first, hint } => {
+            // Home the cursor and overwrite in place; clear each line's tail and the rest of
+            // the screen so no stale characters remain.
+            buf.push_str("\x1b[H");
+            if first {
+                buf.push_str("\x1b[2J\x1b[H");
+            }
+            let _ = write!(buf, "\x1b[1m{head}\x1b[0m\x1b[K\r\n");
+            for l in lines {
+                buf.push_str(l);
+                buf.push_str("\x1b[K\r\n");
+            }
+            let _ = write!(buf, "{hint}\x1b[K\x1b[J");
+        }
+        TopLayout::Lines { first } => {
+            if !first {
+                buf.push('\n');
+            }
+            let _ = writeln!(buf, "{head}");
+            for l in lines {
+                let _ = writeln!(buf, "{l}");
+            }
+        }
+    }
+    buf
+}
+
 /// The table, one line per port and netdev. With `color`, the notes column is highlighted
 /// (red for error counters, yellow for resets/saturation/unreadable files).
 pub fn table(report: &Report, color: bool) -> Vec<String> {

@@ -5,6 +5,22 @@ use std::fmt::Write as _;
 
 use fabrik_doctor::passline::{Judgement, LinksJudgement, Verdict};
 
+/// Parsed runs (`parse nccl-tests`, `parse perftest`): each one's table (`table`), then its
+/// judgement when it has a pass line.
+pub fn judged_runs<T>(
+    runs: &[fabrik_doctor::parsed::Judged<T>],
+    table: fn(&T) -> String,
+) -> String {
+    let mut out = String::new();
+    for r in runs {
+        out.push_str(&table(&r.report));
+        if let Some(j) = &r.pass_line {
+            out.push_str(&judgement(j));
+        }
+    }
+    out
+}
+
 /// The table lines of a judged result: the line and its basis, then a verdict per row.
 pub fn judgement(j: &Judgement) -> String {
     let mut out = String::new();

@@ -12,6 +12,7 @@ pub mod gid;
 pub mod gpuref;
 pub mod loader;
 pub mod mem;
+pub mod options;
 pub mod p2p;
 pub mod pipe;
 pub mod port_spec;

@@ -8,7 +8,6 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod exit;
-mod input;
 mod output;
 
 #[derive(Parser)]

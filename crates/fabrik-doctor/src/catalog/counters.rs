@@ -4,7 +4,7 @@
 
 use fabrik_model::{Rule, Scope, Severity};
 
-use super::MLX5_CNP;
+use super::sources::MLX5_CNP;
 
 type PageSource = fabrik_model::Source;
 

@@ -17,6 +17,7 @@ mod below;
 mod compare;
 mod file;
 mod from_node;
+mod options;
 
 use fabrik_model::{Finding, Severity};
 
@@ -25,6 +26,7 @@ pub use file::{
     BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, KernelLogExpect, Memlock,
     NicExpect, PcieExpect, RdmaExpect, RoceExpect, VersionExpect, KLOG_CLASSES,
 };
+pub use options::{apply, ExpectOptions, OptionsError};
 
 /// Rule id of "GPU count or model differs from the expectations".
 pub const GPUS: &str = "FAB-EXP-001";

@@ -150,6 +150,57 @@ impl Serialize for Pasted {
     }
 }
 
+/// `fabrik parse <TOOL> ...`: one subcommand per tool in [`Tool::ALL`], named, described and
+/// aliased by the tool's parser, each taking the arguments `A`.
+#[cfg(feature = "clap")]
+pub struct ToolCommand<A> {
+    /// The tool named.
+    pub tool: Tool,
+    /// Its arguments.
+    pub args: A,
+}
+
+#[cfg(feature = "clap")]
+impl<A: clap::FromArgMatches> clap::FromArgMatches for ToolCommand<A> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        let tool = Tool::from_command(name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(ToolCommand {
+            tool,
+            args: A::from_arg_matches(sub)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+#[cfg(feature = "clap")]
+impl<A: clap::Args> clap::Subcommand for ToolCommand<A> {
+    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
+        for t in Tool::ALL {
+            let sub = clap::Command::new(t.command())
+                .about(t.about())
+                .aliases(t.aliases().iter().copied().filter(|a| *a != t.command()));
+            cmd = cmd.subcommand(A::augment_args(sub));
+        }
+        cmd
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Tool::from_command(name).is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

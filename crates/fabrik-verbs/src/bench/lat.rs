@@ -11,21 +11,6 @@ use crate::ffi::*;
 use crate::loader::Verbs;
 use crate::proto::{Endpoint, Op, TestParams};
 
-/// Receives posted ahead for send latency: perftest's `DEF_RX_SEND`.
-pub(super) const LAT_RX_DEPTH: u32 = 512;
-
-/// Receives posted per QP before a send-latency run, as perftest's `ib_send_lat` posts them:
-/// `DEF_RX_SEND` (512), at most one per iteration. A receive is reposted inside the loop only
-/// while a later message still needs it (`rcnt + rx_depth <= iters` in `run_iter_lat_send`), so
-/// the last `rx_depth` round trips carry no repost. In a 1,000-trip run that is half of them, and
-/// perftest's median falls among them; reposting on every message instead put one
-/// `ibv_post_recv` per end into every sample of fabrik's and none into most of perftest's.
-pub(super) fn lat_rx_depth(iterations: u64) -> u32 {
-    u32::try_from(iterations)
-        .unwrap_or(u32::MAX)
-        .clamp(1, LAT_RX_DEPTH)
-}
-
 /// Whether the receive just completed (the `received`-th, counted from 1) is reposted: only
 /// when a message still to come needs it.
 pub(super) fn lat_repost(received: u64, rx_depth: u32, iterations: u64) -> bool {
@@ -215,6 +200,7 @@ pub(super) fn lat_loop(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::super::resources::lat_rx_depth;
     use super::*;
 
     #[test]

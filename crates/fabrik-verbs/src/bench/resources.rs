@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use fabrik_model::P2pTest;
 
-use super::lat::lat_rx_depth;
 use super::port::{open_port, LocalOptions, PortChoice};
 use crate::device::{mtu_bytes_to_enum, Context, Cq, Mr, PathParams, Pd, PortInfo, Qp, RemoteQp};
 use crate::error::VerbsError;
@@ -16,6 +15,21 @@ use crate::loader::Verbs;
 use crate::mem::{Buffer, Cuda, MemKind};
 use crate::proto::{Endpoint, Op, QpEndpoint, TestParams};
 use crate::watch::PeerWatch;
+
+/// Receives posted ahead for send latency: perftest's `DEF_RX_SEND`.
+pub(super) const LAT_RX_DEPTH: u32 = 512;
+
+/// Receives posted per QP before a send-latency run, as perftest's `ib_send_lat` posts them:
+/// `DEF_RX_SEND` (512), at most one per iteration. A receive is reposted inside the loop only
+/// while a later message still needs it (`rcnt + rx_depth <= iters` in `run_iter_lat_send`), so
+/// the last `rx_depth` round trips carry no repost. In a 1,000-trip run that is half of them, and
+/// perftest's median falls among them; reposting on every message instead put one
+/// `ibv_post_recv` per end into every sample of fabrik's and none into most of perftest's.
+pub(super) fn lat_rx_depth(iterations: u64) -> u32 {
+    u32::try_from(iterations)
+        .unwrap_or(u32::MAX)
+        .clamp(1, LAT_RX_DEPTH)
+}
 
 /// A registered host buffer; the MR drops before the memory under it.
 pub(super) struct HostRegion {

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
-    pub expect: crate::cmd::expect::ExpectArgs,
+    pub expect: fabrik_doctor::expect::ExpectOptions,
     #[command(flatten)]
     pub env: crate::cmd::doctor::EnvArgs,
 }
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.budget.is_zero() {
         anyhow::bail!("--budget must be more than zero");
     }
-    let expect = args.expect.load()?;
+    let expect = crate::cmd::expect::load(&args.expect)?;
     let env = args.env.load()?;
     let started = Instant::now();
     let deadline = started + args.budget.mul_f64(TOOL_SHARE);
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
     // the budget holds whatever the kernel does; a thread left blocked ends with the process.
     std::thread::spawn(move || {
-        let report = crate::cmd::inventory::load_node_within(&root, deadline).map(|node| {
+        let report = fabrik_probe::open::load_node_within(&root, deadline).map(|node| {
             let named = name_nodes(vec![node]);
             let mut report = diagnose(&named, env.as_ref());
             if let Some(e) = &expect {

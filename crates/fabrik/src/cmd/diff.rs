@@ -1,9 +1,8 @@
 //! `fabrik diff SNAP_A SNAP_B`: counter rates and counter findings between two snapshots.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use fabrik_model::{Finding, SCHEMA_VERSION};
 use fabrik_monitor::{compare, interval_between, report_findings, sample, Report, Thresholds};
 use fabrik_render::Format;
@@ -19,38 +18,7 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
-    pub thresholds: ThresholdArgs,
-}
-
-/// The counter rules' rate thresholds, as every command that runs them (diff, top, doctor
-/// --watch, exporter) takes them; the defaults and why are on [`Thresholds`].
-#[derive(clap::Args, Debug, Clone)]
-pub struct ThresholdArgs {
-    /// PFC pause frames per second (per priority and direction) above which FAB-CNT-108 fires.
-    #[arg(long, value_name = "PER_S", default_value_t = Thresholds::default().pause_frames_per_s, value_parser = rate)]
-    pub pause_threshold: f64,
-    /// CNPs per second above which FAB-CNT-109 fires.
-    #[arg(long, value_name = "PER_S", default_value_t = Thresholds::default().cnp_per_s, value_parser = rate)]
-    pub cnp_threshold: f64,
-}
-
-impl ThresholdArgs {
-    /// The thresholds these flags give.
-    pub fn get(&self) -> Thresholds {
-        Thresholds {
-            pause_frames_per_s: self.pause_threshold,
-            cnp_per_s: self.cnp_threshold,
-        }
-    }
-}
-
-fn rate(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a rate per second (a number, 0 or more)"
-        )),
-    }
+    pub thresholds: Thresholds,
 }
 
 #[derive(Serialize)]
@@ -65,37 +33,16 @@ struct DiffDoc<'a> {
     findings: &'a [Finding],
 }
 
-/// A snapshot to read: a directory as is, or a `.tar.gz` unpacked for as long as this lives.
-struct Opened {
-    root: PathBuf,
-    _unpacked: Option<fabrik_probe::snapshot::Unpacked>,
-}
-
-fn open_snapshot(p: &Path) -> anyhow::Result<Opened> {
-    if fabrik_probe::snapshot::is_snapshot_tarball(p) {
-        let unpacked = fabrik_probe::snapshot::unpack(p)
-            .with_context(|| format!("reading snapshot {}", p.display()))?;
-        fabrik_probe::root::check_named(&unpacked.root, p)?;
-        return Ok(Opened {
-            root: unpacked.root.clone(),
-            _unpacked: Some(unpacked),
-        });
-    }
-    fabrik_probe::root::check(p)?;
-    Ok(Opened {
-        root: p.to_path_buf(),
-        _unpacked: None,
-    })
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (a, b) = (open_snapshot(&args.before)?, open_snapshot(&args.after)?);
+    let (a, b) = (
+        fabrik_probe::open::open(&args.before)?,
+        fabrik_probe::open::open(&args.after)?,
+    );
     let before = sample(&a.root);
     let after = sample(&b.root);
     let interval = interval_between(&before, &after);
     let report = compare(&before, &after, interval);
-    let th = args.thresholds.get();
-    let findings = report_findings(&report, &th);
+    let findings = report_findings(&report, &args.thresholds);
     match args.format {
         Format::Json => crate::output::print_json(&DiffDoc {
             schema_version: SCHEMA_VERSION,

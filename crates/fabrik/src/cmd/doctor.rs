@@ -1,12 +1,11 @@
 //! `fabrik doctor`: probes one or more roots and runs the rule catalog on them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
-use fabrik_model::Finding;
-use fabrik_monitor::Thresholds;
+use fabrik_monitor::Watched;
 use fabrik_render::doctor as render;
 use fabrik_render::Format;
 
@@ -28,9 +27,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub watch: Option<Duration>,
     #[command(flatten)]
-    pub thresholds: crate::cmd::diff::ThresholdArgs,
+    pub thresholds: fabrik_monitor::Thresholds,
     #[command(flatten)]
-    pub expect: crate::cmd::expect::ExpectArgs,
+    pub expect: fabrik_doctor::expect::ExpectOptions,
 }
 
 /// The planned NCCL environment `doctor` and `check` judge the node with.
@@ -49,7 +48,11 @@ impl EnvArgs {
     /// The environment the flags give, or `None`.
     pub fn load(&self) -> anyhow::Result<Option<PlannedEnv>> {
         if let Some(path) = &self.env_file {
-            let text = crate::input::read_text(path, "env file", crate::input::cap::ENV_FILE)?;
+            let text = fabrik_probe::input::read_text(
+                path,
+                "env file",
+                fabrik_probe::input::cap::ENV_FILE,
+            )?;
             return Ok(Some(PlannedEnv::parse(
                 format!("env file {}", path.display()),
                 &text,
@@ -66,42 +69,37 @@ impl EnvArgs {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let expect = args.expect.load()?;
+    let expect = crate::cmd::expect::load(&args.expect)?;
     let env = args.env.load()?;
     if args.watch.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--watch must be more than zero");
     }
     // Before any watch interval is spent: a root that is not a node fails now, not after it.
     for root in &args.root {
-        crate::cmd::inventory::check_root(root)?;
+        fabrik_probe::open::check_root(root)?;
     }
-    // The roots are watched while they are probed: the interval is spent once, not per root.
-    let thresholds = args.thresholds.get();
-    let thresholds = &thresholds;
-    let (nodes, watched) = std::thread::scope(|scope| {
-        let watchers: Vec<_> = match args.watch {
-            Some(interval) => args
-                .root
+    let (nodes, watched) =
+        fabrik_monitor::while_watching(&args.root, args.watch, &args.thresholds, || {
+            args.root
                 .iter()
-                .map(|root| scope.spawn(move || watch_root(root, interval, thresholds)))
-                .collect(),
-            None => vec![],
-        };
-        let nodes: anyhow::Result<Vec<_>> = args
-            .root
-            .iter()
-            .map(|root| crate::cmd::inventory::load_node(root))
-            .collect();
-        let watched: Vec<Vec<Finding>> = watchers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_default())
-            .collect();
-        (nodes, watched)
-    });
+                .map(|root| fabrik_probe::open::load_node(root))
+                .collect::<Result<Vec<_>, _>>()
+        });
     let named = name_nodes(nodes?);
     let mut report = diagnose(&named, env.as_ref());
     let many = named.len() > 1;
-    for (node, mut findings) in named.iter().zip(watched) {
+    for ((node, root), watched) in named.iter().zip(&args.root).zip(watched) {
+        let mut findings = match watched {
+            Watched::Findings(f) => f,
+            Watched::Frozen => {
+                eprintln!(
+                    "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
+                     (use `fabrik diff` on two snapshots)",
+                    root.display()
+                );
+                continue;
+            }
+        };
         if many {
             for f in &mut findings {
                 f.subject = format!("{}/{}", node.name, f.subject);
@@ -121,21 +119,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &report.findings,
         args.strict,
     )))
-}
-
-/// Counter findings between two samples of `root`, `interval` apart. A snapshot tarball is
-/// frozen, so its counters cannot move: it is skipped with a note.
-fn watch_root(root: &Path, interval: Duration, thresholds: &Thresholds) -> Vec<Finding> {
-    if fabrik_probe::snapshot::is_snapshot_tarball(root) {
-        eprintln!(
-            "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
-             (use `fabrik diff` on two snapshots)",
-            root.display()
-        );
-        return vec![];
-    }
-    let (_, findings) = fabrik_monitor::watch(root, interval, thresholds);
-    findings
 }
 
 /// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.

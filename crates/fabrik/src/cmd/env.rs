@@ -52,14 +52,9 @@ pub struct Args {
 }
 
 fn read_node_json(path: &Path) -> anyhow::Result<Node> {
-    let text = crate::input::read_text(path, "node file", crate::input::cap::NODE)?;
+    let text = fabrik_probe::input::read_text(path, "node file", fabrik_probe::input::cap::NODE)?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a fabrik node document", path.display()))
-}
-
-/// The node at `root`: a live root, a snapshot directory or a snapshot tarball.
-pub(crate) fn probe_root(root: &Path) -> anyhow::Result<Node> {
-    crate::cmd::inventory::load_node(root)
 }
 
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
@@ -68,8 +63,10 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
     let profile: Profile = args.profile.parse()?;
     let node = match (&args.node, &args.root) {
         (Some(file), _) => Some(read_node_json(file)?),
-        (None, Some(root)) => Some(probe_root(root)?),
-        (None, None) if profile == Profile::Auto => Some(probe_root(Path::new("/"))?),
+        (None, Some(root)) => Some(fabrik_probe::open::load_node(root)?),
+        (None, None) if profile == Profile::Auto => {
+            Some(fabrik_probe::open::load_node(Path::new("/"))?)
+        }
         (None, None) => None,
     };
     // A snapshot or a node document is someone else's data: names that can never be valid

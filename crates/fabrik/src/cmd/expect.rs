@@ -5,55 +5,21 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use fabrik_doctor::expect::{GpuExpect, RdmaExpect};
-use fabrik_doctor::{apply_waivers, Expectations, NamedNode, PlannedEnv, Report, Waiver};
+use fabrik_doctor::expect::ExpectOptions;
+use fabrik_doctor::{Expectations, NamedNode, PlannedEnv, Report};
 
-#[derive(clap::Args, Clone, Default)]
-pub struct ExpectArgs {
-    /// A cluster file (TOML) saying what the node must have; every difference is a finding
-    /// (FAB-EXP-*), and its `[[waive]]` tables waive findings. See docs/operations.md.
-    #[arg(long, value_name = "FILE")]
-    pub expect: Option<PathBuf>,
-    /// Exactly this many GPUs (overrides the file's `gpus.count`).
-    #[arg(long, value_name = "N")]
-    pub expect_gpus: Option<usize>,
-    /// At least this many ACTIVE RDMA ports (overrides the file's `rdma.active_ports`).
-    #[arg(long, value_name = "N")]
-    pub expect_rdma_ports: Option<usize>,
-    /// Every ACTIVE RDMA port at this rate in Gb/s (overrides the file's `rdma.rate_gbps`).
-    #[arg(long, value_name = "GBPS")]
-    pub expect_rate: Option<f64>,
-    /// Waive a rule, on every subject or those matching a glob: `RULE[:SUBJECT]=REASON`. The
-    /// reason is required and the report lists it. Repeatable.
-    #[arg(long, value_name = "RULE[:SUBJECT]=REASON")]
-    pub ignore: Vec<String>,
-}
-
-impl ExpectArgs {
-    /// The expectations the flags and file give, or `None` when none was asked for.
-    pub fn load(&self) -> anyhow::Result<Option<Expectations>> {
-        let mut e = match &self.expect {
-            Some(path) => {
-                let text =
-                    crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
-                Expectations::parse(&path.display().to_string(), &text)?
-            }
-            None => Expectations::default(),
-        };
-        if let Some(n) = self.expect_gpus {
-            e.gpus.get_or_insert_with(GpuExpect::default).count = Some(n);
-        }
-        if let Some(n) = self.expect_rdma_ports {
-            e.rdma.get_or_insert_with(RdmaExpect::default).active_ports = Some(n);
-        }
-        if let Some(g) = self.expect_rate {
-            e.rdma.get_or_insert_with(RdmaExpect::default).rate_gbps = Some(g);
-        }
-        for flag in &self.ignore {
-            e.waive.push(Waiver::parse_flag(flag)?);
-        }
-        Ok((e != Expectations::default()).then_some(e))
-    }
+/// The expectations `--expect` and its flags give (the file read through the bounded reader),
+/// or `None` when none was asked for.
+pub fn load(o: &ExpectOptions) -> anyhow::Result<Option<Expectations>> {
+    let text = o
+        .expect
+        .as_deref()
+        .map(|p| {
+            fabrik_probe::input::read_text(p, "expectations", fabrik_probe::input::cap::EXPECT)
+        })
+        .transpose()?;
+    let name = o.expect.as_ref().map(|p| p.display().to_string());
+    Ok(o.resolve(name.as_deref().zip(text.as_deref()))?)
 }
 
 /// Adds the expectation findings to a report, then applies the waivers (today in UTC).
@@ -63,12 +29,11 @@ pub fn apply(
     expect: &Expectations,
     env: Option<&PlannedEnv>,
 ) {
-    report.add_expectations(nodes, expect, env);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    apply_waivers(report, &expect.waive, &fabrik_doctor::waive::utc_date(now));
+    fabrik_doctor::expect::apply(report, nodes, expect, env, now);
 }
 
 #[derive(clap::Args)]
@@ -82,7 +47,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let node = crate::cmd::inventory::load_node(&args.from_root)?;
+    let node = fabrik_probe::open::load_node(&args.from_root)?;
     let e = Expectations::from_node(&node);
     let text = format!(
         "# Written by `fabrik expect --from-root {}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
@@ -101,7 +66,8 @@ pub fn load_file(path: Option<&std::path::Path>) -> anyhow::Result<Option<Expect
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = crate::input::read_text(path, "expectations", crate::input::cap::EXPECT)?;
+    let text =
+        fabrik_probe::input::read_text(path, "expectations", fabrik_probe::input::cap::EXPECT)?;
     Ok(Some(Expectations::parse(
         &path.display().to_string(),
         &text,

@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub doctor_every: Duration,
     #[command(flatten)]
-    pub thresholds: crate::cmd::diff::ThresholdArgs,
+    pub thresholds: fabrik_monitor::Thresholds,
     /// How often the exporter samples the counters; every scrape is answered from the latest
     /// sample, so all scrapers see the same values and findings.
     #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
@@ -75,12 +75,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.sample_every.is_zero() || args.rate_window < args.sample_every {
         anyhow::bail!("--sample-every must be more than zero and --rate-window at least as long");
     }
-    crate::cmd::inventory::check_root(&args.root)?;
+    fabrik_probe::open::check_root(&args.root)?;
     let options = crate::cmd::top::sample_options(&args.root, args.all_netdevs, args.no_ethtool);
     let config = ExporterConfig {
         root: args.root.clone(),
         options,
-        thresholds: args.thresholds.get(),
+        thresholds: args.thresholds,
         findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
     };
     let mut exporter = Exporter::bind(&args.listen, config)

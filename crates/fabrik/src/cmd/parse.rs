@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_doctor::passline::{Judgement, Verdict};
-use fabrik_model::{Finding, P2pReport};
-use fabrik_parse::formats::paste::Tool;
+use fabrik_doctor::parsed;
+use fabrik_model::Finding;
+use fabrik_parse::formats::paste::{Tool, ToolCommand};
 use fabrik_render::Format;
 use serde::Serialize;
 
@@ -30,53 +30,7 @@ pub enum What {
     /// A tool's output (ibstat, lspci, mstconfig...): the facts it gives and the doctor's
     /// findings on them.
     #[command(flatten)]
-    Tool(ToolCmd),
-}
-
-/// `fabrik parse <TOOL> FILE`: one subcommand per tool in [`Tool::ALL`], named, described and
-/// aliased by the tool's parser.
-pub struct ToolCmd {
-    tool: Tool,
-    args: CmdArgs,
-}
-
-impl clap::FromArgMatches for ToolCmd {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let Some((name, sub)) = m.subcommand() else {
-            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
-        };
-        let tool = Tool::from_command(name)
-            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
-        Ok(ToolCmd {
-            tool,
-            args: CmdArgs::from_arg_matches(sub)?,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(m)?;
-        Ok(())
-    }
-}
-
-impl clap::Subcommand for ToolCmd {
-    fn augment_subcommands(mut cmd: clap::Command) -> clap::Command {
-        for t in Tool::ALL {
-            let sub = clap::Command::new(t.command())
-                .about(t.about())
-                .aliases(t.aliases().iter().copied().filter(|a| *a != t.command()));
-            cmd = cmd.subcommand(<CmdArgs as clap::Args>::augment_args(sub));
-        }
-        cmd
-    }
-
-    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_subcommands(cmd)
-    }
-
-    fn has_subcommand(name: &str) -> bool {
-        Tool::from_command(name).is_some()
-    }
+    Tool(ToolCommand<CmdArgs>),
 }
 
 #[derive(clap::Args)]
@@ -108,17 +62,6 @@ pub struct ToolArgs {
     pub expect: Option<PathBuf>,
 }
 
-/// One parsed result with the findings about it; the report's own keys stay at the top level,
-/// so the JSON reads back as the model type.
-#[derive(Serialize)]
-struct WithFindings<'a, T: Serialize> {
-    #[serde(flatten)]
-    report: &'a T,
-    findings: Vec<Finding>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pass_line: Option<Judgement>,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::NcclTests(a) => nccl_tests(a),
@@ -133,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
     use std::io::Read;
     let max = fabrik_parse::formats::MAX_INPUT;
-    crate::input::check_regular(path, "command output")?;
+    fabrik_probe::input::check_regular(path, "command output")?;
     let r = fabrik_parse::input::open_input(path)
         .with_context(|| format!("opening {}", path.display()))?;
     let mut buf = Vec::new();
@@ -202,13 +145,8 @@ fn exit_for(findings: &[Finding]) -> ExitCode {
     crate::exit::status(crate::exit::has_problems(findings, false))
 }
 
-/// Exit 1 on error findings or on a result below its pass line.
-fn exit_judged(findings: &[Finding], judged: &[Option<Judgement>]) -> ExitCode {
-    let below = judged.iter().flatten().any(|j| j.verdict == Verdict::Fail);
-    crate::exit::status(below || crate::exit::has_problems(findings, false))
-}
-
-fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> {
+/// One document as an object, several as an array.
+fn print_docs<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
     match docs {
         [one] => crate::output::print_json(one),
         many => crate::output::print_json(&many),
@@ -217,128 +155,52 @@ fn print_docs<T: Serialize>(docs: &[WithFindings<'_, T>]) -> anyhow::Result<()> 
 
 fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
-    let mut runs = fabrik_parse::nccl_tests::parse_path(&a.file)
+    let runs = fabrik_parse::nccl_tests::parse_path(&a.file)
         .with_context(|| format!("parsing nccl-tests output {}", a.file.display()))?;
     if runs.is_empty() {
         anyhow::bail!("{}: no nccl-tests table found", a.file.display());
     }
-    if let Some(op) = &a.op {
-        for r in &mut runs {
-            r.report.op = op.clone();
-        }
-    }
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = runs
-        .iter()
-        .map(|r| fabrik_doctor::passline::judge_nccl_tests_run(r, expect.as_ref(), link))
-        .unzip();
-    let all: Vec<Finding> = findings.iter().flatten().cloned().collect();
+    let runs = parsed::judge_nccl_tests(runs, a.op.as_deref(), expect.as_ref(), link);
+    let all = parsed::all_findings(&runs);
     match a.format {
-        Format::Json => {
-            let docs: Vec<_> = runs
-                .iter()
-                .zip(findings)
-                .zip(judged.iter().cloned())
-                .map(|((r, f), j)| WithFindings {
-                    report: &r.report,
-                    findings: f,
-                    pass_line: j,
-                })
-                .collect();
-            print_docs(&docs)?;
-        }
-        Format::Text | Format::Markdown => {
-            let mut out = String::new();
-            for (r, j) in runs.iter().zip(&judged) {
-                out.push_str(&fabrik_render::collective::table(&r.report));
-                if let Some(j) = j {
-                    out.push_str(&fabrik_render::passline::judgement(j));
-                }
-            }
-            out.push_str(&fabrik_render::findings::text(&all));
-            print!("{out}");
-        }
+        Format::Json => print_docs(&runs)?,
+        Format::Text | Format::Markdown => print!(
+            "{}{}",
+            fabrik_render::passline::judged_runs(&runs, fabrik_render::collective::table),
+            fabrik_render::findings::text(&all)
+        ),
     }
-    Ok(exit_judged(&all, &judged))
-}
-
-/// A perftest run that printed failure messages: what it printed and the findings about it.
-#[derive(Serialize)]
-struct FailedRun<'a> {
-    schema_version: u32,
-    source: &'static str,
-    failed: bool,
-    failures: &'a [fabrik_parse::perftest_failures::PerftestFailure],
-    findings: Vec<Finding>,
+    let below = parsed::any_below(&runs);
+    Ok(crate::exit::status(
+        below || crate::exit::has_problems(&all, false),
+    ))
 }
 
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
     let out = fabrik_parse::perftest::parse_path_full(&a.file)
         .with_context(|| format!("parsing perftest output {}", a.file.display()))?;
-    let reports = &out.reports;
-    if reports.is_empty() && out.failures.is_empty() {
+    if out.reports.is_empty() && out.failures.is_empty() {
         anyhow::bail!(
             "{}: no perftest report and no perftest failure message found",
             a.file.display()
         );
     }
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let (findings, judged): (Vec<Vec<Finding>>, Vec<Option<Judgement>>) = reports
-        .iter()
-        .map(|r| fabrik_doctor::passline::judge_perftest(r, expect.as_ref(), link))
-        .unzip();
-    let failed = fabrik_parse::perftest_failures::findings(&out.failures);
-    let mut all: Vec<Finding> = failed.clone();
-    all.extend(findings.iter().flatten().cloned());
+    let judged = parsed::judge_perftest_output(&out, expect.as_ref(), link);
+    let all = judged.findings();
     match a.format {
-        Format::Json => {
-            let docs: Vec<_> = reports
-                .iter()
-                .zip(findings)
-                .zip(judged.iter().cloned())
-                .map(|((r, f), j)| WithFindings {
-                    report: r,
-                    findings: f,
-                    pass_line: j,
-                })
-                .collect();
-            if out.failures.is_empty() {
-                print_docs(&docs)?;
-            } else {
-                // The failure comes first: it is why the reports (if any) are short or absent.
-                #[derive(Serialize)]
-                #[serde(untagged)]
-                enum Doc<'a> {
-                    Failed(FailedRun<'a>),
-                    Report(WithFindings<'a, P2pReport>),
-                }
-                let mut all_docs = vec![Doc::Failed(FailedRun {
-                    schema_version: fabrik_model::SCHEMA_VERSION,
-                    source: "perftest",
-                    failed: true,
-                    failures: &out.failures,
-                    findings: failed,
-                })];
-                all_docs.extend(docs.into_iter().map(Doc::Report));
-                match all_docs.as_slice() {
-                    [one] => crate::output::print_json(one)?,
-                    many => crate::output::print_json(&many)?,
-                }
-            }
-        }
-        Format::Text | Format::Markdown => {
-            let mut text = String::new();
-            for (r, j) in reports.iter().zip(&judged) {
-                text.push_str(&fabrik_render::p2p::table(r));
-                if let Some(j) = j {
-                    text.push_str(&fabrik_render::passline::judgement(j));
-                }
-            }
-            text.push_str(&fabrik_render::p2p::perftest_failures(&out));
-            text.push_str(&fabrik_render::findings::text(&all));
-            print!("{text}");
-        }
+        Format::Json => print_docs(&judged.docs())?,
+        Format::Text | Format::Markdown => print!(
+            "{}{}{}",
+            fabrik_render::passline::judged_runs(&judged.runs, fabrik_render::p2p::table),
+            fabrik_render::p2p::perftest_failures(&out),
+            fabrik_render::findings::text(&all)
+        ),
     }
-    Ok(exit_judged(&all, &judged))
+    let below = parsed::any_below(&judged.runs);
+    Ok(crate::exit::status(
+        below || crate::exit::has_problems(&all, false),
+    ))
 }

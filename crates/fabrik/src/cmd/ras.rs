@@ -3,14 +3,11 @@
 //! plugin's files) and `fabrik ras HOST[:PORT]` (asks a running
 //! job's RAS port itself).
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use fabrik_parse::nccl_log::{LogAnalyzer, LogReport};
-use fabrik_parse::ras::monitor::MonitorParser;
+use fabrik_parse::nccl_log::LogReport;
 use fabrik_render::Format;
 
 #[derive(clap::Args)]
@@ -34,46 +31,19 @@ pub struct InspectorArgs {
     pub format: Format,
 }
 
-/// Feeds a line to the log analyzer and, in text mode, prints each monitor event as it comes
+/// The report of a RAS file or pipe; in text mode each monitor event is printed as it comes,
 /// with the running count of troubled peers: the live view of a `ncclras -m` pipe.
 pub fn parse_ras(a: ParseArgs) -> anyhow::Result<ExitCode> {
-    let mut reader = fabrik_parse::input::open_input(&a.file)
-        .with_context(|| format!("opening {}", a.file.display()))?;
-    let name = a.file.display().to_string();
-    let mut analyzer = LogAnalyzer::new();
-    analyzer.begin_input(&name);
-    let mut live = MonitorParser::new();
     let mut out = std::io::stdout().lock();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        // Monitor events come one at a time from a pipe: read line by line, not in blocks.
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("reading {name}"))?;
-        if n == 0 {
-            break;
+    let text = a.format == Format::Text;
+    let report = fabrik_parse::nccl_log::follow::follow_path(&a.file, &mut |e| {
+        if text {
+            let line = fabrik_render::ras::monitor_event(&e.event, e.dead, e.unreachable);
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
         }
-        if buf.len() > 1 << 16 {
-            buf.truncate(1 << 16);
-        }
-        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        analyzer.line(line);
-        if a.format == Format::Text {
-            if let Some(e) = live.line(&String::from_utf8_lossy(line)) {
-                let (_, unreachable, dead) = live.table().counts();
-                let _ = out
-                    .write_all(fabrik_render::ras::monitor_event(&e, dead, unreachable).as_bytes());
-                let _ = out.flush();
-            }
-        }
-    }
+    })?;
     drop(out);
-    let report = analyzer.finish();
-    if report.ras.is_none() && report.diag.is_empty() && report.ras_monitor.is_none() {
-        anyhow::bail!("{name}: no NCCL RAS report, DIAG line or RAS monitor event found");
-    }
     emit_report(&report, a.format)
 }
 
@@ -91,22 +61,7 @@ fn emit_report(report: &LogReport, format: Format) -> anyhow::Result<ExitCode> {
 }
 
 pub fn parse_inspector(a: InspectorArgs) -> anyhow::Result<ExitCode> {
-    let mut insp = fabrik_parse::inspector::Inspector::new();
-    for f in fabrik_parse::inspector::dump_files(&a.path)? {
-        let r = fabrik_parse::input::open_input(&f)
-            .with_context(|| format!("opening {}", f.display()))?;
-        insp.read(&f.display().to_string(), r)?;
-    }
-    if insp.records().is_empty() {
-        anyhow::bail!("{}: no NCCL Inspector record found", a.path.display());
-    }
-    let nics = if a.logs.is_empty() {
-        BTreeMap::new()
-    } else {
-        let log = fabrik_parse::nccl_log::analyze_paths(&a.logs).context("reading NCCL logs")?;
-        fabrik_parse::inspector::nics_by_process(&log)
-    };
-    let report = insp.finish(&nics);
+    let report = fabrik_parse::inspector::read_dump(&a.path, &a.logs)?;
     match a.format {
         Format::Json => crate::output::print_json(&report)?,
         Format::Text | Format::Markdown => {
@@ -206,22 +161,21 @@ mod client {
     }
 
     fn monitor(s: Session, a: &ClientArgs) -> anyhow::Result<ExitCode> {
-        let mut analyzer = fabrik_parse::nccl_log::LogAnalyzer::new();
-        analyzer.begin_input(&a.target);
-        let mut live = fabrik_parse::ras::monitor::MonitorParser::new();
+        let mut follower = fabrik_parse::nccl_log::follow::Follower::new(&a.target);
         let mut out = std::io::stdout().lock();
         s.monitor(a.duration.map(Duration::from_secs), |line| {
-            analyzer.line(line);
+            let event = follower.line(line);
             if a.raw {
                 let _ = out.write_all(line);
                 let _ = out.write_all(b"\n");
-            } else if let Some(e) = live.line(&String::from_utf8_lossy(line)) {
-                let (_, u, d) = live.table().counts();
-                let _ = out.write_all(fabrik_render::ras::monitor_event(&e, d, u).as_bytes());
+            } else if let Some(e) = event {
+                let _ = out.write_all(
+                    fabrik_render::ras::monitor_event(&e.event, e.dead, e.unreachable).as_bytes(),
+                );
             }
             let _ = out.flush();
         })?;
         drop(out);
-        super::emit_report(&analyzer.finish(), a.format)
+        super::emit_report(&follower.finish(), a.format)
     }
 }

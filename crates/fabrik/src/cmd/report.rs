@@ -30,7 +30,11 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut inputs = Vec::new();
     for path in &args.inputs {
-        let text = crate::input::read_text(path, "result file", crate::input::cap::REPORT_INPUT)?;
+        let text = fabrik_probe::input::read_text(
+            path,
+            "result file",
+            fabrik_probe::input::cap::REPORT_INPUT,
+        )?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -4,13 +4,13 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use fabrik_model::{Finding, SCHEMA_VERSION};
-use fabrik_monitor::{compare, report_findings, Report, SampleOptions};
+use fabrik_model::counters::Frame;
+use fabrik_monitor::top::Schedule;
+use fabrik_render::monitor::{table, top_frame, TopLayout};
 use fabrik_render::Format;
-use serde::Serialize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -37,30 +37,17 @@ pub struct Args {
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
     #[command(flatten)]
-    pub thresholds: crate::cmd::diff::ThresholdArgs,
+    pub thresholds: fabrik_monitor::Thresholds,
 }
 
-#[derive(Serialize)]
-struct Frame<'a> {
-    schema_version: u32,
-    time_unix_s: f64,
-    #[serde(flatten)]
-    report: &'a Report,
-    findings: &'a [Finding],
-}
-
-/// What `top` and `exporter` read: `--all-netdevs` and `--no-ethtool` applied, and a word on
-/// stderr when a live root has no ethtool (no pause or phy discard counters then).
+/// What `top` and `exporter` read, with a word on stderr when a live root has no ethtool.
 pub(crate) fn sample_options(
     root: &std::path::Path,
     all_netdevs: bool,
     no_ethtool: bool,
-) -> SampleOptions {
-    let mut options = SampleOptions::for_root(root);
-    options.all_netdevs = all_netdevs;
-    if no_ethtool {
-        options.ethtool = fabrik_monitor::EthtoolMode::Off;
-    } else if fabrik_monitor::is_live(root) && !fabrik_monitor::ethtool_on_path() {
+) -> fabrik_monitor::SampleOptions {
+    let (options, missing) = fabrik_monitor::top::sample_options(root, all_netdevs, no_ethtool);
+    if missing {
         eprintln!("fabrik: ethtool not found: no per-priority pause or phy discard counters");
     }
     options
@@ -70,51 +57,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.interval.is_zero() {
         anyhow::bail!("--interval must be more than zero");
     }
-    crate::cmd::inventory::check_root(&args.root)?;
+    fabrik_probe::open::check_root(&args.root)?;
     let options = sample_options(&args.root, args.all_netdevs, args.no_ethtool);
-    let limit = if args.once { Some(1) } else { args.count };
-    let tty = std::io::stdout().is_terminal();
-    let stdout = std::io::stdout();
-    let mut sampler = fabrik_monitor::Sampler::new(&args.root, options);
-    let mut prev = sampler.sample();
-    let mut prev_at = Instant::now();
-    let mut next = prev_at + args.interval;
-    let mut done = 0u64;
-    let mut first = true;
-    // `q` quits when top refreshes in place, as in top(1); Ctrl-C still works too.
-    let keys = if tty && !args.once && matches!(args.format, Format::Text) {
-        Keys::open()
-    } else {
-        None
+    let schedule = Schedule {
+        interval: args.interval,
+        limit: if args.once { Some(1) } else { args.count },
     };
-    loop {
-        // Sleep to a fixed schedule so the interval does not drift by the sampling time.
-        let now = Instant::now();
-        if next > now {
-            match &keys {
-                Some(k) => {
-                    if k.quit_within(next - now) {
-                        break;
-                    }
-                }
-                None => std::thread::sleep(next - now),
-            }
+    let in_place = std::io::stdout().is_terminal() && !args.once;
+    // `q` quits when top refreshes in place, as in top(1); Ctrl-C still works too.
+    let keys = (in_place && matches!(args.format, Format::Text))
+        .then(Keys::open)
+        .flatten();
+    let hint = if keys.is_some() {
+        "(q to quit)"
+    } else {
+        "(Ctrl-C to quit)"
+    };
+    let mut first = true;
+    let mut wait = |left: Duration| match &keys {
+        Some(k) => k.quit_within(left),
+        None => {
+            std::thread::sleep(left);
+            false
         }
-        next += args.interval;
-        let cur = sampler.sample();
-        let at = Instant::now();
-        let report = compare(&prev, &cur, Some(at.duration_since(prev_at)));
-        let mut out = stdout.lock();
+    };
+    let mut frame = |frame: &Frame| -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
         match args.format {
             Format::Json => {
-                let findings = report_findings(&report, &args.thresholds.get());
-                let frame = Frame {
-                    schema_version: SCHEMA_VERSION,
-                    time_unix_s: unix_now(),
-                    report: &report,
-                    findings: &findings,
-                };
-                serde_json::to_writer(&mut out, &frame).context("writing JSON")?;
+                serde_json::to_writer(&mut out, frame).context("writing JSON")?;
                 writeln!(out).context("writing to stdout")?;
             }
             Format::Text | Format::Markdown => {
@@ -124,49 +95,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     humantime::format_duration(args.interval),
                     humantime::format_rfc3339_seconds(SystemTime::now())
                 );
-                let lines = fabrik_render::monitor::table(
-                    &report,
-                    crate::output::colour(&std::io::stdout()),
-                );
-                if tty && !(args.once) {
-                    // Home the cursor and overwrite in place; clear each line's tail and the
-                    // rest of the screen so no stale characters remain.
-                    let mut buf = String::from("\x1b[H");
-                    if first {
-                        buf.push_str("\x1b[2J\x1b[H");
-                    }
-                    buf.push_str(&format!("\x1b[1m{head}\x1b[0m\x1b[K\r\n"));
-                    for l in &lines {
-                        buf.push_str(l);
-                        buf.push_str("\x1b[K\r\n");
-                    }
-                    buf.push_str(if keys.is_some() {
-                        "(q to quit)\x1b[K\x1b[J"
-                    } else {
-                        "(Ctrl-C to quit)\x1b[K\x1b[J"
-                    });
-                    out.write_all(buf.as_bytes()).context("writing to stdout")?;
+                let lines = table(&frame.report, crate::output::colour(&std::io::stdout()));
+                let layout = if in_place {
+                    TopLayout::InPlace { first, hint }
                 } else {
-                    if !first {
-                        writeln!(out).context("writing to stdout")?;
-                    }
-                    writeln!(out, "{head}").context("writing to stdout")?;
-                    for l in &lines {
-                        writeln!(out, "{l}").context("writing to stdout")?;
-                    }
-                }
+                    TopLayout::Lines { first }
+                };
+                out.write_all(top_frame(&head, &lines, layout).as_bytes())
+                    .context("writing to stdout")?;
             }
         }
         out.flush().context("writing to stdout")?;
-        drop(out);
         first = false;
-        prev = cur;
-        prev_at = at;
-        done += 1;
-        if limit.is_some_and(|n| done >= n) {
-            break;
-        }
-    }
+        Ok(())
+    };
+    let thresholds = args.thresholds;
+    fabrik_monitor::top::run(
+        &args.root,
+        options,
+        &schedule,
+        &thresholds,
+        &mut wait,
+        &mut frame,
+    )?;
     if keys.is_some() {
         // Leave the shell's prompt below the last frame, not on its hint line.
         println!();
@@ -249,11 +200,4 @@ impl Drop for Keys {
             &self.saved,
         );
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }

@@ -6,14 +6,12 @@
 //! and its type is checked on the open descriptor before a byte is read: `/dev/zero`, a FIFO,
 //! a socket or a directory is refused at once. Its size is checked before reading and the read
 //! stops one byte past the cap, so neither a 2 GiB file nor one that grows while read can make
-//! memory grow past the cap. Every refusal is an error, which the CLI turns into exit 2.
+//! memory grow past the cap. Every refusal is an [`InputError`].
 
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
-
-use anyhow::{bail, Context};
+use std::path::{Path, PathBuf};
 
 /// The most each kind of file may hold: several times the largest real one.
 pub mod cap {
@@ -29,65 +27,143 @@ pub mod cap {
     pub const REPORT_INPUT: u64 = 64 << 20;
 }
 
+/// Why a named file was not read; `what` names the kind of file (`expectations`, `node file`).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file could not be opened.
+    #[error("opening {what} {}", path.display())]
+    Open {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file could not be read.
+    #[error("reading {what} {}", path.display())]
+    Read {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Larger than such a file can be.
+    #[error("{what} {}: {len} bytes, more than the {cap} such a file can hold", path.display())]
+    TooLarge {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        len: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// Grew past the cap while it was read.
+    #[error("{what} {}: grew past the {cap} bytes such a file can hold while it was read", path.display())]
+    Grew {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cap.
+        cap: u64,
+    },
+    /// Not UTF-8 where text was wanted.
+    #[error("{what} {}: not UTF-8 text (invalid byte at offset {offset})", path.display())]
+    NotUtf8 {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The first invalid byte.
+        offset: usize,
+    },
+    /// A directory, FIFO, device or socket.
+    #[error("{what} {}: {kind}, not a regular file; give the file itself", path.display())]
+    NotRegular {
+        /// The kind of file.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+}
+
 /// `path`'s bytes, or an error naming `what` (`expectations`, `node file`) and the path: not a
 /// regular file, larger than `cap` bytes, or unreadable.
-pub fn read(path: &Path, what: &str, cap: u64) -> anyhow::Result<Vec<u8>> {
+pub fn read(path: &Path, what: &'static str, cap: u64) -> Result<Vec<u8>, InputError> {
     let file = open_regular(path, what)?;
-    let len = file
-        .metadata()
-        .with_context(|| format!("reading {what} {}", path.display()))?
-        .len();
+    let read_err = |source| InputError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = file.metadata().map_err(read_err)?.len();
     if len > cap {
-        bail!(
-            "{what} {}: {len} bytes, more than the {cap} such a file can hold",
-            path.display()
-        );
+        return Err(InputError::TooLarge {
+            what,
+            path: path.to_path_buf(),
+            len,
+            cap,
+        });
     }
     let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(cap + 1)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
+    file.take(cap + 1).read_to_end(&mut buf).map_err(read_err)?;
     if buf.len() as u64 > cap {
-        bail!(
-            "{what} {}: grew past the {cap} bytes such a file can hold while it was read",
-            path.display()
-        );
+        return Err(InputError::Grew {
+            what,
+            path: path.to_path_buf(),
+            cap,
+        });
     }
     Ok(buf)
 }
 
 /// [`read`] as UTF-8 text (JSON, TOML and env files are text).
-pub fn read_text(path: &Path, what: &str, cap: u64) -> anyhow::Result<String> {
+pub fn read_text(path: &Path, what: &'static str, cap: u64) -> Result<String, InputError> {
     let bytes = read(path, what, cap)?;
-    String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{what} {}: not UTF-8 text (invalid byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
+    String::from_utf8(bytes).map_err(|e| InputError::NotUtf8 {
+        what,
+        path: path.to_path_buf(),
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
 /// Refuses a named input that is not a regular file, without waiting on it, for readers that
 /// open the path themselves (`-`, standard input, is left to them).
-pub fn check_regular(path: &Path, what: &str) -> anyhow::Result<()> {
+pub fn check_regular(path: &Path, what: &'static str) -> Result<(), InputError> {
     if path.as_os_str() == "-" {
         return Ok(());
     }
     open_regular(path, what).map(drop)
 }
 
-fn open_regular(path: &Path, what: &str) -> anyhow::Result<File> {
+fn open_regular(path: &Path, what: &'static str) -> Result<File, InputError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         // A FIFO opens at once instead of waiting for a writer; a terminal does not become the
         // controlling one. Regular files ignore both.
         .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
         .open(path)
-        .with_context(|| format!("opening {what} {}", path.display()))?;
+        .map_err(|source| InputError::Open {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
     let ft = file
         .metadata()
-        .with_context(|| format!("reading {what} {}", path.display()))?
+        .map_err(|source| InputError::Read {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?
         .file_type();
     if !ft.is_file() {
         let kind = if ft.is_dir() {
@@ -103,10 +179,11 @@ fn open_regular(path: &Path, what: &str) -> anyhow::Result<File> {
         } else {
             "not a regular file"
         };
-        bail!(
-            "{what} {}: {kind}, not a regular file; give the file itself",
-            path.display()
-        );
+        return Err(InputError::NotRegular {
+            what,
+            path: path.to_path_buf(),
+            kind,
+        });
     }
     Ok(file)
 }
