@@ -97,7 +97,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("fabrik: error: {err:#}");
+            // One write: ranks started with --local share this stderr, and eprintln! writes
+            // the pieces of a formatted error separately, so two ranks' errors interleaved.
+            let line = format!("fabrik: error: {err:#}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             exit::failure()
         }
     }
