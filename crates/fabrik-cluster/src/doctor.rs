@@ -30,6 +30,28 @@ pub fn node_names(nodes: &[RankNode]) -> Vec<String> {
         .collect()
 }
 
+/// The rules `fabrik cluster doctor` runs: every node rule on each inventory and the
+/// cross-node rules over all of them (fabrik-doctor's `diagnose`), naming nodes by
+/// [`node_names`]. Nothing is left unchecked, so the notes are empty.
+pub fn diagnose(nodes: &[RankNode]) -> (Vec<Finding>, Vec<String>) {
+    let named: Vec<fabrik_doctor::NamedNode> = nodes
+        .iter()
+        .zip(node_names(nodes))
+        .map(|(n, name)| fabrik_doctor::NamedNode {
+            name,
+            node: n.node.clone(),
+        })
+        .collect();
+    (fabrik_doctor::diagnose(&named, None).findings, Vec::new())
+}
+
+/// The file a rank's saved inventory goes to: `rank-N-HOST.json`, the host made safe for a
+/// file name (a name read from a node cannot add a directory).
+pub fn inventory_file_name(node: &RankNode) -> String {
+    let safe = fabrik_probe::snapshot::file_name_part(&node.host);
+    format!("rank-{}-{safe}.json", node.rank)
+}
+
 /// Sends `node` to rank 0; rank 0 returns everyone's, with `rules` applied to the whole set.
 pub fn gather_nodes(
     group: &mut Group,

@@ -5,6 +5,17 @@ use std::fmt::Write as _;
 
 use fabrik_model::ClusterDoctorReport;
 
+/// The whole text report: [`doctor_nodes`], the findings in the doctor's table (nodes named as
+/// the findings name them, `names` in rank order), then each note as a `# ` line.
+pub fn doctor(report: &ClusterDoctorReport, names: Vec<String>) -> String {
+    let mut out = doctor_nodes(report);
+    out.push_str(&crate::doctor::shared(names, &report.findings));
+    for note in &report.notes {
+        let _ = writeln!(out, "# {note}");
+    }
+    out
+}
+
 /// The rank count, then one line per rank: its host and how many RDMA devices, network
 /// interfaces and GPUs its inventory holds, and its kernel.
 pub fn doctor_nodes(report: &ClusterDoctorReport) -> String {

@@ -210,26 +210,12 @@ fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow:
 }
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    use fabrik_cluster::doctor::gather_nodes;
+    use fabrik_cluster::doctor::{diagnose, gather_nodes, inventory_file_name};
     let json = args.format == fabrik_render::Format::Json;
     run_ranked(&args.ranks, |group| {
         let node = fabrik_probe::probe(&args.root)
             .with_context(|| format!("probing {}", args.root.display()))?;
-        // Rank 0 runs every node rule on each inventory and the cross-node rules over all of
-        // them (fabrik-doctor's `diagnose`), naming nodes by host or, where hosts repeat, rank.
-        let rules = |nodes: &[fabrik_model::RankNode]| {
-            let names = fabrik_cluster::doctor::node_names(nodes);
-            let named: Vec<fabrik_doctor::NamedNode> = nodes
-                .iter()
-                .zip(names)
-                .map(|(n, name)| fabrik_doctor::NamedNode {
-                    name,
-                    node: n.node.clone(),
-                })
-                .collect();
-            (fabrik_doctor::diagnose(&named, None).findings, Vec::new())
-        };
-        let Some(report) = gather_nodes(group, node, &rules)
+        let Some(report) = gather_nodes(group, node, &diagnose)
             .with_context(|| format!("rank {} gathering inventories", group.rank()))?
         else {
             return Ok(ExitCode::SUCCESS);
@@ -237,8 +223,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.save {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             for n in &report.nodes {
-                let safe = fabrik_probe::snapshot::file_name_part(&n.host);
-                let path = dir.join(format!("rank-{}-{safe}.json", n.rank));
+                let path = dir.join(inventory_file_name(n));
                 crate::output::write_atomically(&path, &serde_json::to_vec_pretty(&n.node)?)?;
             }
         }
@@ -248,12 +233,8 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if json {
             crate::output::print_json(&report)?;
         } else {
-            print!("{}", fabrik_render::cluster::doctor_nodes(&report));
             let names = fabrik_cluster::doctor::node_names(&report.nodes);
-            print!("{}", fabrik_render::doctor::shared(names, &report.findings));
-            for note in &report.notes {
-                println!("# {note}");
-            }
+            print!("{}", fabrik_render::cluster::doctor(&report, names));
         }
         Ok(crate::exit::status(crate::exit::has_problems(
             &report.findings,
