@@ -8,8 +8,8 @@ use fabrik_model::P2pTest;
 use crate::error::VerbsError;
 use crate::mem::MemKind;
 use crate::p2p::{test_params, Requested};
-use crate::proto::{Op, TestParams};
 use crate::port_spec::{device_port, BadPort};
+use crate::proto::{Op, TestParams};
 use crate::LocalOptions;
 
 /// `--op`: the RDMA operation ([`Op`]). The variants carry no doc comments: clap would show
