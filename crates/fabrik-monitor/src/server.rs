@@ -59,6 +59,53 @@ pub type FindingsFn = Box<dyn Fn(&Path) -> Vec<Finding> + Send + Sync>;
 /// Whether the root can still be read, for `/healthz`: `Err` says why not (503).
 pub type HealthFn = Box<dyn Fn(&Path) -> Result<(), String> + Send + Sync>;
 
+/// The doctor's node rules on the root, re-run at most every `every` (a probe reads far more
+/// than a scrape does). A root that cannot be probed yields no doctor findings and
+/// `on_probe_error` is told once (the counters are still served).
+pub fn doctor_findings(
+    every: Duration,
+    on_probe_error: impl Fn(&Path, &fabrik_probe::ProbeError) + Send + Sync + 'static,
+) -> FindingsFn {
+    type Cache = Option<(Instant, Vec<Finding>)>;
+    let cache: Mutex<Cache> = Mutex::new(None);
+    let warned = AtomicBool::new(false);
+    Box::new(move |root: &Path| {
+        let Ok(mut guard) = cache.lock() else {
+            return Vec::new();
+        };
+        if let Some((at, f)) = guard.as_ref() {
+            if at.elapsed() < every {
+                return f.clone();
+            }
+        }
+        let findings = match fabrik_probe::probe(root) {
+            Ok(node) => fabrik_doctor::check_node(&node, None),
+            Err(e) => {
+                if !warned.swap(true, Ordering::Relaxed) {
+                    on_probe_error(root, &e);
+                }
+                Vec::new()
+            }
+        };
+        *guard = Some((Instant::now(), findings.clone()));
+        findings
+    })
+}
+
+/// `/healthz` for the root, not only for the process: a root that has become unreadable (an
+/// unmounted snapshot, a /sys gone from a container) is unhealthy; a snapshot tarball is
+/// read whole up front and stays healthy.
+pub fn root_health() -> HealthFn {
+    Box::new(|root: &Path| {
+        if fabrik_probe::snapshot::is_snapshot_tarball(root) {
+            return Ok(());
+        }
+        fabrik_probe::root::check(root)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Why the exporter could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -2,13 +2,37 @@
 //! `.tar.gz`, unpacked for as long as it is open; and the node read from one.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use fabrik_model::Node;
 
 use crate::root::RootError;
 use crate::snapshot::{is_snapshot_tarball, unpack, SnapshotError, Unpacked};
 use crate::{probe_with, ProbeError, ProbeOptions, DEFAULT_LIVE_WAIT};
+
+/// Why a node could not be judged within its time budget.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    /// The root could not be opened or probed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The probe's thread ended without an answer (it panicked).
+    #[error("the probe stopped without a result")]
+    Stopped,
+    /// The budget ran out before the judgement was made.
+    #[error(
+        "did not finish within its {} budget reading {}",
+        humantime::format_duration(*budget),
+        root.display()
+    )]
+    OverBudget {
+        /// The budget given.
+        budget: Duration,
+        /// The root as given.
+        root: PathBuf,
+    },
+}
 
 /// Why a named root could not be opened or probed.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +104,32 @@ pub fn check_root(root: &Path) -> Result<(), RootError> {
         crate::root::check(root)?;
     }
     Ok(())
+}
+
+/// Probes `root` (its tools within `tool_share` of `budget`) and judges the node with `judge`,
+/// answering within `budget` whatever the kernel does: the probe reads sysfs, which a hung
+/// driver can block, so it runs on its own thread, and a thread left blocked ends with the
+/// process.
+pub fn judge_node_within<T: Send + 'static>(
+    root: &Path,
+    budget: Duration,
+    tool_share: f64,
+    judge: impl FnOnce(Node) -> T + Send + 'static,
+) -> Result<T, BudgetError> {
+    let deadline = Instant::now() + budget.mul_f64(tool_share);
+    let (tx, rx) = mpsc::channel();
+    let path = root.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(load_node_within(&path, deadline).map(judge));
+    });
+    match rx.recv_timeout(budget) {
+        Ok(answer) => Ok(answer?),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(BudgetError::Stopped),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(BudgetError::OverBudget {
+            budget,
+            root: root.to_path_buf(),
+        }),
+    }
 }
 
 /// Probes a root, unpacking a snapshot tarball first when given one.

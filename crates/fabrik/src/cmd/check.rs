@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fabrik_doctor::{diagnose, name_nodes, Report};
+use fabrik_probe::open::BudgetError;
 use fabrik_render::doctor as render;
 use fabrik_render::Format;
 use serde::Serialize;
@@ -53,13 +53,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let expect = crate::cmd::expect::load(&args.expect)?;
     let env = args.env.load()?;
     let started = Instant::now();
-    let deadline = started + args.budget.mul_f64(TOOL_SHARE);
-    let (tx, rx) = mpsc::channel();
-    let root = args.root.clone();
-    // The probe reads sysfs, which a hung driver can block: it runs on its own thread so that
-    // the budget holds whatever the kernel does; a thread left blocked ends with the process.
-    std::thread::spawn(move || {
-        let report = fabrik_probe::open::load_node_within(&root, deadline).map(|node| {
+    let judged =
+        fabrik_probe::open::judge_node_within(&args.root, args.budget, TOOL_SHARE, move |node| {
             let named = name_nodes(vec![node]);
             let mut report = diagnose(&named, env.as_ref());
             if let Some(e) = &expect {
@@ -67,26 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             report
         });
-        let _ = tx.send(report);
-    });
-    let report = match rx.recv_timeout(args.budget) {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => {
-            println!("ERROR: fabrik: check could not run: {e:#}");
-            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
-            return Ok(crate::exit::failure());
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            println!("ERROR: fabrik: check could not run: the probe stopped without a result");
-            // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
-            return Ok(crate::exit::failure());
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            println!(
-                "ERROR: fabrik: check did not finish within its {} budget reading {}",
-                humantime::format_duration(args.budget),
-                args.root.display()
-            );
+    let report = match judged {
+        Ok(report) => report,
+        Err(e) => {
+            match e {
+                BudgetError::OverBudget { .. } => println!("ERROR: fabrik: check {e}"),
+                _ => println!("ERROR: fabrik: check could not run: {e:#}"),
+            }
             // Undecided (tool failure or budget spent): a wrapper must not drain a node on it.
             return Ok(crate::exit::failure());
         }

@@ -1,9 +1,8 @@
 //! `fabrik exporter`: Prometheus metrics of this node's RDMA ports and netdevs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use fabrik_monitor::server::{Exporter, ExporterConfig, Sampling};
@@ -38,39 +37,6 @@ pub struct Args {
     pub rate_window: Duration,
 }
 
-/// The doctor's node rules on `root`, re-run at most every `every` (a probe reads far more
-/// than a scrape does). A root that cannot be probed yields no doctor findings, said once on
-/// stderr, and the counters are still served.
-fn doctor_findings(every: Duration) -> fabrik_monitor::server::FindingsFn {
-    type Cache = Option<(Instant, Vec<fabrik_model::Finding>)>;
-    let cache: Mutex<Cache> = Mutex::new(None);
-    let warned = std::sync::atomic::AtomicBool::new(false);
-    Box::new(move |root: &Path| {
-        let Ok(mut guard) = cache.lock() else {
-            return Vec::new();
-        };
-        if let Some((at, f)) = guard.as_ref() {
-            if at.elapsed() < every {
-                return f.clone();
-            }
-        }
-        let findings = match fabrik_probe::probe(root) {
-            Ok(node) => fabrik_doctor::check_node(&node, None),
-            Err(e) => {
-                if !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    eprintln!(
-                        "fabrik exporter: doctor findings left out: probing {}: {e}",
-                        root.display()
-                    );
-                }
-                Vec::new()
-            }
-        };
-        *guard = Some((Instant::now(), findings.clone()));
-        findings
-    })
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.sample_every.is_zero() || args.rate_window < args.sample_every {
         anyhow::bail!("--sample-every must be more than zero and --rate-window at least as long");
@@ -81,7 +47,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         root: args.root.clone(),
         options,
         thresholds: args.thresholds,
-        findings: (!args.doctor_every.is_zero()).then(|| doctor_findings(args.doctor_every)),
+        findings: (!args.doctor_every.is_zero()).then(|| {
+            fabrik_monitor::server::doctor_findings(args.doctor_every, |root, e| {
+                eprintln!(
+                    "fabrik exporter: doctor findings left out: probing {}: {e}",
+                    root.display()
+                );
+            })
+        }),
     };
     let mut exporter = Exporter::bind(&args.listen, config)
         .context("starting the exporter")?
@@ -89,16 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             every: args.sample_every,
             window: args.rate_window,
         });
-    // /healthz answers for the root, not only for the process: a root that has become
-    // unreadable (an unmounted snapshot, a /sys gone from a container) is unhealthy.
-    exporter.set_health(Box::new(|root: &Path| {
-        if fabrik_probe::snapshot::is_snapshot_tarball(root) {
-            return Ok(());
-        }
-        fabrik_probe::root::check(root)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }));
+    exporter.set_health(fabrik_monitor::server::root_health());
     eprintln!(
         "fabrik exporter: serving http://{}/metrics (root {}, {}; a sample every {}, rates over {})",
         exporter.local_addr(),
