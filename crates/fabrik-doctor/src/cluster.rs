@@ -18,6 +18,7 @@ use crate::rules::roce::recommended_gid_index;
 use crate::util::*;
 
 mod evidence;
+pub(crate) use evidence::{firmware_model, firmware_values};
 pub use evidence::{BER_OUTLIER, FIRMWARE_SETTINGS};
 
 /// Rule id of "Kernel versions differ across nodes".

@@ -20,6 +20,7 @@ mod from_node;
 
 use fabrik_model::{Finding, Severity};
 
+pub(crate) use below::setting_matches;
 pub use compare::{check_expectations, version_matches};
 pub use file::{
     BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, KernelLogExpect, Memlock,

@@ -14,6 +14,7 @@
 use fabrik_model::Source;
 use serde::{Deserialize, Serialize};
 
+mod firmware;
 pub mod rules;
 
 pub use rules::{plan_finding, remedy, table_markdown, Class, Planned, Remedy, Target, REMEDIES};
