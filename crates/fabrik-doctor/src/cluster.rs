@@ -20,6 +20,7 @@ use crate::util::*;
 mod evidence;
 mod peers;
 mod subnets;
+pub(crate) use evidence::{firmware_model, firmware_values};
 pub use evidence::{BER_OUTLIER, FIRMWARE_SETTINGS};
 pub use peers::on_link_peers;
 use peers::*;

@@ -240,17 +240,21 @@ fn every_rule_with_a_remediation_gets_steps_on_the_tree_that_fires_it() {
     let mut covered: Vec<&str> = trees.iter().map(|(r, _)| *r).collect();
     covered.push("FAB-RDMA-002");
     for r in REMEDIES {
-        // The remedy crate's unit tests plan these on nodes built in code, and
+        // The remedy crate's unit tests plan these on nodes built in code (the firmware
+        // settings on nodes carrying a real `mstconfig q` capture), and
         // scripts/test.d/fix.sh applies and undoes FAB-MTU-002 and FAB-X-014 on live
         // namespace hosts.
         let tested_elsewhere = [
             "FAB-X-007",
             "FAB-X-011",
+            "FAB-X-012",
             "FAB-X-014",
             "FAB-MTU-002",
+            "FAB-FW-002",
             "FAB-EXP-004",
             "FAB-EXP-005",
             "FAB-EXP-006",
+            "FAB-EXP-011",
         ];
         assert!(
             covered.contains(&r.rule) || tested_elsewhere.contains(&r.rule),

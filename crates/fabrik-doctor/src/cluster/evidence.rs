@@ -14,21 +14,22 @@ pub const FIRMWARE_SETTINGS: &str = "FAB-X-012";
 pub const BER_OUTLIER: &str = "FAB-X-013";
 
 /// The model a firmware query names (`ConnectX6`), else its board part number.
-fn firmware_model(d: &NicFirmware) -> Option<&str> {
+pub(crate) fn firmware_model(d: &NicFirmware) -> Option<&str> {
     d.device_type
         .as_deref()
         .or(d.part.as_deref())
         .filter(|m| !m.is_empty())
 }
 
-/// Rule [`FIRMWARE_SETTINGS`]: for each NIC model on two nodes or more, each setting's value on
-/// each node (the distinct values of its NICs of that model), against the most common value;
-/// one finding per node naming every setting where it is outside the majority. With no strict
-/// majority every node is named, as the other drift rules do.
-pub fn firmware_settings(nodes: &[NamedNode]) -> Vec<Finding> {
-    // model → setting → node → value.
-    type Values<'a> = BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<&'a str, String>>>;
-    let mut by_model: Values<'_> = BTreeMap::new();
+/// Model → setting → node → value: each node's value of each firmware setting of its NICs of
+/// one model (the distinct values of those NICs, joined by `, ` where they differ), what
+/// [`firmware_settings`] compares and what `fabrik fix` converges to.
+pub(crate) type FirmwareValues<'a> =
+    BTreeMap<&'a str, BTreeMap<&'a str, BTreeMap<&'a str, String>>>;
+
+/// The firmware setting values of every node, per NIC model (see [`FirmwareValues`]).
+pub(crate) fn firmware_values(nodes: &[NamedNode]) -> FirmwareValues<'_> {
+    let mut by_model: FirmwareValues<'_> = BTreeMap::new();
     for n in nodes {
         let mut per: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
         for d in &n.node.nic_firmware {
@@ -51,6 +52,15 @@ pub fn firmware_settings(nodes: &[NamedNode]) -> Vec<Finding> {
                 .insert(n.name.as_str(), v.join(", "));
         }
     }
+    by_model
+}
+
+/// Rule [`FIRMWARE_SETTINGS`]: for each NIC model on two nodes or more, each setting's value on
+/// each node (the distinct values of its NICs of that model), against the most common value;
+/// one finding per node naming every setting where it is outside the majority. With no strict
+/// majority every node is named, as the other drift rules do.
+pub fn firmware_settings(nodes: &[NamedNode]) -> Vec<Finding> {
+    let by_model = firmware_values(nodes);
     let mut out = vec![];
     for (model, settings) in &by_model {
         // node → (setting, its value, the majority's value and how many nodes hold it).

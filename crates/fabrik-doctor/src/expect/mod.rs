@@ -21,6 +21,7 @@ mod options;
 
 use fabrik_model::{Finding, Severity};
 
+pub(crate) use below::setting_matches;
 pub use compare::{check_expectations, version_matches};
 pub use file::{
     BandwidthExpect, ExpectError, Expectations, GpuExpect, HostExpect, KernelLogExpect, Memlock,

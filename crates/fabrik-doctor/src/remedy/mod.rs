@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 mod effects;
+mod firmware;
 pub mod rules;
 mod safety;
 

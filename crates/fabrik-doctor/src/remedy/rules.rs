@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{acs_word, qos_value, Change};
 use crate::cluster::{self, NamedNode};
 use crate::expect::{self, Expectations, Memlock};
-use crate::rules::{gdr, pci, rdma, roce};
+use crate::rules::{firmware, gdr, pci, rdma, roce};
 use crate::util::{all_ports, is_active, is_ib, is_roce};
 
 /// What `fabrik fix` can do for a rule's findings.
@@ -129,6 +129,15 @@ pub static REMEDIES: &[Remedy] = &[
     Remedy { rule: cluster::TCP_BUFFERS, class: Class::Automatic,
         summary: "`sysctl -w net.ipv4.tcp_rmem/tcp_wmem` to the limits most nodes have, on a node whose largest buffers are below them (never lowered), kept in /etc/sysctl.d",
         plan: tcp_buffers },
+    Remedy { rule: firmware::SETTINGS_DIFFER, class: Class::NeedsDrain,
+        summary: "`mstconfig -d <pci> set KEY=VALUE` on the NVIDIA/Mellanox NICs that differ, to the expected value, else the one most of the node's NICs of that model hold (with no single majority, manual), then a firmware reset",
+        plan: super::firmware::rails },
+    Remedy { rule: expect::FIRMWARE, class: Class::NeedsDrain,
+        summary: "`mstconfig -d <pci> set KEY=VALUE` to the expected value on the NVIDIA/Mellanox NIC, then a firmware reset",
+        plan: super::firmware::expected_settings },
+    Remedy { rule: cluster::FIRMWARE_SETTINGS, class: Class::NeedsDrain,
+        summary: "`mstconfig -d <pci> set KEY=VALUE` on the odd node's NVIDIA/Mellanox NICs of that model, to the expected value, else the one most nodes hold (with no single majority, manual), then a firmware reset",
+        plan: super::firmware::drift },
     Remedy { rule: cluster::NEIGHBOURS, class: Class::Automatic,
         summary: "`sysctl -w net.ipv4.neigh.default.gc_thresh1/2/3` above the on-link peers (never lowered), kept in /etc/sysctl.d",
         plan: neighbours },
@@ -264,7 +273,7 @@ pub fn converge_mtu(nodes: &[NamedNode], expect: Option<&Expectations>) -> Optio
     })
 }
 
-fn majority<T: Clone>(count: BTreeMap<T, usize>) -> Option<(T, usize)> {
+pub(super) fn majority<T: Clone>(count: BTreeMap<T, usize>) -> Option<(T, usize)> {
     let best = *count.values().max()?;
     let mut leaders = count.into_iter().filter(|(_, c)| *c == best);
     let first = leaders.next()?;
@@ -485,7 +494,7 @@ fn expected_host(t: &Target) -> Vec<Planned> {
 }
 
 /// NVIDIA's (Mellanox's) PCI vendor id: `mstconfig` drives only its NICs.
-const MELLANOX_VENDOR: &str = "0x15b3";
+pub(super) const MELLANOX_VENDOR: &str = "0x15b3";
 
 fn sriov_vf(t: &Target) -> Vec<Planned> {
     let Some(dev) = t.node.node.rdma_device(t.subject) else {
@@ -681,6 +690,10 @@ pub fn converge(
     }
     if finding.rule == cluster::MTU {
         return converge_mtu(nodes, expect).map(|(m, s)| (m.to_string(), s));
+    }
+    if finding.rule == cluster::FIRMWARE_SETTINGS {
+        // One value per setting, not per finding: the plan's steps name each.
+        return None;
     }
     let from_expect = expect.and_then(|e| match finding.rule.as_str() {
         cluster::NVIDIA_DRIVER => e.versions.as_ref()?.nvidia_driver.clone(),
