@@ -142,51 +142,21 @@ impl Change {
     /// The operations that make the change now.
     pub fn apply(&self) -> Vec<Op> {
         match self {
-            Change::Mtu { netdev, mtu } => {
-                vec![Op::run(&[
-                    "ip",
-                    "link",
-                    "set",
-                    "dev",
-                    netdev,
-                    "mtu",
-                    &mtu.to_string(),
-                ])]
-            }
-            Change::Sysctl { key, value } => {
-                vec![Op::run(&["sysctl", "-w", &format!("{key}={value}")])]
-            }
+            Change::Mtu { netdev, mtu } => vec![set_mtu(netdev, *mtu)],
+            Change::Sysctl { key, value } => vec![set_sysctl(key, value)],
             Change::Module { name } => vec![Op::run(&["modprobe", name])],
             Change::NetdevAttr {
                 netdev,
                 attr,
                 value,
-            } => vec![Op::Write {
-                path: format!("/sys/class/net/{netdev}/{attr}"),
-                value: value.clone(),
-            }],
+            } => vec![write_attr(netdev, attr, value)],
             // Limits are inherited: nothing running can be changed from outside it.
             Change::Memlock => vec![],
-            Change::Qos { netdev, pfc, trust } => vec![Op::run(&[
-                "mlnx_qos",
-                "-i",
-                netdev,
-                "--pfc",
-                &pfc_vector(pfc),
-                "--trust",
-                trust,
-            ])],
+            Change::Qos { netdev, pfc, trust } => vec![set_qos(netdev, pfc, trust)],
             Change::AcsOff { bridge } => {
                 vec![Op::run(&["setpci", "-s", bridge, "ECAP_ACS+0x6.w=0000"])]
             }
-            Change::Firmware { device, key, value } => vec![Op::run(&[
-                "mstconfig",
-                "-y",
-                "-d",
-                device,
-                "set",
-                &format!("{key}={value}"),
-            ])],
+            Change::Firmware { device, key, value } => vec![set_firmware(device, key, value)],
         }
     }
 
@@ -196,43 +166,20 @@ impl Change {
         Some(match self {
             Change::Mtu { netdev, .. } => {
                 let mtu: u32 = previous.trim().parse().ok()?;
-                vec![Op::run(&[
-                    "ip",
-                    "link",
-                    "set",
-                    "dev",
-                    netdev,
-                    "mtu",
-                    &mtu.to_string(),
-                ])]
+                vec![set_mtu(netdev, mtu)]
             }
-            Change::Sysctl { key, .. } => {
-                vec![Op::run(&[
-                    "sysctl",
-                    "-w",
-                    &format!("{key}={}", previous.trim()),
-                ])]
-            }
+            Change::Sysctl { key, .. } => vec![set_sysctl(key, previous.trim())],
             Change::Module { name } => match previous {
                 "loaded" => vec![],
                 _ => vec![Op::run(&["modprobe", "-r", name])],
             },
-            Change::NetdevAttr { netdev, attr, .. } => vec![Op::Write {
-                path: format!("/sys/class/net/{netdev}/{attr}"),
-                value: previous.trim().to_string(),
-            }],
+            Change::NetdevAttr { netdev, attr, .. } => {
+                vec![write_attr(netdev, attr, previous.trim())]
+            }
             Change::Memlock => vec![],
             Change::Qos { netdev, .. } => {
                 let (pfc, trust) = parse_qos_value(previous)?;
-                vec![Op::run(&[
-                    "mlnx_qos",
-                    "-i",
-                    netdev,
-                    "--pfc",
-                    &pfc_vector(&pfc),
-                    "--trust",
-                    &trust,
-                ])]
+                vec![set_qos(netdev, &pfc, &trust)]
             }
             Change::AcsOff { bridge } => {
                 let word = u16::from_str_radix(previous.trim(), 16).ok()?;
@@ -248,14 +195,7 @@ impl Change {
                 if v.is_empty() || v.contains(char::is_whitespace) {
                     return None;
                 }
-                vec![Op::run(&[
-                    "mstconfig",
-                    "-y",
-                    "-d",
-                    device,
-                    "set",
-                    &format!("{key}={v}"),
-                ])]
+                vec![set_firmware(device, key, v)]
             }
         })
     }
@@ -488,4 +428,43 @@ pub fn acs_word(enabled: &[String]) -> u16 {
         .filter(|(name, _)| enabled.iter().any(|e| e == name))
         .map(|(_, bit)| bit)
         .fold(0, |a, b| a | b)
+}
+
+// One home per command line: a change is made and undone by the same command with another value.
+fn set_mtu(netdev: &str, mtu: u32) -> Op {
+    Op::run(&["ip", "link", "set", "dev", netdev, "mtu", &mtu.to_string()])
+}
+
+fn set_sysctl(key: &str, value: &str) -> Op {
+    Op::run(&["sysctl", "-w", &format!("{key}={value}")])
+}
+
+fn write_attr(netdev: &str, attr: &str, value: &str) -> Op {
+    Op::Write {
+        path: format!("/sys/class/net/{netdev}/{attr}"),
+        value: value.to_string(),
+    }
+}
+
+fn set_qos(netdev: &str, pfc: &[u8], trust: &str) -> Op {
+    Op::run(&[
+        "mlnx_qos",
+        "-i",
+        netdev,
+        "--pfc",
+        &pfc_vector(pfc),
+        "--trust",
+        trust,
+    ])
+}
+
+fn set_firmware(device: &str, key: &str, value: &str) -> Op {
+    Op::run(&[
+        "mstconfig",
+        "-y",
+        "-d",
+        device,
+        "set",
+        &format!("{key}={value}"),
+    ])
 }
