@@ -17,6 +17,10 @@
 //!   hole);
 //! - unreachable: pairs that could not be measured (no connection, a transfer that stalled);
 //! - latency: a pair's median round trip far above the matrix's;
+//! - TCP buffers: a rank whose TCP buffer limits (`net.ipv4.tcp_rmem` / `tcp_wmem` max, as it
+//!   read them when the matrix started) are below those most ranks share, the cross-node check
+//!   `FAB-X-014` of `cluster doctor` on the ranks as they run: on a short path a small window
+//!   costs little bandwidth, so the setting is named before any pair is slow;
 //! - bandwidth: the second pass's verdicts (or, without one, the first pass's slow nodes and
 //!   links), which [`crate::pairs`] decides.
 
@@ -406,6 +410,47 @@ fn mtu_pair_mismatch(m: &PairMatrix) -> Option<(PairKey, String)> {
     ))
 }
 
+/// Ranks whose largest TCP receive or send buffer is below the limits most ranks share (a
+/// strict majority of at least three ranks that read theirs): no TCP flow to or from them may
+/// keep more than that in flight.
+fn small_tcp_buffers(m: &PairMatrix) -> Vec<(u32, String)> {
+    let limits: Vec<(u32, (u64, u64))> = m
+        .settings
+        .iter()
+        .filter_map(|s| {
+            let b = s.tcp_buffers?;
+            Some((s.rank, (b.rmem?[2], b.wmem?[2])))
+        })
+        .collect();
+    let mut counts: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for (_, l) in &limits {
+        *counts.entry(*l).or_default() += 1;
+    }
+    let Some((&(rmem, wmem), &n)) = counts.iter().max_by_key(|(_, n)| **n) else {
+        return Vec::new();
+    };
+    if limits.len() < 3 || 2 * n <= limits.len() {
+        return Vec::new();
+    }
+    limits
+        .iter()
+        .filter(|(_, (r, w))| *r < rmem || *w < wmem)
+        .map(|&(rank, (r, w))| {
+            (
+                rank,
+                format!(
+                    "its largest TCP receive / send buffers are {r} / {w} bytes \
+                     (net.ipv4.tcp_rmem / tcp_wmem max) where {n} of {} ranks have {rmem} / \
+                     {wmem}: no TCP flow to or from it keeps more than {} bytes in flight \
+                     (FAB-X-014)",
+                    limits.len(),
+                    r.min(w)
+                ),
+            )
+        })
+        .collect()
+}
+
 /// Pairs whose probed path MTU is below what both ends' interfaces allow: packets that fit
 /// every interface vanish on the way, without the ICMP that would tell the sender.
 fn black_holes(m: &PairMatrix, skip: &[u32]) -> (BTreeMap<PairKey, Bad>, BTreeSet<PairKey>) {
@@ -584,6 +629,11 @@ fn first_pass(m: &PairMatrix) -> Entries {
         ),
         &mut out,
     );
+    for (r, why) in small_tcp_buffers(m) {
+        let e = out.hosts.entry(r).or_default();
+        e.causes.insert(Cause::TcpBuffers);
+        e.whys.push(why);
+    }
     let (slow_rtt, timed) = latency(m);
     let rtt_summary = |b: &[&Bad]| {
         format!(
@@ -715,6 +765,7 @@ fn name(c: Cause) -> &'static str {
         Cause::Latency => "slow round trips",
         Cause::Mtu => "MTU",
         Cause::Unreachable => "could not be measured",
+        Cause::TcpBuffers => "small TCP buffers",
     }
 }
 
@@ -858,4 +909,102 @@ fn first_pass_bandwidth(m: &PairMatrix) -> Vec<Culprit> {
         });
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use fabrik_model::{LinkMeasurement, RankSettings, TcpBuffers, SCHEMA_VERSION};
+
+    /// Every link of `ranks` ranks at 10 Gb/s, each rank with the TCP buffer limits `max`
+    /// gives it (`(rmem max, wmem max)`, `None` where it could not read them).
+    fn matrix(max: &[Option<(u64, u64)>]) -> PairMatrix {
+        let ranks = max.len() as u32;
+        let hosts: Vec<String> = (0..ranks).map(|r| format!("node{r}")).collect();
+        let links: Vec<LinkMeasurement> = (0..ranks)
+            .flat_map(|src| {
+                (0..ranks)
+                    .filter(move |&d| d != src)
+                    .map(move |dst| LinkMeasurement {
+                        src,
+                        dst,
+                        gbps: 10.0,
+                        latency_us: Some(20.0),
+                        round: 0,
+                    })
+            })
+            .collect();
+        PairMatrix {
+            schema_version: SCHEMA_VERSION,
+            transport: "tcp".into(),
+            size: 4 << 20,
+            iterations: 3,
+            ranks,
+            analysis: crate::pairs::analyze(&links, &hosts, ranks),
+            hosts,
+            rounds: ranks,
+            links,
+            rail: None,
+            isolation: None,
+            evidence: vec![],
+            path_mtu: vec![],
+            settings: (0..)
+                .zip(max)
+                .map(|(rank, l)| RankSettings {
+                    rank,
+                    tcp_buffers: l.map(|(r, w)| TcpBuffers {
+                        rmem: Some([4096, 131072, r]),
+                        wmem: Some([4096, 16384, w]),
+                    }),
+                })
+                .collect(),
+            failures: vec![],
+            culprits: vec![],
+            elapsed_s: None,
+        }
+    }
+
+    const DEFAULT: Option<(u64, u64)> = Some((6291456, 4194304));
+
+    #[test]
+    fn a_rank_whose_tcp_buffers_are_below_the_others_is_named_for_them() {
+        let mut max = vec![DEFAULT; 8];
+        max[3] = Some((8192, 8192));
+        let c = culprits(&matrix(&max));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(
+            (c[0].kind, c[0].ranks.as_slice()),
+            (CulpritKind::Node, &[3][..])
+        );
+        assert_eq!(c[0].causes, vec![Cause::TcpBuffers]);
+        assert!(
+            c[0].why
+                .starts_with("node3: its largest TCP receive / send buffers are 8192 / 8192 bytes")
+                && c[0]
+                    .why
+                    .contains("where 7 of 8 ranks have 6291456 / 4194304"),
+            "{}",
+            c[0].why
+        );
+        // Only the send side capped is as much a cap.
+        max[3] = Some((6291456, 65536));
+        assert_eq!(culprits(&matrix(&max))[0].ranks, vec![3]);
+    }
+
+    #[test]
+    fn alike_larger_unknown_or_too_few_buffers_name_nobody() {
+        assert!(culprits(&matrix(&[DEFAULT; 8])).is_empty());
+        // Larger than the others is no cap.
+        let mut max = vec![DEFAULT; 4];
+        max[1] = Some((1 << 26, 1 << 26));
+        assert!(culprits(&matrix(&max)).is_empty());
+        // A rank that could not read its limits is not judged, nor are the others by it.
+        max[1] = None;
+        assert!(culprits(&matrix(&max)).is_empty());
+        // Two ranks, or no majority: nobody to compare with.
+        assert!(culprits(&matrix(&[DEFAULT, Some((8192, 8192))])).is_empty());
+        let split = [DEFAULT, DEFAULT, Some((8192, 8192)), Some((8192, 8192))];
+        assert!(culprits(&matrix(&split)).is_empty());
+    }
 }

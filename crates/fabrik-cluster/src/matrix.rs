@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use fabrik_model::{Isolation, PairFailure, PairMatrix, SCHEMA_VERSION};
+use fabrik_model::{Isolation, PairFailure, PairMatrix, RankSettings, TcpBuffers, SCHEMA_VERSION};
 
 use crate::diagnose;
 use crate::pair_test::{self, Limits, Pair, PairRows};
@@ -51,6 +51,9 @@ pub struct MatrixConfig {
     /// The whole run's time limit: the pairs' budgets shrink so that the verdict comes within
     /// it (each pair still gets a few transfers' worth, and every wait its own limit).
     pub deadline: Option<Duration>,
+    /// This rank's TCP buffer limits, sent to rank 0 as the matrix starts; [`run`] reads them
+    /// from the namespace it runs in when they are `None`.
+    pub tcp_buffers: Option<TcpBuffers>,
 }
 
 impl MatrixConfig {
@@ -109,6 +112,8 @@ pub fn run_matrix(
 #[derive(Default)]
 struct Acc {
     rows: Vec<PairRows>,
+    /// Each rank's settings, in rank order.
+    settings: Vec<RankSettings>,
     /// (rank that reported, round, pass) of each row, for the failures.
     from: Vec<(u32, u32, &'static str)>,
 }
@@ -174,6 +179,12 @@ pub fn run_matrix_over(
     let rounds = round_robin(group.size());
     let total = rounds.len() as u32;
     let mut acc = Acc::default();
+    if let Some(all) = group.gather(cfg.tcp_buffers)? {
+        acc.settings = (0..)
+            .zip(all)
+            .map(|(rank, tcp_buffers)| RankSettings { rank, tcp_buffers })
+            .collect();
+    }
     let mut mine: Option<PairRows> = None;
     for (k, round) in rounds.iter().enumerate() {
         let k = k as u32;
@@ -428,6 +439,7 @@ fn matrix(
         isolation: None,
         evidence: acc.evidence(),
         path_mtu: acc.path_mtu(),
+        settings: acc.settings.clone(),
         failures: acc.failures(),
         culprits: Vec::new(),
         elapsed_s: None,
@@ -484,6 +496,7 @@ pub fn run(
     for rail in 0..rails.unwrap_or(1) {
         let cfg = MatrixConfig {
             rail,
+            tcp_buffers: cfg.tcp_buffers.or_else(local_tcp_buffers),
             ..cfg.clone()
         };
         let shown = rails.map(|_| rail);
@@ -527,6 +540,13 @@ pub fn run(
         }
     }
     Ok(out)
+}
+
+/// The TCP buffer limits of the network namespace this process runs in, as every connection
+/// it opens gets them.
+pub fn local_tcp_buffers() -> Option<TcpBuffers> {
+    let mut fs = fabrik_probe::fs::RootFs::new(std::path::Path::new("/")).ok()?;
+    fabrik_probe::system::tcp_buffers(&mut fs)
 }
 
 /// Each rank's data NIC rate on each of `rails` rails, gathered at rank 0 in rank order:
@@ -621,6 +641,7 @@ mod tests {
         rail: 0,
         isolate: true,
         deadline: None,
+        tcp_buffers: None,
     };
 
     #[test]
@@ -730,6 +751,7 @@ mod tests {
                             rail: 0,
                             isolate: true,
                             deadline: None,
+                            tcp_buffers: None,
                         },
                         &mut |_, _| {},
                     )

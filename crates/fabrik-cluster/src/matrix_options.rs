@@ -61,6 +61,7 @@ impl MatrixOptions {
             rail: 0,
             isolate: !self.no_second_pass,
             deadline,
+            tcp_buffers: None,
         };
         Ok((cfg, choice))
     }

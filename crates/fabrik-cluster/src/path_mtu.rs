@@ -4,7 +4,10 @@
 //! so), and the probe runs over the same addresses the data uses.
 //!
 //! The first datagram is as large as the route allows (the interface MTU); on a healthy path it
-//! comes back at once and the probe is one round trip. Otherwise the sizes between the largest
+//! comes back at once and the probe is one round trip. When it does not, it is sent again,
+//! [`CONFIRM`] copies, before the path is taken for one that drops it: a host that loses a few
+//! percent of its packets loses both first copies now and then, and that is loss, not a black
+//! hole. Otherwise the sizes between the largest
 //! echoed and the smallest lost are tried a dozen at a time, each twice (a lossy path loses
 //! some), so the search closes in a few 200 ms windows.
 
@@ -24,6 +27,9 @@ const BATCHES: u32 = 4;
 const PER_BATCH: u32 = 12;
 /// Copies of each probe: a path that loses a few percent still answers one of them.
 const COPIES: u32 = 2;
+/// Copies of the full-size probe sent again when none of the first came back: with 5 % loss
+/// each way, all of eight round trips fail once in about a million paths.
+const CONFIRM: u32 = 6;
 /// MTUs paths commonly have (Ethernet, PPPoE, IPsec and tunnel overheads, GCP, AWS, jumbo
 /// frames): each is tried beside the next size up in the first batch, so a path that stops at
 /// one of them is found exactly in one window.
@@ -146,7 +152,7 @@ impl Prober {
     /// The largest size echoed, searching from `top` (the route's MTU) down.
     fn search(&mut self, top: u32) -> Option<u32> {
         let low = floor(self.v6).min(top);
-        if self.batch(&[top]).contains(&top) {
+        if self.batch(&[top], COPIES).contains(&top) || self.batch(&[top], CONFIRM).contains(&top) {
             return Some(top);
         }
         // `ok` passed, `bad` did not: the answer lies in [ok, bad).
@@ -168,7 +174,7 @@ impl Prober {
                 sizes.sort_unstable();
                 sizes.dedup();
             }
-            let echoed = self.batch(&sizes);
+            let echoed = self.batch(&sizes, COPIES);
             if let Some(&best) = echoed.iter().max() {
                 ok = Some(ok.map_or(best, |o| o.max(best)));
             }
@@ -192,10 +198,10 @@ impl Prober {
         ok
     }
 
-    /// Sends each size [`COPIES`] times and returns the sizes echoed within one window.
-    fn batch(&mut self, sizes: &[u32]) -> Vec<u32> {
+    /// Sends each size `copies` times and returns the sizes echoed within one window.
+    fn batch(&mut self, sizes: &[u32], copies: u32) -> Vec<u32> {
         let over = overhead(self.v6);
-        for _ in 0..COPIES {
+        for _ in 0..copies {
             for &size in sizes {
                 let len = (size.saturating_sub(over) as usize).max(HEADER);
                 let mut d = vec![0u8; len];
@@ -275,6 +281,51 @@ mod tests {
         assert_eq!(found.path_mtu, Some(found.local_mtu), "{found:?}");
         assert_eq!(found.probes, COPIES);
         assert_eq!(found.interface.as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn full_size_probes_lost_by_chance_are_loss_not_a_smaller_mtu() {
+        // An echo that loses the first copies of the full-size probe, as a host dropping a few
+        // percent of what it sends now and then does.
+        let sock = echo_socket("127.0.0.1".parse().unwrap()).unwrap();
+        let port = sock.local_addr().unwrap().port();
+        let relay = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let relay_addr = relay.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        let h = std::thread::spawn(move || {
+            relay.set_read_timeout(Some(ECHO_POLL)).unwrap();
+            let mut buf = vec![0u8; 65536];
+            let mut seen = 0;
+            let mut prober = None;
+            while !s2.load(Ordering::Relaxed) {
+                let Ok((n, from)) = relay.recv_from(&mut buf) else {
+                    continue;
+                };
+                if from.port() == port {
+                    // An echo: back to the prober.
+                    if let Some(p) = prober {
+                        let _ = relay.send_to(&buf[..n], p);
+                    }
+                    continue;
+                }
+                prober = Some(from);
+                seen += 1;
+                if seen > COPIES {
+                    let _ = relay.send_to(&buf[..n], SocketAddr::from(([127, 0, 0, 1], port)));
+                }
+            }
+        });
+        let stop_echo = Arc::new(AtomicBool::new(false));
+        let s3 = Arc::clone(&stop_echo);
+        let e = std::thread::spawn(move || echo(&sock, 9, "127.0.0.1".parse().unwrap(), &s3));
+        let found = probe(relay_addr, 9).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        stop_echo.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        e.join().unwrap();
+        assert_eq!(found.path_mtu, Some(found.local_mtu), "{found:?}");
+        assert_eq!(found.probes, COPIES + CONFIRM);
     }
 
     #[test]

@@ -112,6 +112,9 @@ pub struct PairMatrix {
     /// The path MTU each rank found towards each partner, probed with don't-fragment set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_mtu: Vec<PathMtu>,
+    /// The settings each rank ran with that bound every TCP flow to or from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<RankSettings>,
     /// Pairs that could not be measured (no connection, a transfer that stalled); the matrix
     /// goes on without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -183,6 +186,17 @@ pub struct LinkEvidence {
     /// then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+}
+
+/// What a rank's own network namespace allows every TCP connection it opens, read by the rank
+/// as the matrix starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RankSettings {
+    /// The rank.
+    pub rank: u32,
+    /// `net.ipv4.tcp_rmem` and `tcp_wmem`; `None` where the rank could not read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_buffers: Option<crate::TcpBuffers>,
 }
 
 /// The path MTU `src` found towards `dst`: UDP datagrams sent with don't-fragment set, the
@@ -271,6 +285,9 @@ pub enum Cause {
     Mtu,
     /// Pairs with it could not be measured at all (no connection, or a transfer that stalled).
     Unreachable,
+    /// Its TCP buffer limits (`net.ipv4.tcp_rmem` / `tcp_wmem` max) are below its peers': no
+    /// TCP flow to or from it can keep more than that in flight.
+    TcpBuffers,
 }
 
 /// One verdict of the second pass, with the measurements it rests on.

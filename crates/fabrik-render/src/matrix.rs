@@ -154,6 +154,7 @@ fn culprits(m: &PairMatrix) -> String {
                 Cause::Latency => "latency",
                 Cause::Mtu => "MTU",
                 Cause::Unreachable => "unreachable",
+                Cause::TcpBuffers => "TCP buffers",
             })
             .collect();
         let who = match c.kind {

@@ -43,6 +43,7 @@ pub(crate) fn pair_matrix(
         isolation: None,
         evidence: vec![],
         path_mtu: vec![],
+        settings: vec![],
         failures: vec![],
         culprits: vec![],
         elapsed_s: None,
