@@ -26,9 +26,10 @@
 //!   [`p2p_incomplete`] say why, and `fabrik report` shows the same words.
 
 use fabrik_model::{
-    CollectiveReport, Evidence, Finding, LinkMeasurement, P2pReport, P2pRows, ResultSource,
-    Severity,
+    CollectiveReport, Evidence, Finding, LinkMeasurement, Node, P2pReport, P2pRows, PairMatrix,
+    ResultSource, Severity,
 };
+use fabrik_parse::check::{port_gbps, slowest_nic_gbps};
 use serde::Serialize;
 
 use crate::expect::Expectations;
@@ -764,6 +765,62 @@ pub struct WithLinksPassLine<'a, T: Serialize> {
     /// Its links judged, when a line was known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_line: Option<LinksJudgement>,
+}
+
+/// Judges a `bench p2p` run over TCP: against the expectations' per-NIC line, else 90 % of
+/// `link_gbps` (per NIC), else of the slowest speed `nics` (this machine's inventory, read only
+/// then) gives the `ifaces` in use; times the number of NICs the run was striped over.
+pub fn judge_tcp_p2p<'n, E>(
+    report: &P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    ifaces: &[String],
+    bidirectional: bool,
+    nics: impl FnOnce() -> Result<&'n Node, E>,
+) -> Result<Option<Judgement>, E> {
+    let mut used: Vec<&String> = ifaces.iter().collect();
+    used.sort();
+    used.dedup();
+    let link = match link_gbps {
+        Some(g) => Some(g),
+        None if !used.is_empty() && expect.is_none() => slowest_nic_gbps(nics()?, &used),
+        None => None,
+    };
+    let line = p2p_line_striped(expect, link, used.len().max(1), bidirectional);
+    Ok(line.and_then(|l| judge_p2p(report, &l)))
+}
+
+/// Judges a `bench p2p` run over RDMA verbs: against the expectations' per-NIC line, else 90 %
+/// of `link_gbps`, else of the rate `nics` (this machine's inventory, read only then) gives the
+/// port in use, where ngc_multinode_perf reads it too.
+pub fn judge_rdma_p2p<'n, E>(
+    report: &P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    nics: impl FnOnce() -> Result<&'n Node, E>,
+) -> Result<Option<Judgement>, E> {
+    let link = match (link_gbps, &report.device) {
+        (Some(g), _) => Some(g),
+        (None, Some(dev)) if expect.is_none() => port_gbps(nics()?, dev),
+        _ => None,
+    };
+    Ok(p2p_line(expect, link, false).and_then(|l| judge_p2p(report, &l)))
+}
+
+/// Judges the all-pairs matrix: each link against the expectations' per-NIC line, else 90 % of
+/// `link_gbps`, else of the rate most ranks give their data NIC (`rank_rates`).
+pub fn judge_matrix(
+    m: &PairMatrix,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    rank_rates: &[Option<f64>],
+) -> Option<LinksJudgement> {
+    matrix_line(expect, link_gbps, rank_rates).and_then(|l| judge_links(&m.links, &l))
+}
+
+/// Whether a judgement was made and failed (the exit status of a judged run).
+pub fn failed(judged: Option<&Judgement>) -> bool {
+    judged.is_some_and(|j| j.verdict == Verdict::Fail)
 }
 
 /// Judges a parsed nccl-tests run (`fabrik parse nccl-tests`): the findings about it (wrong

@@ -153,12 +153,14 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("bench p2p"),
     };
     report.notes.extend(auto_note);
-    let judged = crate::cmd::expect::judge_bench_p2p(
+    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
+    let judged = fabrik_doctor::passline::judge_tcp_p2p(
         &report,
-        a.expect.as_deref(),
+        expect.as_ref(),
         a.link_gbps,
         &o.ifaces,
         o.bidir,
+        fabrik_probe::live_nics,
     )?;
     match a.format {
         Format::Json => crate::output::print_json(&fabrik_doctor::passline::WithPassLine {
@@ -172,9 +174,9 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(crate::exit::status(judged.is_some_and(|j| {
-        j.verdict == fabrik_doctor::passline::Verdict::Fail
-    })))
+    Ok(crate::exit::status(fabrik_doctor::passline::failed(
+        judged.as_ref(),
+    )))
 }
 
 fn serve(o: &P2pOptions) -> anyhow::Result<ExitCode> {

@@ -12,7 +12,9 @@ use fabrik_cluster::sweep::SweepConfig;
 use fabrik_model::{CollectiveRow, RankDevice};
 use fabrik_render::nccl_tests::{footer, header, row, RunParams};
 
-use crate::cmd::cluster::{run_ranked, Progress};
+use fabrik_render::progress::Progress;
+
+use crate::cmd::cluster::run_ranked;
 use crate::output::{print_json, write_atomically};
 
 #[derive(clap::Args, Debug)]
@@ -128,6 +130,6 @@ fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Res
     if let Some(e) = o.error {
         return Err(e).context("the collective run failed");
     }
-    let below = judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
+    let below = fabrik_doctor::passline::failed(judged.as_ref());
     Ok(crate::exit::status(o.wrong_total > 0 || below))
 }

@@ -81,7 +81,13 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = report.memory.as_ref().and_then(|m| m.warning.as_ref()) {
         eprintln!("fabrik: warning: {w}");
     }
-    let judged = crate::cmd::expect::judge_rdma_p2p(&report, c.expect.as_deref(), c.link_gbps)?;
+    let expect = crate::cmd::expect::load_file(c.expect.as_deref())?;
+    let judged = fabrik_doctor::passline::judge_rdma_p2p(
+        &report,
+        expect.as_ref(),
+        c.link_gbps,
+        fabrik_probe::live_nics,
+    )?;
     if c.json {
         print_json(&fabrik_doctor::passline::WithPassLine {
             report: &report,
@@ -93,7 +99,7 @@ pub fn p2p(c: &Common, r: &RdmaArgs) -> anyhow::Result<ExitCode> {
             print!("{}", fabrik_render::passline::judgement(j));
         }
     }
-    Ok(crate::exit::status(judged.is_some_and(|j| {
-        j.verdict == fabrik_doctor::passline::Verdict::Fail
-    })))
+    Ok(crate::exit::status(fabrik_doctor::passline::failed(
+        judged.as_ref(),
+    )))
 }
