@@ -818,6 +818,11 @@ pub fn judge_matrix(
     matrix_line(expect, link_gbps, rank_rates).and_then(|l| judge_links(&m.links, &l))
 }
 
+/// Judges a `bench collective` run against the expectations' all_reduce bus bandwidth line.
+pub fn judge_busbw(report: &CollectiveReport, expect: Option<&Expectations>) -> Option<Judgement> {
+    busbw_line(expect).and_then(|l| judge_collective(report, &l))
+}
+
 /// Whether a judgement was made and failed (the exit status of a judged run).
 pub fn failed(judged: Option<&Judgement>) -> bool {
     judged.is_some_and(|j| j.verdict == Verdict::Fail)

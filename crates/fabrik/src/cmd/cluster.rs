@@ -97,9 +97,10 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         let mut bar = None;
         let mut on_rows = |m: &fabrik_model::PairMatrix| {
             let Some(path) = &args.output else { return };
+            // Only a per-rail run's matrices have a rail.
             let path = match m.rail {
-                Some(rail) if args.run.per_rail => fabrik_cluster::matrix::rail_path(path, rail),
-                _ => path.clone(),
+                Some(rail) => fabrik_cluster::matrix::rail_path(path, rail),
+                None => path.clone(),
             };
             let written = serde_json::to_vec_pretty(m).map_err(anyhow::Error::from);
             let written = written.and_then(|json| crate::output::write_atomically(&path, &json));
@@ -124,14 +125,8 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         if args.format == fabrik_render::Format::Json {
             crate::output::print_json(&judged)?;
         } else {
-            print!(
-                "{}",
-                fabrik_render::matrix::judged(
-                    &judged.matrices,
-                    &judged.judged,
-                    judged.transport.as_deref()
-                )
-            );
+            let (m, rdma) = (&judged.matrices, judged.transport.as_deref());
+            print!("{}", fabrik_render::matrix::judged(m, &judged.judged, rdma));
         }
         Ok(crate::exit::status(judged.failed()))
     })

@@ -108,8 +108,7 @@ fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Res
         write_atomically(path, &serde_json::to_vec_pretty(report)?)?;
     }
     let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
-    let judged = fabrik_doctor::passline::busbw_line(expect.as_ref())
-        .and_then(|l| fabrik_doctor::passline::judge_collective(report, &l));
+    let judged = fabrik_doctor::passline::judge_busbw(report, expect.as_ref());
     if json {
         print_json(&fabrik_doctor::passline::WithPassLine {
             report,

@@ -49,11 +49,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = fabrik_probe::open::load_node(&args.from_root)?;
     let e = Expectations::from_node(&node);
-    let text = format!(
-        "# Written by `fabrik expect --from-root {}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
-        args.from_root.display(),
-        e.to_toml()?
-    );
+    let text = e.to_reviewed_toml(&args.from_root.display().to_string())?;
     match &args.output {
         Some(path) => crate::output::write_atomically(path, text.as_bytes())?,
         None => crate::output::print_text(&text)?,
