@@ -597,6 +597,67 @@ mod tests {
         assert_eq!(judge_p2p(&r, &line), None);
     }
 
+    #[test]
+    fn a_p2p_run_reads_this_machines_nics_only_when_nothing_else_gives_the_line() {
+        let r = P2pReport {
+            schema_version: 1,
+            source: ResultSource::Fabrik,
+            test: fabrik_model::P2pTest::Bw,
+            transport: "tcp".into(),
+            op: None,
+            streams: 2,
+            interfaces: vec![],
+            device: None,
+            link_type: None,
+            mtu: None,
+            gid_index: None,
+            results: P2pRows::Bw(vec![fabrik_model::BwRow {
+                bytes: 1 << 20,
+                iterations: 100,
+                bw_peak_gbps: 40.0,
+                bw_avg_gbps: 40.0,
+                msg_rate_mpps: 0.0,
+            }]),
+            per_stream: vec![],
+            notes: vec![],
+            memory: None,
+        };
+        let mut node = Node::default();
+        for (name, mbps) in [("eth0", 100_000), ("eth1", 25_000)] {
+            node.net_interfaces.push(fabrik_model::NetInterface {
+                name: name.into(),
+                speed_mbps: Some(mbps),
+                pci: Some(fabrik_model::PciFunction::default()),
+                ..Default::default()
+            });
+        }
+        let ifaces: Vec<String> = ["eth0", "eth1", "eth0"].map(String::from).to_vec();
+        let unread = || -> Result<&Node, &str> { Err("the NICs were read") };
+        // --link-gbps gives the per-NIC line: 90 % of 30 Gb/s on each of two NICs.
+        let j = judge_tcp_p2p(&r, None, Some(30.0), &ifaces, false, unread).unwrap();
+        let j = j.unwrap();
+        assert_eq!((j.line.value, j.verdict), (54.0, Verdict::Fail));
+        // Else the slowest NIC in use (25 Gb/s) sets it: 45 Gb/s for two, and 40 is below.
+        let j = judge_tcp_p2p(&r, None, None, &ifaces, false, || Ok::<_, ()>(&node));
+        let j = j.unwrap().unwrap();
+        assert_eq!(j.line.value, 45.0);
+        assert!(j.line.basis.contains("x2 NICs"), "{}", j.line.basis);
+        // A file's line needs no NIC; the NICs that cannot be read are the caller's error.
+        let e = Expectations::parse("t", "[bandwidth]\np2p_gbps_per_nic = 10\n").unwrap();
+        let j = judge_tcp_p2p(&r, Some(&e), None, &ifaces, false, unread).unwrap();
+        assert_eq!(j.unwrap().verdict, Verdict::Pass);
+        assert_eq!(
+            judge_tcp_p2p(&r, None, None, &ifaces, false, unread),
+            Err("the NICs were read")
+        );
+        // Over RDMA the port in use gives the rate; without a device there is no line.
+        assert_eq!(judge_rdma_p2p(&r, None, None, unread), Ok(None));
+        assert!(failed(Some(
+            &judge_p2p(&r, &p2p_line(None, Some(50.0), false).unwrap()).unwrap()
+        )));
+        assert!(!failed(None));
+    }
+
     fn coll(op: &str, hosts: &[&str], sizes_busbw: &[(u64, f64)]) -> CollectiveReport {
         CollectiveReport {
             schema_version: 1,

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use fabrik_cluster::launch::{JoinOptions, Ranked};
 use fabrik_cluster::rendezvous::Group;
-use fabrik_render::progress::Progress;
+
+use crate::progress::Progress;
 
 /// Runs `body` as one rank of the job, or with `--local N` starts N ranks of this very command
 /// and waits for them (rank 0's exit code, naming the ranks that failed).
