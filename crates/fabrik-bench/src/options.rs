@@ -171,16 +171,21 @@ impl P2pOptions {
             .map_err(|e| BenchError::Options(format!("--token / FABRIK_TOKEN: {e}")))
     }
 
+    /// The token a client against a server elsewhere proves: the one given.
+    pub fn client_token(&self) -> Result<Token, BenchError> {
+        self.given_token()?.ok_or_else(|| {
+            BenchError::Options(
+                "the client needs the server's token: --token or FABRIK_TOKEN".into(),
+            )
+        })
+    }
+
     /// The client's settings (`--local`'s too: its server takes the same token).
     pub fn client_config(&self) -> Result<ClientConfig, BenchError> {
-        let token = match (self.given_token()?, self.local) {
-            (Some(t), _) => t,
-            (None, true) => Token::random()?,
-            (None, false) => {
-                return Err(BenchError::Options(
-                    "the client needs the server's token: --token or FABRIK_TOKEN".into(),
-                ))
-            }
+        let token = match (self.local, self.given_token()?) {
+            (true, Some(t)) => t,
+            (true, None) => Token::random()?,
+            (false, _) => self.client_token()?,
         };
         let mut cfg =
             ClientConfig::new(self.server_address().unwrap_or_default(), token, self.test);

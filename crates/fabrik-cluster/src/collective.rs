@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::dtype::{finish_avg, reduce_into, Elem, RedOp};
 use crate::link::{Direct, Link, StepError};
-use crate::rendezvous::Group;
 use crate::ring::{self, Schedule};
 use crate::step::step;
 use crate::ClusterError;
@@ -318,17 +317,6 @@ impl Comm {
                 Comm::from_links(r as u32, n, labels.clone(), lanes, m, chunk_bytes)
             })
             .collect()
-    }
-
-    /// Opens the ring lanes (and, with `mesh`, a connection to every other rank) over TCP.
-    pub fn connect(
-        group: &mut Group,
-        channels: usize,
-        mesh: bool,
-        chunk_bytes: usize,
-    ) -> Result<Comm, ClusterError> {
-        use crate::transport::Transport;
-        crate::transport::Tcp.connect_comm(group, channels, mesh, chunk_bytes)
     }
 
     /// Sets how the collectives pick their algorithm (`Auto` when never set).

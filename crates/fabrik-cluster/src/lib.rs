@@ -17,6 +17,7 @@ pub mod hostlist;
 pub mod launch;
 pub mod link;
 pub mod matrix;
+pub mod matrix_job;
 pub mod matrix_options;
 pub mod nccl_sweep;
 mod pair_test;

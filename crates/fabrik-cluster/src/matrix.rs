@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use fabrik_model::{Isolation, PairFailure, PairMatrix, RankSettings, TcpBuffers, SCHEMA_VERSION};
 
 use crate::diagnose;
+pub use crate::pair_test::CounterSampler;
 use crate::pair_test::{self, Limits, Pair, PairRows};
 use crate::pairs::{
     analyze, disjoint_rounds, good_threshold, isolation_plan, isolation_verdicts, partner,
@@ -72,10 +73,6 @@ impl MatrixConfig {
 pub fn pair_wait(timeout: Duration) -> Duration {
     (timeout / 8).clamp(Duration::from_millis(500), Duration::from_secs(10))
 }
-
-/// Reads the RDMA device's retry and sequence-error counters (name → value), for a pair over
-/// RDMA; `None` where there is nothing to read (TCP, whose sockets count their own).
-pub type CounterSampler<'a> = dyn FnMut() -> Option<BTreeMap<String, u64>> + 'a;
 
 /// What a matrix run reports as it goes, and reads besides the sockets.
 pub struct Hooks<'a> {

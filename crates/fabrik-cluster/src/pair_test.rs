@@ -22,8 +22,11 @@ use fabrik_model::{LinkEvidence, LinkMeasurement, PathMtu, Retransmits, Spread};
 use serde::{Deserialize, Serialize};
 
 use crate::link::Link;
-use crate::matrix::CounterSampler;
 use crate::{path_mtu, sockinfo, ClusterError};
+
+/// Reads the RDMA device's retry and sequence-error counters (name → value), for a pair over
+/// RDMA; `None` where there is nothing to read (TCP, whose sockets count their own).
+pub type CounterSampler<'a> = dyn FnMut() -> Option<BTreeMap<String, u64>> + 'a;
 
 /// Payload bytes per frame: small enough that a sender checks its budget often on a slow link
 /// (a 1 MiB frame takes 0.4 s at 20 Mb/s), large enough that framing costs nothing.

@@ -84,7 +84,14 @@ fn run_group(n: u32, transport: Transport, algo: AlgoChoice) -> usize {
         let given = mem.lock().unwrap()[rank as usize].take();
         let mut comm = match given {
             Some(c) => c,
-            None => Comm::connect(&mut g, 2, true, 4096).unwrap(),
+            None => fabrik_cluster::transport::Transport::connect_comm(
+                &fabrik_cluster::transport::Tcp,
+                &mut g,
+                2,
+                true,
+                4096,
+            )
+            .unwrap(),
         };
         comm.set_algo(algo);
         let mut rows = 0;

@@ -5,15 +5,17 @@ mod common;
 
 use std::time::Duration;
 
-use fabrik_cluster::collective::{CollOp, Comm};
+use fabrik_cluster::collective::CollOp;
 use fabrik_cluster::dtype::{DType, RedOp};
 use fabrik_cluster::sweep::{run_sweep, SweepConfig};
+use fabrik_cluster::transport::{Tcp, Transport};
 use fabrik_model::CollectiveRow;
 
 /// Runs `cfg` on `n` thread-ranks with `channels` lanes; returns rank 0's rows.
 fn sweep(n: u32, channels: usize, chunk: usize, cfg: SweepConfig) -> Vec<CollectiveRow> {
     let per_rank = common::on_ranks(n, Duration::from_secs(20), move |_, mut g| {
-        let comm = Comm::connect(&mut g, channels, cfg.op == CollOp::Alltoall, chunk).unwrap();
+        let mesh = cfg.op == CollOp::Alltoall;
+        let comm = Tcp.connect_comm(&mut g, channels, mesh, chunk).unwrap();
         let mut rows = Vec::new();
         run_sweep(&mut g, &comm, &cfg, &mut |row, first| {
             assert!(first.is_none(), "{:?}: {}", cfg.op, first.unwrap());

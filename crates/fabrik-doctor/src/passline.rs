@@ -26,9 +26,10 @@
 //!   [`p2p_incomplete`] say why, and `fabrik report` shows the same words.
 
 use fabrik_model::{
-    CollectiveReport, Evidence, Finding, LinkMeasurement, P2pReport, P2pRows, ResultSource,
-    Severity,
+    CollectiveReport, Evidence, Finding, LinkMeasurement, Node, P2pReport, P2pRows, PairMatrix,
+    ResultSource, Severity,
 };
+use fabrik_parse::check::{port_gbps, slowest_nic_gbps};
 use serde::Serialize;
 
 use crate::expect::Expectations;
@@ -596,6 +597,67 @@ mod tests {
         assert_eq!(judge_p2p(&r, &line), None);
     }
 
+    #[test]
+    fn a_p2p_run_reads_this_machines_nics_only_when_nothing_else_gives_the_line() {
+        let r = P2pReport {
+            schema_version: 1,
+            source: ResultSource::Fabrik,
+            test: fabrik_model::P2pTest::Bw,
+            transport: "tcp".into(),
+            op: None,
+            streams: 2,
+            interfaces: vec![],
+            device: None,
+            link_type: None,
+            mtu: None,
+            gid_index: None,
+            results: P2pRows::Bw(vec![fabrik_model::BwRow {
+                bytes: 1 << 20,
+                iterations: 100,
+                bw_peak_gbps: 40.0,
+                bw_avg_gbps: 40.0,
+                msg_rate_mpps: 0.0,
+            }]),
+            per_stream: vec![],
+            notes: vec![],
+            memory: None,
+        };
+        let mut node = Node::default();
+        for (name, mbps) in [("eth0", 100_000), ("eth1", 25_000)] {
+            node.net_interfaces.push(fabrik_model::NetInterface {
+                name: name.into(),
+                speed_mbps: Some(mbps),
+                pci: Some(fabrik_model::PciFunction::default()),
+                ..Default::default()
+            });
+        }
+        let ifaces: Vec<String> = ["eth0", "eth1", "eth0"].map(String::from).to_vec();
+        let unread = || -> Result<&Node, &str> { Err("the NICs were read") };
+        // --link-gbps gives the per-NIC line: 90 % of 30 Gb/s on each of two NICs.
+        let j = judge_tcp_p2p(&r, None, Some(30.0), &ifaces, false, unread).unwrap();
+        let j = j.unwrap();
+        assert_eq!((j.line.value, j.verdict), (54.0, Verdict::Fail));
+        // Else the slowest NIC in use (25 Gb/s) sets it: 45 Gb/s for two, and 40 is below.
+        let j = judge_tcp_p2p(&r, None, None, &ifaces, false, || Ok::<_, ()>(&node));
+        let j = j.unwrap().unwrap();
+        assert_eq!(j.line.value, 45.0);
+        assert!(j.line.basis.contains("x2 NICs"), "{}", j.line.basis);
+        // A file's line needs no NIC; the NICs that cannot be read are the caller's error.
+        let e = Expectations::parse("t", "[bandwidth]\np2p_gbps_per_nic = 10\n").unwrap();
+        let j = judge_tcp_p2p(&r, Some(&e), None, &ifaces, false, unread).unwrap();
+        assert_eq!(j.unwrap().verdict, Verdict::Pass);
+        assert_eq!(
+            judge_tcp_p2p(&r, None, None, &ifaces, false, unread),
+            Err("the NICs were read")
+        );
+        // Over RDMA the port in use gives the rate; without a device there is no line.
+        assert_eq!(judge_rdma_p2p(&r, None, None, unread), Ok(None));
+        assert!(failed(Some(
+            &judge_p2p(&r, &p2p_line(None, Some(50.0), false).unwrap()).unwrap()
+        )));
+        assert!(!failed(None));
+    }
+
     fn coll(op: &str, hosts: &[&str], sizes_busbw: &[(u64, f64)]) -> CollectiveReport {
         CollectiveReport {
             schema_version: 1,
@@ -764,6 +826,67 @@ pub struct WithLinksPassLine<'a, T: Serialize> {
     /// Its links judged, when a line was known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_line: Option<LinksJudgement>,
+}
+
+/// Judges a `bench p2p` run over TCP: against the expectations' per-NIC line, else 90 % of
+/// `link_gbps` (per NIC), else of the slowest speed `nics` (this machine's inventory, read only
+/// then) gives the `ifaces` in use; times the number of NICs the run was striped over.
+pub fn judge_tcp_p2p<'n, E>(
+    report: &P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    ifaces: &[String],
+    bidirectional: bool,
+    nics: impl FnOnce() -> Result<&'n Node, E>,
+) -> Result<Option<Judgement>, E> {
+    let mut used: Vec<&String> = ifaces.iter().collect();
+    used.sort();
+    used.dedup();
+    let link = match link_gbps {
+        Some(g) => Some(g),
+        None if !used.is_empty() && expect.is_none() => slowest_nic_gbps(nics()?, &used),
+        None => None,
+    };
+    let line = p2p_line_striped(expect, link, used.len().max(1), bidirectional);
+    Ok(line.and_then(|l| judge_p2p(report, &l)))
+}
+
+/// Judges a `bench p2p` run over RDMA verbs: against the expectations' per-NIC line, else 90 %
+/// of `link_gbps`, else of the rate `nics` (this machine's inventory, read only then) gives the
+/// port in use, where ngc_multinode_perf reads it too.
+pub fn judge_rdma_p2p<'n, E>(
+    report: &P2pReport,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    nics: impl FnOnce() -> Result<&'n Node, E>,
+) -> Result<Option<Judgement>, E> {
+    let link = match (link_gbps, &report.device) {
+        (Some(g), _) => Some(g),
+        (None, Some(dev)) if expect.is_none() => port_gbps(nics()?, dev),
+        _ => None,
+    };
+    Ok(p2p_line(expect, link, false).and_then(|l| judge_p2p(report, &l)))
+}
+
+/// Judges the all-pairs matrix: each link against the expectations' per-NIC line, else 90 % of
+/// `link_gbps`, else of the rate most ranks give their data NIC (`rank_rates`).
+pub fn judge_matrix(
+    m: &PairMatrix,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+    rank_rates: &[Option<f64>],
+) -> Option<LinksJudgement> {
+    matrix_line(expect, link_gbps, rank_rates).and_then(|l| judge_links(&m.links, &l))
+}
+
+/// Judges a `bench collective` run against the expectations' all_reduce bus bandwidth line.
+pub fn judge_busbw(report: &CollectiveReport, expect: Option<&Expectations>) -> Option<Judgement> {
+    busbw_line(expect).and_then(|l| judge_collective(report, &l))
+}
+
+/// Whether a judgement was made and failed (the exit status of a judged run).
+pub fn failed(judged: Option<&Judgement>) -> bool {
+    judged.is_some_and(|j| j.verdict == Verdict::Fail)
 }
 
 /// Judges a parsed nccl-tests run (`fabrik parse nccl-tests`): the findings about it (wrong

@@ -16,6 +16,7 @@ pub mod monitor;
 pub mod nccl_tests;
 pub mod p2p;
 pub mod passline;
+pub mod progress;
 pub mod ras;
 pub mod report;
 pub mod snapshot;

@@ -5,6 +5,23 @@ use std::fmt::Write as _;
 
 use fabrik_model::{Cause, CulpritKind, Isolation, LinkMeasurement, MatrixAnalysis, PairMatrix};
 
+/// Every rail's matrix ([`text`]), each followed by its links' judgement when one was made
+/// (`cluster matrix`).
+pub fn judged(
+    matrices: &[PairMatrix],
+    judged: &[Option<fabrik_doctor::passline::LinksJudgement>],
+    rdma: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    for (m, j) in matrices.iter().zip(judged) {
+        out.push_str(&text(m, rdma));
+        if let Some(j) = j {
+            out.push_str(&crate::passline::links(j));
+        }
+    }
+    out
+}
+
 /// The whole matrix report; `rdma` describes the RDMA device when the run used one.
 pub fn text(m: &PairMatrix, rdma: Option<&str>) -> String {
     let mut out = String::new();

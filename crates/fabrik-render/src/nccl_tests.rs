@@ -185,6 +185,22 @@ pub fn footer(op: &str, wrong_total: u64, avg_busbw: f64) -> String {
     )
 }
 
+/// What follows the table: the first wrong element of each rank that had one, then the
+/// closing lines when the run finished (`None` when it was aborted).
+pub fn closing(
+    first_wrong: &[impl std::fmt::Display],
+    finished: Option<(&str, u64, f64)>,
+) -> String {
+    let mut out = String::new();
+    for w in first_wrong {
+        out.push_str(&format!("# first wrong element: {w}\n"));
+    }
+    if let Some((op, wrong_total, avg_busbw)) = finished {
+        out.push_str(&footer(op, wrong_total, avg_busbw));
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

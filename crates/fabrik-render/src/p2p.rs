@@ -106,6 +106,18 @@ pub fn perftest_failures(out: &PerftestOutput) -> String {
     text
 }
 
+/// A `bench p2p` server's first lines: where it listens, and the token it made up (for the
+/// client) when none was given.
+pub fn listening(server: &str, addr: std::net::SocketAddr, made_up_token: Option<&str>) -> String {
+    let mut out = format!("{server} listening on {addr}\n");
+    if let Some(t) = made_up_token {
+        out.push_str(&format!(
+            "token: {t} (give it to the client with --token or FABRIK_TOKEN)\n"
+        ));
+    }
+    out
+}
+
 /// The test's name in words, as perftest's banner says it.
 pub fn test_name(t: P2pTest) -> &'static str {
     match t {

@@ -158,6 +158,9 @@ pub enum VerbsError {
     /// A request this device, build or peer cannot serve, in words.
     #[error("{0}")]
     Unsupported(String),
+    /// Options that contradict each other, in words (what to change).
+    #[error("{0}")]
+    Options(String),
     /// Allocating or registering GPU memory failed.
     #[error("GPU memory: {0}")]
     Cuda(String),

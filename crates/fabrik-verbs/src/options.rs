@@ -96,7 +96,57 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `bench p2p`'s data paths: TCP streams (fabrik-bench) or RDMA verbs (this crate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum P2pTransport {
+    // TCP streams; no doc comment, which clap would show beside the value.
+    #[allow(missing_docs)]
+    Tcp,
+    /// RDMA verbs (RC queue pairs); see the RDMA options.
+    Rdma,
+    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
+    Auto,
+}
+
+/// The data path a `bench p2p` run takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum P2pPath {
+    /// RDMA verbs.
+    Rdma,
+    /// TCP streams; with `--transport auto`, why RDMA was not taken.
+    Tcp(Option<String>),
+}
+
 impl RdmaOptions {
+    /// The path `transport` takes on this node (`auto` looks for a usable device). Over TCP
+    /// the RDMA-only options given are refused: the run would silently measure something
+    /// else (host memory over TCP streams).
+    pub fn path(&self, transport: P2pTransport) -> Result<P2pPath, VerbsError> {
+        let because = match transport {
+            P2pTransport::Rdma => return Ok(P2pPath::Rdma),
+            P2pTransport::Tcp => None,
+            P2pTransport::Auto => match crate::p2p::rdma_choice() {
+                Ok(_) => return Ok(P2pPath::Rdma),
+                Err(why) => Some(why),
+            },
+        };
+        let given = self.given();
+        if !given.is_empty() {
+            let chosen = match &because {
+                Some(why) => format!("--transport auto chose TCP ({why})"),
+                None => "the transport is TCP".to_string(),
+            };
+            return Err(VerbsError::Options(format!(
+                "{} {} RDMA-only: {chosen}, which would measure host memory over TCP streams \
+                 instead; add --transport rdma to measure them (or drop them for a TCP test)",
+                given.join(", "),
+                if given.len() == 1 { "is" } else { "are" }
+            )));
+        }
+        Ok(P2pPath::Tcp(because))
+    }
+
     /// The RDMA options given with a value other than their default: over TCP each would be
     /// silently ignored and the run would measure something else (host memory, one stream).
     pub fn given(&self) -> Vec<&'static str> {

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod cmd;
 mod exit;
 mod output;
+mod progress;
 
 #[derive(Parser)]
 #[command(name = "fabrik", version, about, propagate_version = true)]

@@ -467,6 +467,15 @@ impl Expectations {
     pub fn to_toml(&self) -> Result<String, ExpectError> {
         toml::to_string(self).map_err(|e| ExpectError::Write(e.to_string()))
     }
+
+    /// The file `fabrik expect --from-root ROOT` writes: these expectations, headed by a
+    /// warning that they come from one node taken as known-good (`root`) and want review.
+    pub fn to_reviewed_toml(&self, root: &str) -> Result<String, ExpectError> {
+        Ok(format!(
+            "# Written by `fabrik expect --from-root {root}` from a node taken as known-good: review\n# every value before using it as the cluster's expectations.\n\n{}",
+            self.to_toml()?
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -2,13 +2,16 @@
 //! with multi-NIC striping (TCP or RDMA verbs); `collective` runs nccl-tests-style collectives.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
+use fabrik_bench::client::Row;
 use fabrik_bench::{BenchError, P2pOptions, Server};
+use fabrik_doctor::passline;
+use fabrik_render::p2p::tcp;
 use fabrik_render::Format;
+use fabrik_verbs::options::{P2pPath, P2pTransport};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,16 +29,6 @@ enum Kind {
     Collective(Box<super::collective::Args>),
 }
 
-/// `bench p2p`'s data paths (its own: TCP streams from fabrik-bench, verbs from fabrik-verbs).
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Transport {
-    Tcp,
-    /// RDMA verbs (RC queue pairs); see the RDMA options.
-    Rdma,
-    /// RDMA when this node has an RDMA device with an ACTIVE port, else TCP.
-    Auto,
-}
-
 #[derive(clap::Args)]
 struct P2pArgs {
     #[command(flatten)]
@@ -46,7 +39,7 @@ struct P2pArgs {
     /// tcp (default), rdma, or auto (rdma when a usable RDMA device exists). Both ends use the
     /// same transport.
     #[arg(long, value_enum, default_value = "tcp")]
-    transport: Transport,
+    transport: P2pTransport,
     #[command(flatten)]
     rdma: crate::cmd::rdma::RdmaArgs,
     /// Judge the bandwidth against this cluster file's `bandwidth.p2p_gbps_per_nic`; exit 1
@@ -68,51 +61,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
     let o = &a.opts;
-    let timeout = o.wait()?;
-    let (rdma, tcp_because) = match a.transport {
-        Transport::Tcp => (false, None),
-        Transport::Rdma => (true, None),
-        Transport::Auto => match fabrik_verbs::p2p::rdma_choice() {
-            Ok(_) => (true, None),
-            Err(why) => (false, Some(why)),
-        },
-    };
-    if !rdma {
-        let given = a.rdma.given();
-        if !given.is_empty() {
-            let chosen = match &tcp_because {
-                Some(why) => format!("--transport auto chose TCP ({why})"),
-                None => "the transport is TCP".to_string(),
-            };
-            bail!(
-                "{} {} RDMA-only: {chosen}, which would measure host memory over TCP streams \
-                 instead; add --transport rdma to measure them (or drop them for a TCP test)",
-                given.join(", "),
-                if given.len() == 1 { "is" } else { "are" }
-            );
+    o.wait()?;
+    let auto_note = match a.rdma.path(a.transport)? {
+        P2pPath::Rdma => {
+            o.tcp_only_unused()?;
+            o.sizes()?;
+            let json = matches!(a.format, Format::Json);
+            return crate::cmd::rdma::p2p(o, &a.rdma, json, a.expect.as_deref(), a.link_gbps);
         }
-    }
-    let auto_note = tcp_because.map(|why| format!("--transport auto chose TCP: {why}"));
-    if rdma {
-        o.tcp_only_unused()?;
-        let common = crate::cmd::rdma::Common {
-            server: o.server,
-            client: o.server_address(),
-            local: o.local,
-            bind: SocketAddr::new(o.bind, o.port),
-            token: o.token.clone(),
-            once: o.once,
-            test: o.test,
-            sizes: o.sizes()?,
-            iters: o.iters,
-            verify: o.verify,
-            timeout,
-            json: matches!(a.format, Format::Json),
-            expect: a.expect.clone(),
-            link_gbps: a.link_gbps,
-        };
-        return crate::cmd::rdma::p2p(&common, &a.rdma);
-    }
+        P2pPath::Tcp(why) => why.map(|why| format!("--transport auto chose TCP: {why}")),
+    };
     if o.server {
         if let Some(note) = &auto_note {
             eprintln!("fabrik: {note}");
@@ -120,22 +78,23 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         return serve(o);
     }
     let cfg = o.client_config()?;
-    let test = cfg.test;
     // Table rows are printed as each size finishes, as perftest does; JSON comes at the end.
     let table = matches!(a.format, Format::Text);
     if table {
         if let Some(note) = &auto_note {
             println!("# {note}");
         }
-        print!("{}", fabrik_render::p2p::tcp::columns(test));
+        print!("{}", tcp::columns(cfg.test));
     }
-    let mut on_row = |row: fabrik_bench::client::Row<'_>| {
+    let mut on_row = |row: Row<'_>| {
         if table {
-            let line = match row {
-                fabrik_bench::client::Row::Bw(r) => fabrik_render::p2p::tcp::bw_line(r),
-                fabrik_bench::client::Row::Lat(r) => fabrik_render::p2p::tcp::lat_line(r),
-            };
-            print!("{line}");
+            print!(
+                "{}",
+                match row {
+                    Row::Bw(r) => tcp::bw_line(r),
+                    Row::Lat(r) => tcp::lat_line(r),
+                }
+            );
             let _ = std::io::stdout().flush();
         }
     };
@@ -153,46 +112,41 @@ fn p2p(a: P2pArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("bench p2p"),
     };
     report.notes.extend(auto_note);
-    let judged = crate::cmd::expect::judge_bench_p2p(
+    let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
+    let nics = fabrik_probe::live_nics;
+    let judged = passline::judge_tcp_p2p(
         &report,
-        a.expect.as_deref(),
+        expect.as_ref(),
         a.link_gbps,
         &o.ifaces,
         o.bidir,
+        nics,
     )?;
     match a.format {
-        Format::Json => crate::output::print_json(&fabrik_doctor::passline::WithPassLine {
+        Format::Json => crate::output::print_json(&passline::WithPassLine {
             report: &report,
             pass_line: judged.clone(),
         })?,
         Format::Text | Format::Markdown => {
-            print!("{}", fabrik_render::p2p::tcp::closing(&report));
+            print!("{}", tcp::closing(&report));
             if let Some(j) = &judged {
                 print!("{}", fabrik_render::passline::judgement(j));
             }
         }
     }
-    Ok(crate::exit::status(judged.is_some_and(|j| {
-        j.verdict == fabrik_doctor::passline::Verdict::Fail
-    })))
+    Ok(crate::exit::status(passline::failed(judged.as_ref())))
 }
 
 fn serve(o: &P2pOptions) -> anyhow::Result<ExitCode> {
     let (cfg, generated) = o.server_config()?;
-    let token = cfg.token.clone();
+    let token = generated.then(|| cfg.token.as_str().to_string());
     let server = Server::bind(cfg)?;
-    let addr = server.local_addr()?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "fabrik bench p2p server listening on {addr}")?;
-    if generated {
-        writeln!(
-            out,
-            "token: {} (give it to the client with --token or FABRIK_TOKEN)",
-            token.as_str()
-        )?;
-    }
-    out.flush()?;
-    drop(out);
+    let what = "fabrik bench p2p server";
+    print!(
+        "{}",
+        fabrik_render::p2p::listening(what, server.local_addr()?, token.as_deref())
+    );
+    std::io::stdout().flush()?;
     server.serve(&AtomicBool::new(false))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,11 +2,12 @@
 //! every multi-rank command shares.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use fabrik_cluster::launch::{JoinOptions, Ranked};
 use fabrik_cluster::rendezvous::Group;
+
+use crate::progress::Progress;
 
 /// Runs `body` as one rank of the job, or with `--local N` starts N ranks of this very command
 /// and waits for them (rank 0's exit code, naming the ranks that failed).
@@ -89,124 +90,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
-    use fabrik_cluster::matrix::{self, RunHooks};
-    let (cfg, choice) = args.run.plan()?;
-    let json = args.format == fabrik_render::Format::Json;
+    use fabrik_cluster::matrix_job::{MatrixJob, Step};
+    let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
+    let job = MatrixJob::new(&args.run, &args.verbs, expect.as_ref(), args.link_gbps)?;
     run_ranked(&args.ranks, |group| {
-        let transport = fabrik_cluster::transport::agree(group, choice, &args.verbs)?;
-        let rails = args.run.rails(group)?;
-        let rates = crate::cmd::expect::gather_data_nic_rates(
-            group,
-            rails,
-            args.expect.is_none() && args.link_gbps.is_none(),
-        )?;
         let is_root = group.rank() == 0;
-        let rounds = fabrik_cluster::pairs::round_robin(group.size()).len() as u64;
-        let mut progress: Option<(Option<u32>, Progress)> = None;
-        let mut counters = rdma_counters(&*transport);
-        let output = args.output.clone();
-        let per_rail = args.run.per_rail;
-        let result = matrix::run(
+        let mut bar = None;
+        let mut on_rows = |m: &fabrik_model::PairMatrix| {
+            let Some(path) = &args.output else { return };
+            // Only a per-rail run's matrices have a rail.
+            let path = match m.rail {
+                Some(rail) => fabrik_cluster::matrix::rail_path(path, rail),
+                None => path.clone(),
+            };
+            let written = serde_json::to_vec_pretty(m).map_err(anyhow::Error::from);
+            let written = written.and_then(|json| crate::output::write_atomically(&path, &json));
+            if let Err(e) = written.with_context(|| format!("writing {}", path.display())) {
+                eprintln!("fabrik: {e:#}");
+            }
+        };
+        let result = job.run(
             group,
-            &cfg,
-            per_rail,
-            &*transport,
-            &mut RunHooks {
-                on_round: &mut |rail, k, _| {
-                    if progress.as_ref().is_none_or(|(r, _)| *r != rail) {
-                        let what = match rail {
-                            Some(r) => format!("matrix rail {r}"),
-                            None => "matrix".into(),
-                        };
-                        progress = Some((rail, Progress::new(is_root, &what, "rounds", rounds)));
-                    }
-                    if let Some((_, p)) = &progress {
-                        if k > 0 {
-                            p.done(u64::from(k), "");
-                        }
-                    }
-                },
-                on_rows: &mut |m| {
-                    let path = output.as_deref().map(|p| match m.rail {
-                        Some(rail) if per_rail => matrix::rail_path(p, rail),
-                        _ => p.to_path_buf(),
-                    });
-                    if let Some(path) = path {
-                        if let Err(e) = write_matrix(&path, m) {
-                            eprintln!("fabrik: {e:#}");
-                        }
-                    }
-                },
-                counters: &mut counters,
-            },
-        );
-        if let Some((_, p)) = &progress {
-            if result.is_ok() {
-                p.done(rounds, "");
-            }
-            p.finish();
-        }
-        let matrices =
-            result.with_context(|| format!("rank {} in the pair matrix", group.rank()))?;
-        if matrices.is_empty() {
-            return Ok(ExitCode::SUCCESS);
-        }
-        let mut judged = Vec::new();
-        for (rail, m) in matrices.iter().enumerate() {
-            judged.push(crate::cmd::expect::judge_matrix(
-                m,
-                args.expect.as_deref(),
-                args.link_gbps,
-                rates.get(rail).map(Vec::as_slice).unwrap_or_default(),
-            )?);
-        }
-        if json {
-            let each: Vec<_> = matrices
-                .iter()
-                .zip(&judged)
-                .map(|(m, j)| fabrik_doctor::passline::WithLinksPassLine {
-                    report: m,
-                    pass_line: j.clone(),
-                })
-                .collect();
-            if per_rail {
-                crate::output::print_json(&serde_json::json!({ "rails": each }))?;
-            } else {
-                crate::output::print_json(&each[0])?;
-            }
-        } else {
-            let described = transport.describe();
-            for (m, j) in matrices.iter().zip(&judged) {
-                print!("{}", fabrik_render::matrix::text(m, described.as_deref()));
-                if let Some(j) = j {
-                    print!("{}", fabrik_render::passline::links(j));
+            &mut |step| match step {
+                Step::Matrix { what, rounds } => {
+                    bar = Some(Progress::new(is_root, what, "rounds", rounds))
                 }
-            }
+                Step::Rounds(k) => bar.iter().for_each(|p| p.done(k, "")),
+            },
+            &mut on_rows,
+        );
+        drop(bar);
+        let Some(judged) = result? else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        if args.format == fabrik_render::Format::Json {
+            crate::output::print_json(&judged)?;
+        } else {
+            let (m, rdma) = (&judged.matrices, judged.transport.as_deref());
+            print!("{}", fabrik_render::matrix::judged(m, &judged.judged, rdma));
         }
-        let below = judged
-            .iter()
-            .flatten()
-            .any(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
-        Ok(crate::exit::status(
-            below || matrices.iter().any(matrix::flagged),
-        ))
+        Ok(crate::exit::status(judged.failed()))
     })
-}
-
-/// Over RDMA, the device port's retransmission and sequence-error counters (read from the live
-/// sysfs, as `fabrik top` reads them); nothing over TCP.
-fn rdma_counters(
-    transport: &dyn fabrik_cluster::transport::Transport,
-) -> impl FnMut() -> Option<std::collections::BTreeMap<String, u64>> {
-    let mut counters = transport.counter_port().map(|(device, port)| {
-        fabrik_monitor::read::PortCounters::new(std::path::Path::new("/"), &device, port)
-    });
-    move || counters.as_mut()?.read()
-}
-
-fn write_matrix(path: &std::path::Path, m: &fabrik_model::PairMatrix) -> anyhow::Result<()> {
-    crate::output::write_atomically(path, &serde_json::to_vec_pretty(m)?)
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
@@ -241,94 +165,4 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             false,
         )))
     })
-}
-
-/// Progress of a long run, on rank 0's stderr only (stdout carries the table or JSON): a bar on
-/// a terminal, and on anything else (logs, CI, tests) one stable plain line per step:
-/// `# progress: all_reduce 3/10 sizes done (4096 B)`, `# progress: matrix 2/7 rounds done`.
-pub struct Progress {
-    kind: ProgressKind,
-    what: String,
-    unit: &'static str,
-    total: u64,
-}
-
-enum ProgressKind {
-    Off,
-    Lines,
-    Bar(indicatif::ProgressBar),
-}
-
-impl Progress {
-    /// `show` is false on every rank but 0.
-    pub fn new(show: bool, what: &str, unit: &'static str, total: u64) -> Self {
-        use std::io::IsTerminal;
-        let kind = if !show {
-            ProgressKind::Off
-        } else if std::io::stderr().is_terminal() {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(total),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            let template =
-                format!("{what} {{bar:30}} {{pos}}/{{len}} {unit} [{{elapsed}}] {{msg}}");
-            if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
-                bar.set_style(style);
-            }
-            bar.enable_steady_tick(Duration::from_millis(250));
-            ProgressKind::Bar(bar)
-        } else {
-            ProgressKind::Lines
-        };
-        Self {
-            kind,
-            what: what.to_string(),
-            unit,
-            total,
-        }
-    }
-
-    /// `done` steps of `total` are finished; `detail` (may be empty) says which was last.
-    pub fn done(&self, done: u64, detail: &str) {
-        match &self.kind {
-            ProgressKind::Off => {}
-            ProgressKind::Lines => {
-                let tail = if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({detail})")
-                };
-                eprintln!(
-                    "# progress: {} {done}/{} {} done{tail}",
-                    self.what, self.total, self.unit
-                );
-            }
-            ProgressKind::Bar(bar) => {
-                bar.set_position(done);
-                bar.set_message(detail.to_string());
-            }
-        }
-    }
-
-    /// Runs `f` (which prints to stdout) with the bar hidden, so a table row shared with the
-    /// same terminal is not torn by a redraw.
-    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
-        match &self.kind {
-            ProgressKind::Bar(bar) => bar.suspend(f),
-            _ => f(),
-        }
-    }
-
-    /// Removes the bar (plain lines stay as written).
-    pub fn finish(&self) {
-        if let ProgressKind::Bar(bar) = &self.kind {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.finish();
-    }
 }

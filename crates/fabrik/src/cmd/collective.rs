@@ -9,11 +9,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 use fabrik_cluster::bench::{run_collective, CollectiveArgs, Observer, Outcome};
 use fabrik_cluster::sweep::SweepConfig;
+use fabrik_doctor::{passline, Expectations};
 use fabrik_model::{CollectiveRow, RankDevice};
-use fabrik_render::nccl_tests::{footer, header, row, RunParams};
+use fabrik_render::nccl_tests::{closing, header, row, RunParams};
 
-use crate::cmd::cluster::{run_ranked, Progress};
+use crate::cmd::cluster::run_ranked;
 use crate::output::{print_json, write_atomically};
+use crate::progress::Progress;
+
+type Done = anyhow::Result<ExitCode>;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -35,9 +39,9 @@ pub struct Args {
     pub verbs: fabrik_cluster::transport::RdmaSettings,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args) -> Done {
     // A bad cluster file is said before the run, not after it.
-    crate::cmd::expect::load_file(args.expect.as_deref())?;
+    let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
     let plan = args.run.plan(&args.verbs)?;
     let cfg = &plan.sweep;
     let json = args.format == fabrik_render::Format::Json;
@@ -61,9 +65,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             progress: Progress::new(is_root, cfg.op.name(), "sizes", cfg.sizes.len() as u64),
         };
         let outcome = run_collective(group, cfg, &plan.backend, &mut table);
-        table.progress.finish();
+        drop(table);
         match outcome? {
-            Some(outcome) => finish(&args, cfg, json, outcome),
+            Some(outcome) => finish(&args, cfg, expect.as_ref(), outcome),
             None => Ok(ExitCode::SUCCESS),
         }
     })
@@ -100,27 +104,22 @@ impl Observer for Table<'_> {
 }
 
 /// Rank 0: writes `--output`, judges the pass line and prints the closing lines or the JSON.
-fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Result<ExitCode> {
+fn finish(args: &Args, cfg: &SweepConfig, expect: Option<&Expectations>, o: Outcome) -> Done {
     let report = &o.report;
     if let Some(path) = &args.output {
         write_atomically(path, &serde_json::to_vec_pretty(report)?)?;
     }
-    let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
-    let judged = fabrik_doctor::passline::busbw_line(expect.as_ref())
-        .and_then(|l| fabrik_doctor::passline::judge_collective(report, &l));
-    if json {
-        print_json(&fabrik_doctor::passline::WithPassLine {
-            report,
-            pass_line: judged.clone(),
-        })?;
+    let judged = passline::judge_busbw(report, expect);
+    if args.format == fabrik_render::Format::Json {
+        let pass_line = judged.clone();
+        print_json(&passline::WithPassLine { report, pass_line })?;
     } else {
-        for w in &o.first_wrong {
-            println!("# first wrong element: {w}");
-        }
-        if o.error.is_none() {
-            let avg = report.avg_busbw.unwrap_or(0.0);
-            print!("{}", footer(cfg.op.name(), o.wrong_total, avg));
-        }
+        let avg = report.avg_busbw.unwrap_or(0.0);
+        let finished = o
+            .error
+            .is_none()
+            .then_some((cfg.op.name(), o.wrong_total, avg));
+        print!("{}", closing(&o.first_wrong, finished));
         if let Some(j) = &judged {
             print!("{}", fabrik_render::passline::judgement(j));
         }
@@ -128,6 +127,6 @@ fn finish(args: &Args, cfg: &SweepConfig, json: bool, o: Outcome) -> anyhow::Res
     if let Some(e) = o.error {
         return Err(e).context("the collective run failed");
     }
-    let below = judged.is_some_and(|j| j.verdict == fabrik_doctor::passline::Verdict::Fail);
+    let below = passline::failed(judged.as_ref());
     Ok(crate::exit::status(o.wrong_total > 0 || below))
 }
