@@ -16,6 +16,7 @@ pub mod live;
 pub mod net;
 pub mod nic_tools;
 pub mod open;
+pub mod output;
 pub mod pci;
 pub mod rdma;
 pub mod root;

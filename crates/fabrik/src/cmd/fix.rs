@@ -51,7 +51,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut write = |path: &Path, bytes: &[u8]| {
         crate::output::write_atomically(path, bytes)
-            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+            .map_err(|e| std::io::Error::other(format!("{:#}", anyhow::Error::new(e))))
     };
     if let Some(record) = &args.undo {
         let undone = fabrik_fix::run::undo_file(record, &mut write)?;
