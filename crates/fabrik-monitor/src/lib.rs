@@ -5,7 +5,9 @@
 //! else is a function of [`Sample`]s.
 #![warn(missing_docs)]
 
+pub mod checkup;
 pub mod delta;
+pub mod diff;
 pub mod ethtool;
 pub mod keys;
 pub mod metrics;
