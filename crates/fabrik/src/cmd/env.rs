@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -51,24 +51,15 @@ pub struct Args {
     pub format: Format,
 }
 
-fn read_node_json(path: &Path) -> anyhow::Result<Node> {
-    let text = fabrik_probe::input::read_text(path, "node file", fabrik_probe::input::cap::NODE)?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a fabrik node document", path.display()))
-}
-
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
 /// built from, when one was read.
 pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> {
     let profile: Profile = args.profile.parse()?;
-    let node = match (&args.node, &args.root) {
-        (Some(file), _) => Some(read_node_json(file)?),
-        (None, Some(root)) => Some(fabrik_probe::open::load_node(root)?),
-        (None, None) if profile == Profile::Auto => {
-            Some(fabrik_probe::open::load_node(Path::new("/"))?)
-        }
-        (None, None) => None,
-    };
+    let node = fabrik_probe::open::given_node(
+        args.node.as_deref(),
+        args.root.as_deref(),
+        profile == Profile::Auto,
+    )?;
     // A snapshot or a node document is someone else's data: names that can never be valid
     // are refused before they reach an environment or a launch file.
     node.as_ref().map(fabrik_launch::check_node).transpose()?;
