@@ -81,6 +81,17 @@ impl SnapshotOptions {
     }
 }
 
+/// Where a snapshot of `root` goes when no output is named ([`default_output_name`]), the host
+/// name read through the confined reader: the root may be someone else's tree.
+pub fn default_output(root: &Path, now: SystemTime) -> PathBuf {
+    // HOST_NAME_MAX is 64.
+    let host = crate::confined::Root::open(root)
+        .and_then(|r| r.read("proc/sys/kernel/hostname", 256))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    PathBuf::from(default_output_name(host.as_deref().map(str::trim), now))
+}
+
 /// `fabrik-snapshot-HOST-20261122T222009Z`.
 pub fn default_output_name(hostname: Option<&str>, now: SystemTime) -> String {
     let stamp: String = humantime::format_rfc3339_seconds(now)
