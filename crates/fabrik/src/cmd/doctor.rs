@@ -57,13 +57,7 @@ impl EnvArgs {
                 &text,
             )));
         }
-        Ok(self.env.then(|| {
-            PlannedEnv::from_pairs(
-                "process environment",
-                std::env::vars_os()
-                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-            )
-        }))
+        Ok(self.env.then(PlannedEnv::from_process))
     }
 }
 
