@@ -14,6 +14,11 @@ pub fn status(found_problems: bool) -> ExitCode {
     }
 }
 
+/// The status of a command whose findings are its verdict: 1 on an error finding, else 0.
+pub fn of_findings(findings: &[fabrik_model::Finding]) -> ExitCode {
+    status(has_problems(findings, false))
+}
+
 /// The status of a command that could not do its job (2).
 pub fn failure() -> ExitCode {
     ExitCode::from(TOOL_FAILURE)

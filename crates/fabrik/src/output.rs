@@ -13,6 +13,19 @@ pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     write_stdout(&bytes)
 }
 
+/// `value` as JSON, or as the text `text` makes of it, on stdout: what a command with a text
+/// form and a JSON form prints.
+pub fn print<T: Serialize>(
+    format: fabrik_render::Format,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    match format {
+        fabrik_render::Format::Json => print_json(value),
+        fabrik_render::Format::Text | fabrik_render::Format::Markdown => print_text(&text(value)),
+    }
+}
+
 /// Text on stdout (tables, pages); a closed pipe is a normal end, as for [`print_json`].
 pub fn print_text(text: &str) -> anyhow::Result<()> {
     write_stdout(text.as_bytes())

@@ -22,15 +22,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let diff = diff_snapshots(&args.before, &args.after, &args.thresholds)?;
-    match args.format {
-        Format::Json => crate::output::print_json(&diff)?,
-        Format::Text | Format::Markdown => print!(
-            "{}",
-            fabrik_render::monitor::diff(&diff.report, &diff.findings)
-        ),
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &diff.findings,
-        false,
-    )))
+    crate::output::print(args.format, &diff, |d| {
+        fabrik_render::monitor::diff(&d.report, &d.findings)
+    })?;
+    Ok(crate::exit::of_findings(&diff.findings))
 }

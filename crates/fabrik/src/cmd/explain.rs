@@ -19,9 +19,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.id
         );
     };
-    match args.format {
-        Format::Text | Format::Markdown => crate::output::print_text(&doc.page)?,
-        Format::Json => crate::output::print_json(&doc)?,
-    }
+    crate::output::print(args.format, &doc, |d| d.page.clone())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -79,10 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &fabrik_fix::ansible::render(plan).context("writing the playbook")?,
             )?,
         }
-        return Ok(crate::exit::status(crate::exit::has_problems(
-            &planned.covered,
-            false,
-        )));
+        return Ok(crate::exit::of_findings(&planned.covered));
     }
     if matches!(args.format, FixFormat::Script | FixFormat::Ansible) {
         bail!("--apply prints its result as text or json, not as a script or playbook");

@@ -1,7 +1,6 @@
 //! `fabrik launch KIND`: a runnable job (torchrun, docker, k8s, slurm, hostfile) carrying the
 //! environment `fabrik env` would print.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -99,10 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::output::write_atomically(path, out.as_bytes())?;
             eprintln!("fabrik launch: wrote {} ({})", path.display(), env.summary);
         }
-        None => std::io::stdout()
-            .lock()
-            .write_all(out.as_bytes())
-            .context("writing to stdout")?,
+        None => crate::output::print_text(&out)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -79,18 +79,11 @@ fn command_output(tool: Tool, a: CmdArgs) -> anyhow::Result<ExitCode> {
         .read(&text)
         .with_context(|| a.file.display().to_string())?;
     let doc = PasteDoc::new(&pasted);
-    match a.format {
-        Format::Json => crate::output::print_json(&doc)?,
-        Format::Text | Format::Markdown => print!(
-            "{}{}",
-            fabrik_render::commands::table(&pasted.table),
-            fabrik_render::findings::text(&doc.findings)
-        ),
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &doc.findings,
-        false,
-    )))
+    crate::output::print(a.format, &doc, |d| {
+        fabrik_render::commands::table(&d.pasted.table)
+            + &fabrik_render::findings::text(&d.findings)
+    })?;
+    Ok(crate::exit::of_findings(&doc.findings))
 }
 
 /// The link rate to check against: given, or read from the inventory under `--root`.

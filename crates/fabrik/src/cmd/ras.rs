@@ -48,30 +48,16 @@ pub fn parse_ras(a: ParseArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn emit_report(report: &LogReport, format: Format) -> anyhow::Result<ExitCode> {
-    match format {
-        Format::Json => crate::output::print_json(&report.ras_document())?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::ras::report(report))?;
-        }
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &report.findings,
-        false,
-    )))
+    crate::output::print(format, &report.ras_document(), |_| {
+        fabrik_render::ras::report(report)
+    })?;
+    Ok(crate::exit::of_findings(&report.findings))
 }
 
 pub fn parse_inspector(a: InspectorArgs) -> anyhow::Result<ExitCode> {
     let report = fabrik_parse::inspector::read_dump(&a.path, &a.logs)?;
-    match a.format {
-        Format::Json => crate::output::print_json(&report)?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::ras::inspector(&report))?;
-        }
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &report.findings,
-        false,
-    )))
+    crate::output::print(a.format, &report, fabrik_render::ras::inspector)?;
+    Ok(crate::exit::of_findings(&report.findings))
 }
 
 pub use client::{run as run_client, ClientArgs};

@@ -13,11 +13,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let doc = catalog::rules_doc();
-    match args.format {
-        Format::Json => crate::output::print_json(&doc)?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::doctor::rules(&doc.rules))?
-        }
-    }
+    crate::output::print(args.format, &doc, |d| {
+        fabrik_render::doctor::rules(&d.rules)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
