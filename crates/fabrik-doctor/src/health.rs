@@ -6,6 +6,10 @@ use serde::Serialize;
 
 use crate::Report;
 
+/// The share of a health check's time budget the probe's tools and kernel queries may use: the
+/// rest is left for the rules and the answer, so the check answers before the budget ends.
+pub const TOOL_SHARE: f64 = 0.75;
+
 /// A health check's answer, as `fabrik check --format json` writes it.
 #[derive(Debug, Serialize)]
 pub struct HealthDoc<'a> {

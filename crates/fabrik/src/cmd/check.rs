@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fabrik_doctor::health::HealthDoc;
+use fabrik_doctor::health::{HealthDoc, TOOL_SHARE};
 use fabrik_doctor::{diagnose, name_nodes};
 use fabrik_probe::open::BudgetError;
 use fabrik_render::doctor as render;
@@ -32,10 +32,6 @@ pub struct Args {
     #[command(flatten)]
     pub env: crate::cmd::doctor::EnvArgs,
 }
-
-/// The share of the budget the probe's tools and kernel queries may use: the rest is left for
-/// the rules and the answer, so the check answers before the budget ends.
-const TOOL_SHARE: f64 = 0.75;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.budget.is_zero() {
