@@ -139,7 +139,7 @@ pub enum Answer {
     /// The report as the job sent it (a raw report question).
     Raw(String),
     /// The report read from the answer, or from the monitor events.
-    Report(LogReport),
+    Report(Box<LogReport>),
 }
 
 /// What comes from a job while it is asked, as it comes.
@@ -200,7 +200,7 @@ pub fn ask_job(query: &JobQuery, on_heard: &mut dyn FnMut(Heard<'_>)) -> Result<
                     on_heard(Heard::Event(&e));
                 }
             })?;
-            return Ok(Answer::Report(follower.finish()));
+            return Ok(Answer::Report(Box::new(follower.finish())));
         }
     };
     let data = s.report(ask, query.ras_timeout)?;
@@ -212,5 +212,5 @@ pub fn ask_job(query: &JobQuery, on_heard: &mut dyn FnMut(Heard<'_>)) -> Result<
     if report.ras.is_none() && report.diag.is_empty() {
         return Err(AskError::NoReport { bytes: data.len() });
     }
-    Ok(Answer::Report(report))
+    Ok(Answer::Report(Box::new(report)))
 }
