@@ -5,6 +5,7 @@
 //! malformed one becomes a `None` and a [`fabrik_model::ProbeWarning`], never a panic.
 #![warn(missing_docs)]
 
+mod archive;
 pub mod captures;
 pub mod confined;
 mod facts;
