@@ -11,9 +11,11 @@
 pub use fabrik_model::{Rule, Scope, Source};
 
 pub mod counters;
+mod docs;
 mod pages;
 mod sources;
 
+pub use docs::{explain, rules_doc, ExplainDoc, RulesDoc};
 pub use pages::RULES;
 
 /// Every rule: the doctor's node, environment, cluster and counter rules,

@@ -54,6 +54,15 @@ impl PlannedEnv {
         }
     }
 
+    /// This process's own environment (`fabrik doctor --env`).
+    pub fn from_process() -> Self {
+        Self::from_pairs(
+            "process environment",
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        )
+    }
+
     /// The kept pairs of `pairs` (a process environment, a parsed file), from `source`.
     pub fn from_pairs<I, K, V>(source: impl Into<String>, pairs: I) -> Self
     where

@@ -12,6 +12,7 @@ pub mod counter_rules;
 pub mod env;
 pub mod env_rules;
 pub mod expect;
+pub mod health;
 pub mod parsed;
 pub mod passline;
 pub mod remedy;

@@ -1,7 +1,10 @@
 //! Parsed nccl-tests and perftest outputs judged as `fabrik parse` reports them: each run with
 //! its findings and its pass line, and a perftest run's failure messages ahead of its reports.
 
+use std::path::{Path, PathBuf};
+
 use fabrik_model::{CollectiveReport, Finding, P2pReport, SCHEMA_VERSION};
+use fabrik_parse::error::ParseError;
 use fabrik_parse::nccl_tests::NcclTestsRun;
 use fabrik_parse::perftest::PerftestOutput;
 use fabrik_parse::perftest_failures::PerftestFailure;
@@ -152,4 +155,83 @@ pub fn judge_perftest_output(
         findings: fabrik_parse::perftest_failures::findings(&out.failures),
     });
     JudgedPerftest { failed, runs }
+}
+
+/// Why a file gave `fabrik parse` nothing to judge.
+#[derive(Debug, thiserror::Error)]
+pub enum ParsedError {
+    /// The nccl-tests output could not be read.
+    #[error("parsing nccl-tests output {}", .0.display())]
+    NcclTests(PathBuf, #[source] ParseError),
+    /// It holds no nccl-tests table.
+    #[error("{}: no nccl-tests table found", .0.display())]
+    NoTable(PathBuf),
+    /// The perftest output could not be read.
+    #[error("parsing perftest output {}", .0.display())]
+    Perftest(PathBuf, #[source] ParseError),
+    /// It holds neither a report nor a failure message.
+    #[error("{}: no perftest report and no perftest failure message found", .0.display())]
+    NoPerftest(PathBuf),
+}
+
+/// The nccl-tests output at `path` (`-`: standard input) parsed and judged as
+/// [`judge_nccl_tests`] does; an output without a table is an error.
+pub fn nccl_tests_file(
+    path: &Path,
+    op: Option<&str>,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> Result<Vec<Judged<CollectiveReport>>, ParsedError> {
+    let runs = fabrik_parse::nccl_tests::parse_path(path)
+        .map_err(|e| ParsedError::NcclTests(path.to_path_buf(), e))?;
+    if runs.is_empty() {
+        return Err(ParsedError::NoTable(path.to_path_buf()));
+    }
+    Ok(judge_nccl_tests(runs, op, expect, link_gbps))
+}
+
+/// The perftest output at `path` (`-`: standard input) parsed, and judged as
+/// [`judge_perftest_output`] does; an output with neither a report nor a failure message is an
+/// error.
+pub fn perftest_file(
+    path: &Path,
+    expect: Option<&Expectations>,
+    link_gbps: Option<f64>,
+) -> Result<(PerftestOutput, JudgedPerftest), ParsedError> {
+    let out = fabrik_parse::perftest::parse_path_full(path)
+        .map_err(|e| ParsedError::Perftest(path.to_path_buf(), e))?;
+    if out.reports.is_empty() && out.failures.is_empty() {
+        return Err(ParsedError::NoPerftest(path.to_path_buf()));
+    }
+    let judged = judge_perftest_output(&out, expect, link_gbps);
+    Ok((out, judged))
+}
+
+/// Whether `fabrik parse` fails on judged runs: one below its pass line, or an error finding.
+pub fn failed<T>(runs: &[Judged<T>], findings: &[Finding]) -> bool {
+    any_below(runs) || fabrik_model::has_problems(findings, false)
+}
+
+/// A pasted tool output's facts with the doctor's findings on them, as
+/// `fabrik parse TOOL --format json` writes them.
+#[derive(Serialize)]
+pub struct PasteDoc<'a> {
+    /// The document's schema version.
+    pub schema_version: u32,
+    /// The tool and the facts read from its output.
+    #[serde(flatten)]
+    pub pasted: &'a fabrik_parse::formats::paste::Pasted,
+    /// The doctor's findings on those facts.
+    pub findings: Vec<Finding>,
+}
+
+impl<'a> PasteDoc<'a> {
+    /// The document of `pasted`, with the rules that apply to its tool's facts run on them.
+    pub fn new(pasted: &'a fabrik_parse::formats::paste::Pasted) -> Self {
+        PasteDoc {
+            schema_version: SCHEMA_VERSION,
+            pasted,
+            findings: crate::check_paste(&pasted.node, pasted.tool),
+        }
+    }
 }

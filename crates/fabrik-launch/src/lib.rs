@@ -5,6 +5,7 @@
 //! Every renderer is a pure function of the environment and the [`JobShape`].
 #![warn(missing_docs)]
 
+mod doc;
 mod docker;
 mod hostfile;
 pub mod k8s;
@@ -18,6 +19,7 @@ use std::str::FromStr;
 
 use fabrik_nccl::Env;
 
+pub use doc::{gpus_per_node, LaunchDoc};
 pub use shape::{JobShape, K8sKind};
 
 /// What to render.

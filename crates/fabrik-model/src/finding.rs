@@ -92,3 +92,31 @@ pub fn sort_findings(findings: &mut [Finding]) {
             .then_with(|| a.message.cmp(&b.message))
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(severity: Severity) -> Finding {
+        Finding {
+            rule: "FAB-PORT-001".into(),
+            severity,
+            subject: "mlx5_0:1".into(),
+            message: "port is not active".into(),
+            evidence: vec![],
+            fix: "bring the port up".into(),
+        }
+    }
+
+    #[test]
+    fn errors_fail_warnings_only_when_strict() {
+        assert!(!has_problems(&[], true));
+        assert!(!has_problems(&[with(Severity::Info)], true));
+        assert!(!has_problems(&[with(Severity::Warning)], false));
+        assert!(has_problems(&[with(Severity::Warning)], true));
+        assert!(has_problems(
+            &[with(Severity::Info), with(Severity::Error)],
+            false
+        ));
+    }
+}

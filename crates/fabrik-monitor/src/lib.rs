@@ -1,12 +1,15 @@
 //! Port and netdev counters over time: a lean sampler, rates between samples, counter findings
 //! and a Prometheus exporter (`fabrik-render` prints a comparison as text).
 //!
-//! Pure core, I/O at the edges: [`read`] and [`server`] touch the system; everything else is a
-//! function of [`Sample`]s.
+//! Pure core, I/O at the edges: [`read`], [`server`] and [`keys`] touch the system; everything
+//! else is a function of [`Sample`]s.
 #![warn(missing_docs)]
 
+pub mod checkup;
 pub mod delta;
+pub mod diff;
 pub mod ethtool;
+pub mod keys;
 pub mod metrics;
 pub mod read;
 pub mod rules;

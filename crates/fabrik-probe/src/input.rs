@@ -227,3 +227,45 @@ mod tests {
         assert!(check_regular(Path::new("-"), "input").is_ok());
     }
 }
+
+/// Why a pasted command output was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum PasteError {
+    /// Not a regular file (and not `-`).
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The file could not be opened.
+    #[error("opening {}", .0.display())]
+    Open(PathBuf, #[source] std::io::Error),
+    /// The file could not be read.
+    #[error("reading {}", .0.display())]
+    Read(PathBuf, #[source] std::io::Error),
+    /// More than one node's output can hold.
+    #[error("{}: larger than {max} bytes, not a command output", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The most it may hold.
+        max: usize,
+    },
+}
+
+/// A pasted command output read whole (`-`: standard input; gzip detected), up to what one
+/// node's output can hold ([`fabrik_parse::formats::MAX_INPUT`]).
+pub fn read_paste(path: &Path) -> Result<String, PasteError> {
+    let max = fabrik_parse::formats::MAX_INPUT;
+    check_regular(path, "command output")?;
+    let r = fabrik_parse::input::open_input(path)
+        .map_err(|e| PasteError::Open(path.to_path_buf(), e))?;
+    let mut buf = Vec::new();
+    r.take(max as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| PasteError::Read(path.to_path_buf(), e))?;
+    if buf.len() > max {
+        return Err(PasteError::TooLarge {
+            path: path.to_path_buf(),
+            max,
+        });
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}

@@ -5,6 +5,7 @@
 //! malformed one becomes a `None` and a [`fabrik_model::ProbeWarning`], never a panic.
 #![warn(missing_docs)]
 
+mod archive;
 pub mod captures;
 pub mod confined;
 mod facts;
@@ -16,6 +17,7 @@ pub mod live;
 pub mod net;
 pub mod nic_tools;
 pub mod open;
+pub mod output;
 pub mod pci;
 pub mod rdma;
 pub mod root;

@@ -156,3 +156,46 @@ pub fn load_node_within(root: &Path, deadline: Instant) -> Result<Node, OpenErro
         source,
     })
 }
+
+/// Why the node a command was given could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GivenNodeError {
+    /// The root could not be opened or probed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The node document could not be read.
+    #[error(transparent)]
+    Read(#[from] crate::input::InputError),
+    /// The node document is not one.
+    #[error("{} is not a fabrik node document", path.display())]
+    NotANode {
+        /// The document.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The node a command is given: a node document as `fabrik inventory --format json` wrote it,
+/// else the node probed under `root`, else this machine's (`/`) when `live` is set, else none.
+pub fn given_node(
+    document: Option<&Path>,
+    root: Option<&Path>,
+    live: bool,
+) -> Result<Option<Node>, GivenNodeError> {
+    if let Some(path) = document {
+        let text = crate::input::read_text(path, "node file", crate::input::cap::NODE)?;
+        return serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|source| GivenNodeError::NotANode {
+                path: path.to_path_buf(),
+                source,
+            });
+    }
+    match root {
+        Some(root) => Ok(Some(load_node(root)?)),
+        None if live => Ok(Some(load_node(Path::new("/"))?)),
+        None => Ok(None),
+    }
+}

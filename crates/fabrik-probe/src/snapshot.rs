@@ -13,48 +13,9 @@ use fabrik_model::Node;
 use crate::fs::{parent, Recorded};
 use crate::unpack::{writing, RemoveOnSignal};
 
+pub use crate::archive::SnapshotError;
+use crate::archive::{io_err, is_tarball};
 pub use crate::unpack::{is_snapshot_tarball, unpack, unpack_with, UnpackLimits, Unpacked};
-
-/// Why a snapshot could not be written or read.
-#[derive(Debug, thiserror::Error)]
-pub enum SnapshotError {
-    /// The source root could not be probed.
-    #[error(transparent)]
-    Probe(#[from] crate::ProbeError),
-    /// A tarball or directory refused as a snapshot (a limit exceeded, an unsafe entry).
-    #[error("refusing snapshot {path}: {reason}")]
-    Refused {
-        /// The snapshot refused.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// The output path is taken; snapshots never overwrite.
-    #[error("{0} already exists; choose another output path")]
-    OutputExists(PathBuf),
-    /// A file operation failed; `action` says which (`create`, `write`...).
-    #[error("{action} {path}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory it was done to.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-}
-
-pub(crate) fn io_err(
-    action: &'static str,
-    path: &Path,
-) -> impl FnOnce(std::io::Error) -> SnapshotError {
-    let path = path.to_path_buf();
-    move |source| SnapshotError::Io {
-        action,
-        path,
-        source,
-    }
-}
 
 /// What [`capture`] copies and where to.
 #[derive(Debug, Clone)]
@@ -81,6 +42,17 @@ impl SnapshotOptions {
     }
 }
 
+/// Where a snapshot of `root` goes when no output is named ([`default_output_name`]), the host
+/// name read through the confined reader: the root may be someone else's tree.
+pub fn default_output(root: &Path, now: SystemTime) -> PathBuf {
+    // HOST_NAME_MAX is 64.
+    let host = crate::confined::Root::open(root)
+        .and_then(|r| r.read("proc/sys/kernel/hostname", 256))
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    PathBuf::from(default_output_name(host.as_deref().map(str::trim), now))
+}
+
 /// `fabrik-snapshot-HOST-20261122T222009Z`.
 pub fn default_output_name(hostname: Option<&str>, now: SystemTime) -> String {
     let stamp: String = humantime::format_rfc3339_seconds(now)
@@ -104,11 +76,6 @@ pub fn file_name_part(host: &str) -> String {
             }
         })
         .collect()
-}
-
-pub(crate) fn is_tarball(p: &Path) -> bool {
-    let s = p.to_string_lossy();
-    s.ends_with(".tar.gz") || s.ends_with(".tgz")
 }
 
 /// Takes a snapshot as `opts` says.

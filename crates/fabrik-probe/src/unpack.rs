@@ -4,7 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::snapshot::{io_err, is_tarball, SnapshotError};
+use crate::archive::{io_err, is_tarball, SnapshotError};
 
 /// What a snapshot tarball may unpack to. A real snapshot is a few MiB in a few thousand
 /// entries (an 8-GPU, 8-HCA node's PCI tree included), its largest file a command capture, and

@@ -14,6 +14,11 @@ pub fn status(found_problems: bool) -> ExitCode {
     }
 }
 
+/// The status of a command whose findings are its verdict: 1 on an error finding, else 0.
+pub fn of_findings(findings: &[fabrik_model::Finding]) -> ExitCode {
+    status(has_problems(findings, false))
+}
+
 /// The status of a command that could not do its job (2).
 pub fn failure() -> ExitCode {
     ExitCode::from(TOOL_FAILURE)
@@ -28,29 +33,9 @@ pub use fabrik_model::has_problems;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fabrik_model::{Finding, Severity};
-
-    fn with(severity: Severity) -> Finding {
-        Finding {
-            rule: "FAB-PORT-001".into(),
-            severity,
-            subject: "mlx5_0:1".into(),
-            message: "port is not active".into(),
-            evidence: vec![],
-            fix: "bring the port up".into(),
-        }
-    }
 
     #[test]
-    fn errors_fail_warnings_only_when_strict() {
-        assert!(!has_problems(&[], true));
-        assert!(!has_problems(&[with(Severity::Info)], true));
-        assert!(!has_problems(&[with(Severity::Warning)], false));
-        assert!(has_problems(&[with(Severity::Warning)], true));
-        assert!(has_problems(
-            &[with(Severity::Info), with(Severity::Error)],
-            false
-        ));
+    fn found_problems_exit_1_and_tool_failures_2() {
         assert_eq!(status(true), ExitCode::from(1));
         assert_eq!(status(false), ExitCode::SUCCESS);
         assert_eq!(failure(), ExitCode::from(2));

@@ -92,8 +92,8 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Cluster(args) => cmd::cluster::run(args),
         Command::Report(args) => cmd::report::run(args),
-        Command::Completions { shell } => completions(shell),
-        Command::Manpage => manpage(),
+        Command::Completions { shell } => generated(Some(shell)),
+        Command::Manpage => generated(None),
     };
     match result {
         Ok(code) => code,
@@ -107,23 +107,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+/// Shell completions, or the manual page without a shell, on stdout.
+fn generated(shell: Option<clap_complete::Shell>) -> anyhow::Result<ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
     let mut bytes = Vec::new();
-    clap_complete::generate(
-        shell,
-        &mut <Cli as clap::CommandFactory>::command(),
-        "fabrik",
-        &mut bytes,
-    );
-    output::print_text(&String::from_utf8_lossy(&bytes))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn manpage() -> anyhow::Result<ExitCode> {
-    let mut bytes = Vec::new();
-    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-        .render(&mut bytes)
-        .context("rendering the manual page")?;
+    match shell {
+        Some(shell) => clap_complete::generate(shell, &mut command, "fabrik", &mut bytes),
+        None => clap_mangen::Man::new(command)
+            .render(&mut bytes)
+            .context("rendering the manual page")?,
+    }
     output::print_text(&String::from_utf8_lossy(&bytes))?;
     Ok(ExitCode::SUCCESS)
 }

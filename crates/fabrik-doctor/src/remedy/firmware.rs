@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use fabrik_model::{NicFirmware, Node};
 
-use super::rules::{majority, Planned, Target, MELLANOX_VENDOR};
+use super::plan::{majority, Planned, Target, MELLANOX_VENDOR};
 use super::Change;
 use crate::cluster;
 use crate::expect::setting_matches;

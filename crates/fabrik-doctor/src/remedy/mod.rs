@@ -15,11 +15,13 @@ use serde::{Deserialize, Serialize};
 
 mod effects;
 mod firmware;
+mod plan;
 pub mod rules;
 mod safety;
 
 pub use effects::{acs_word, pfc_vector, qos_value, service_marker, sysctl_path};
-pub use rules::{plan_finding, remedy, table_markdown, Class, Planned, Remedy, Target, REMEDIES};
+pub use plan::{Planned, Target};
+pub use rules::{plan_finding, remedy, table_markdown, Class, Remedy, REMEDIES};
 pub use safety::Unsafe;
 
 /// Whether a change may be made while jobs run.

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use fabrik_model::{Finding, Node, Port, RdmaDevice, Severity};
 use serde::Serialize;
 
+use super::plan::{majority, Planned, Target, MELLANOX_VENDOR};
 use super::{acs_word, qos_value, Change};
 use crate::cluster::{self, NamedNode};
 use crate::expect::{self, Expectations, Memlock};
@@ -35,38 +36,6 @@ impl std::fmt::Display for Class {
             Class::Manual => "manual only",
         })
     }
-}
-
-/// A finding on one node, with what the plan may consult.
-pub struct Target<'a> {
-    /// The finding.
-    pub finding: &'a Finding,
-    /// Its subject without the node prefix a report of several nodes adds (`mlx5_0:1`).
-    pub subject: &'a str,
-    /// The node it is about.
-    pub node: &'a NamedNode,
-    /// Every node of the report (the peers of a cross-node finding).
-    pub nodes: &'a [NamedNode],
-    /// The expectations file, when one was given.
-    pub expect: Option<&'a Expectations>,
-}
-
-/// One entry of a plan for a finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Planned {
-    /// A change, with the value the node showed.
-    Change {
-        /// The change.
-        change: Change,
-        /// The value before, as probed (`None` when the node's data does not hold it).
-        previous: Option<String>,
-    },
-    /// What a person must do.
-    Manual {
-        /// The sentence.
-        what: String,
-    },
 }
 
 /// A rule's remediation.
@@ -271,16 +240,6 @@ pub fn converge_mtu(nodes: &[NamedNode], expect: Option<&Expectations>) -> Optio
             },
         )
     })
-}
-
-pub(super) fn majority<T: Clone>(count: BTreeMap<T, usize>) -> Option<(T, usize)> {
-    let best = *count.values().max()?;
-    let mut leaders = count.into_iter().filter(|(_, c)| *c == best);
-    let first = leaders.next()?;
-    if leaders.next().is_some() {
-        return None;
-    }
-    Some(first)
 }
 
 /// Where a converged value comes from.
@@ -492,9 +451,6 @@ fn expected_host(t: &Target) -> Vec<Planned> {
     }
     out
 }
-
-/// NVIDIA's (Mellanox's) PCI vendor id: `mstconfig` drives only its NICs.
-pub(super) const MELLANOX_VENDOR: &str = "0x15b3";
 
 fn sriov_vf(t: &Target) -> Vec<Planned> {
     let Some(dev) = t.node.node.rdma_device(t.subject) else {

@@ -4,6 +4,7 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::{LogAnalyzer, LogReport};
 use crate::ras::monitor::{MonitorEvent, MonitorParser};
@@ -104,4 +105,112 @@ pub fn follow_path(
         return Err(FollowError::NothingFound(name));
     }
     Ok(report)
+}
+
+/// What `fabrik ras` asks a running job's RAS port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Question {
+    /// A report: the job's status, or its diagnostics.
+    Report(crate::ras::client::Ask),
+    /// Every monitor event, until the job closes or this long has passed.
+    Monitor(Option<Duration>),
+}
+
+/// A question to a running job's RAS port, and how to put it.
+#[derive(Debug, Clone)]
+pub struct JobQuery {
+    /// The job's RAS address, HOST[:PORT].
+    pub target: String,
+    /// What to ask.
+    pub question: Question,
+    /// Ask for the JSON report (NCCL 2.28.7+) instead of text.
+    pub json_report: bool,
+    /// Seconds the job's RAS waits for its peers (`ncclras -t`).
+    pub ras_timeout: Option<u32>,
+    /// How long to wait for the connection.
+    pub connect_timeout: Duration,
+    /// Hand back what the job sent as it is, without reading a report from it.
+    pub raw: bool,
+}
+
+/// What a job's RAS port answered.
+#[derive(Debug)]
+pub enum Answer {
+    /// The report as the job sent it (a raw report question).
+    Raw(String),
+    /// The report read from the answer, or from the monitor events.
+    Report(Box<LogReport>),
+}
+
+/// What comes from a job while it is asked, as it comes.
+#[derive(Debug)]
+pub enum Heard<'a> {
+    /// The job speaks another RAS protocol version than this client; the session goes on.
+    Protocol {
+        /// The job's version.
+        job: u32,
+        /// This client's version.
+        ours: u32,
+    },
+    /// A monitor line as the job sent it (raw monitoring).
+    Line(&'a [u8]),
+    /// A monitor event (monitoring, not raw).
+    Event(&'a LiveEvent),
+}
+
+/// Why a job's RAS port gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// The session failed.
+    #[error(transparent)]
+    Client(#[from] crate::ras::client::ClientError),
+    /// The answer holds no report.
+    #[error("the job's answer holds no RAS report ({bytes} bytes); rerun with --raw to see it")]
+    NoReport {
+        /// The answer's size.
+        bytes: usize,
+    },
+}
+
+/// Asks the job at `query.target` its question, handing what comes as it comes to `on_heard`.
+pub fn ask_job(query: &JobQuery, on_heard: &mut dyn FnMut(Heard<'_>)) -> Result<Answer, AskError> {
+    use crate::ras::{client::Session, protocol::PROTOCOL_VERSION};
+    let mut s = Session::connect(&query.target, query.connect_timeout)?;
+    if s.server_protocol() != PROTOCOL_VERSION {
+        on_heard(Heard::Protocol {
+            job: s.server_protocol(),
+            ours: PROTOCOL_VERSION,
+        });
+    }
+    if let Some(t) = query.ras_timeout {
+        s.set_timeout(t)?;
+    }
+    if query.json_report {
+        s.ask_json()?;
+    }
+    let ask = match query.question {
+        Question::Report(ask) => ask,
+        Question::Monitor(duration) => {
+            let mut follower = Follower::new(&query.target);
+            s.monitor(duration, |line| {
+                let event = follower.line(line);
+                if query.raw {
+                    on_heard(Heard::Line(line));
+                } else if let Some(e) = event {
+                    on_heard(Heard::Event(&e));
+                }
+            })?;
+            return Ok(Answer::Report(Box::new(follower.finish())));
+        }
+    };
+    let data = s.report(ask, query.ras_timeout)?;
+    let text = String::from_utf8_lossy(&data).into_owned();
+    if query.raw {
+        return Ok(Answer::Raw(text));
+    }
+    let report = super::analyze_str(&query.target, &text);
+    if report.ras.is_none() && report.diag.is_empty() {
+        return Err(AskError::NoReport { bytes: data.len() });
+    }
+    Ok(Answer::Report(Box::new(report)))
 }

@@ -293,6 +293,14 @@ pub struct RasDocument<'a> {
 }
 
 impl LogReport {
+    /// Whether `fabrik logs` fails on this report: an error, a fallback to sockets, or an error
+    /// finding (job-level ones, such as loopback across hosts or the first failure, included).
+    pub fn failed(&self) -> bool {
+        self.summary.errors > 0
+            || self.summary.socket_fallback
+            || fabrik_model::has_problems(&self.findings, false)
+    }
+
     /// The RAS document of this report.
     pub fn ras_document(&self) -> RasDocument<'_> {
         RasDocument {

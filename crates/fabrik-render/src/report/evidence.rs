@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use fabrik_model::{KernelEventKind, Node, PciFunction, PciLink};
 
-use super::html::esc;
+use super::escape::esc;
 
 /// Kernel log events listed per node; the count says how many more there are.
 const MAX_EVENTS: usize = 50;

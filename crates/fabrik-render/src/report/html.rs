@@ -10,6 +10,7 @@ use fabrik_model::{CollectiveReport, Finding, Node, P2pReport, P2pRows, ResultSo
 pub use fabrik_doctor::passline::collective_incomplete;
 use fabrik_doctor::passline::p2p_incomplete;
 
+use super::escape::esc;
 use super::svg::{busbw_plot, heatmap, run_label};
 use super::{LogDoc, Named, ReportError, ReportInput};
 
@@ -20,13 +21,6 @@ pub struct Rendered {
     pub html: String,
     /// Each plot as (file stem, SVG), in page order.
     pub plots: Vec<(String, String)>,
-}
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn slug(s: &str) -> String {

@@ -4,6 +4,7 @@
 //! [`classify`] recognises each input by its shape, [`render_with`] lays out the page and draws
 //! the plots ([`busbw_plot`], [`heatmap`]), and [`PngRenderer`] rasterises a plot.
 
+mod escape;
 mod evidence;
 mod html;
 mod input;

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fabrik_doctor::{diagnose, name_nodes, Report};
+use fabrik_doctor::health::{HealthDoc, TOOL_SHARE};
+use fabrik_doctor::{diagnose, name_nodes};
 use fabrik_probe::open::BudgetError;
 use fabrik_render::doctor as render;
 use fabrik_render::Format;
-use serde::Serialize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,19 +31,6 @@ pub struct Args {
     pub expect: fabrik_doctor::expect::ExpectOptions,
     #[command(flatten)]
     pub env: crate::cmd::doctor::EnvArgs,
-}
-
-/// The share of the budget the probe's tools and kernel queries may use: the rest is left for
-/// the rules and the answer, so the check answers before the budget ends.
-const TOOL_SHARE: f64 = 0.75;
-
-#[derive(Serialize)]
-struct CheckDocument<'a> {
-    healthy: bool,
-    elapsed_s: f64,
-    budget_s: f64,
-    #[serde(flatten)]
-    report: &'a Report,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -73,14 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(crate::exit::failure());
         }
     };
-    let failed = crate::exit::has_problems(&report.findings, args.strict);
+    let doc = HealthDoc::new(&report, args.strict, started.elapsed(), args.budget);
     match args.format {
-        Format::Json => crate::output::print_json(&CheckDocument {
-            healthy: !failed,
-            elapsed_s: started.elapsed().as_secs_f64(),
-            budget_s: args.budget.as_secs_f64(),
-            report: &report,
-        })?,
+        Format::Json => crate::output::print_json(&doc)?,
         Format::Text | Format::Markdown => {
             let mut text = render::health_lines(&report);
             text.push_str(&render::verdict(&report));
@@ -89,5 +71,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::output::print_text(&text)?;
         }
     }
-    Ok(crate::exit::status(failed))
+    Ok(crate::exit::status(!doc.healthy))
 }

@@ -4,8 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use fabrik_doctor::{diagnose, name_nodes, PlannedEnv};
-use fabrik_monitor::Watched;
+use fabrik_doctor::PlannedEnv;
 use fabrik_render::doctor as render;
 use fabrik_render::Format;
 
@@ -58,13 +57,7 @@ impl EnvArgs {
                 &text,
             )));
         }
-        Ok(self.env.then(|| {
-            PlannedEnv::from_pairs(
-                "process environment",
-                std::env::vars_os()
-                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-            )
-        }))
+        Ok(self.env.then(PlannedEnv::from_process))
     }
 }
 
@@ -74,54 +67,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.watch.is_some_and(|d| d.is_zero()) {
         anyhow::bail!("--watch must be more than zero");
     }
-    // Before any watch interval is spent: a root that is not a node fails now, not after it.
-    for root in &args.root {
-        fabrik_probe::open::check_root(root)?;
-    }
-    let (nodes, watched) =
-        fabrik_monitor::while_watching(&args.root, args.watch, &args.thresholds, || {
-            args.root
-                .iter()
-                .map(|root| fabrik_probe::open::load_node(root))
-                .collect::<Result<Vec<_>, _>>()
-        });
-    let named = name_nodes(nodes?);
-    let mut report = diagnose(&named, env.as_ref());
-    let many = named.len() > 1;
-    for ((node, root), watched) in named.iter().zip(&args.root).zip(watched) {
-        let mut findings = match watched {
-            Watched::Findings(f) => f,
-            Watched::Frozen => {
-                eprintln!(
-                    "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
-                     (use `fabrik diff` on two snapshots)",
-                    root.display()
-                );
-                continue;
-            }
-        };
-        if many {
-            for f in &mut findings {
-                f.subject = format!("{}/{}", node.name, f.subject);
-            }
-        }
-        report.add_findings(findings);
-    }
+    let (named, mut report) = fabrik_monitor::checkup::diagnose_roots(
+        &args.root,
+        env.as_ref(),
+        args.watch,
+        &args.thresholds,
+        &mut |root| {
+            eprintln!(
+                "fabrik doctor: --watch skips {}: a snapshot archive's counters do not move \
+                 (use `fabrik diff` on two snapshots)",
+                root.display()
+            )
+        },
+    )?;
     if let Some(e) = &expect {
         crate::cmd::expect::apply(&mut report, &named, e, env.as_ref());
     }
     match args.format {
         Format::Json => crate::output::print_json(&report)?,
-        Format::Text => emit(&render::table(&report))?,
-        Format::Markdown => emit(&render::markdown(&report))?,
+        Format::Text => crate::output::print_text(&render::table(&report))?,
+        Format::Markdown => crate::output::print_text(&render::markdown(&report))?,
     }
     Ok(crate::exit::status(crate::exit::has_problems(
         &report.findings,
         args.strict,
     )))
-}
-
-/// Writes text to stdout; a reader that went away (`fabrik rules | head`) is not an error.
-pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
-    crate::output::print_text(text)
 }

@@ -1,11 +1,9 @@
 //! `fabrik env`: the NCCL environment for this node (or a snapshot, or a platform profile).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use fabrik_model::Node;
 use fabrik_nccl::env::render;
 use fabrik_nccl::{Env, Profile, Request};
@@ -51,24 +49,15 @@ pub struct Args {
     pub format: Format,
 }
 
-fn read_node_json(path: &Path) -> anyhow::Result<Node> {
-    let text = fabrik_probe::input::read_text(path, "node file", fabrik_probe::input::cap::NODE)?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a fabrik node document", path.display()))
-}
-
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
 /// built from, when one was read.
 pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> {
     let profile: Profile = args.profile.parse()?;
-    let node = match (&args.node, &args.root) {
-        (Some(file), _) => Some(read_node_json(file)?),
-        (None, Some(root)) => Some(fabrik_probe::open::load_node(root)?),
-        (None, None) if profile == Profile::Auto => {
-            Some(fabrik_probe::open::load_node(Path::new("/"))?)
-        }
-        (None, None) => None,
-    };
+    let node = fabrik_probe::open::given_node(
+        args.node.as_deref(),
+        args.root.as_deref(),
+        profile == Profile::Auto,
+    )?;
     // A snapshot or a node document is someone else's data: names that can never be valid
     // are refused before they reach an environment or a launch file.
     node.as_ref().map(fabrik_launch::check_node).transpose()?;
@@ -84,26 +73,18 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (env, _) = build_env(&args.node)?;
-    if let Format::Json = args.format {
-        crate::output::print_json(&env)?;
-        eprintln!("fabrik env: {}", env.summary);
-        return Ok(ExitCode::SUCCESS);
-    }
     let text = match args.format {
         Format::Shell => render::shell(&env)?,
         Format::Dotenv => render::dotenv(&env)?,
-        Format::Docker => {
-            let mut s = render::docker_flags(&env)?;
-            s.push('\n');
-            s
-        }
+        Format::Docker => render::docker_flags(&env)? + "\n",
         Format::K8s => render::k8s_env(&env)?,
-        Format::Json => render::json(&env)?,
+        Format::Json => {
+            crate::output::print_json(&env)?;
+            eprintln!("fabrik env: {}", env.summary);
+            return Ok(ExitCode::SUCCESS);
+        }
     };
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    lock.write_all(text.as_bytes())
-        .context("writing to stdout")?;
+    crate::output::print_text(&text)?;
     // Docker flags and JSON are for machines; the people reading shell output see the
     // warnings in its comments. Say the summary on stderr for the machine formats.
     if matches!(args.format, Format::Docker) {

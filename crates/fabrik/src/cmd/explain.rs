@@ -2,9 +2,7 @@
 
 use std::process::ExitCode;
 
-use fabrik_doctor::catalog;
 use fabrik_render::Format;
-use serde::Serialize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,31 +12,13 @@ pub struct Args {
     pub format: Format,
 }
 
-#[derive(Serialize)]
-struct ExplainDoc<'a> {
-    schema_version: u32,
-    rule: &'a catalog::Rule,
-    /// The page as `--format text` prints it.
-    page: String,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match catalog::rule(&args.id) {
-        Some(rule) => {
-            let page = catalog::page(rule);
-            match args.format {
-                Format::Text | Format::Markdown => crate::cmd::doctor::emit(&page)?,
-                Format::Json => crate::output::print_json(&ExplainDoc {
-                    schema_version: fabrik_model::SCHEMA_VERSION,
-                    rule,
-                    page,
-                })?,
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        None => anyhow::bail!(
+    let Some(doc) = fabrik_doctor::catalog::explain(&args.id) else {
+        anyhow::bail!(
             "unknown rule `{}`; `fabrik rules` lists the rule ids",
             args.id
-        ),
-    }
+        );
+    };
+    crate::output::print(args.format, &doc, |d| d.page.clone())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -51,7 +51,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut write = |path: &Path, bytes: &[u8]| {
         crate::output::write_atomically(path, bytes)
-            .map_err(|e| std::io::Error::other(format!("{e:#}")))
+            .map_err(|e| std::io::Error::other(format!("{:#}", anyhow::Error::new(e))))
     };
     if let Some(record) = &args.undo {
         let undone = fabrik_fix::run::undo_file(record, &mut write)?;
@@ -79,10 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &fabrik_fix::ansible::render(plan).context("writing the playbook")?,
             )?,
         }
-        return Ok(crate::exit::status(crate::exit::has_problems(
-            &planned.covered,
-            false,
-        )));
+        return Ok(crate::exit::of_findings(&planned.covered));
     }
     if matches!(args.format, FixFormat::Script | FixFormat::Ansible) {
         bail!("--apply prints its result as text or json, not as a script or playbook");

@@ -17,11 +17,6 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = fabrik_probe::open::load_node(&args.root)?;
-    match args.format {
-        Format::Json => crate::output::print_json(&node)?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::inventory::text(&node))?
-        }
-    }
+    crate::output::print(args.format, &node, fabrik_render::inventory::text)?;
     Ok(ExitCode::SUCCESS)
 }

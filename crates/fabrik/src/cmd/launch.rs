@@ -1,36 +1,29 @@
 //! `fabrik launch KIND`: a runnable job (torchrun, docker, k8s, slurm, hostfile) carrying the
 //! environment `fabrik env` would print.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_launch::{JobShape, K8sKind, Kind};
-use serde::Serialize;
+use clap::builder::TypedValueParser;
+use fabrik_launch::{JobShape, K8sKind, Kind, LaunchDoc};
 
 use super::env::{build_env, NodeArgs};
 use fabrik_render::Format;
 
-/// `KIND` as fabrik-launch names its targets ([`Kind::ALL`]), so a new target needs no change
-/// here.
-fn kind_parser() -> impl clap::builder::TypedValueParser<Value = Kind> {
-    use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::as_str))
-        .try_map(|s| s.parse::<Kind>())
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum K8sKindArg {
-    Job,
-    Jobset,
-    Pytorchjob,
+/// A value among the names fabrik-launch gives its targets ([`Kind::ALL`]) and Kubernetes
+/// objects ([`K8sKind::ALL`]), so a new one needs no change here.
+fn named<T>(names: impl IntoIterator<Item = &'static str>) -> impl TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = fabrik_launch::LaunchError> + Clone + Send + Sync + 'static,
+{
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
 }
 
 #[derive(clap::Args)]
 pub struct Args {
     /// What to render.
-    #[arg(value_parser = kind_parser())]
+    #[arg(value_parser = named::<Kind>(Kind::ALL.map(Kind::as_str)))]
     pub kind: Kind,
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
@@ -52,8 +45,8 @@ pub struct Args {
     /// Comma-separated host names, one per node.
     #[arg(long, value_delimiter = ',')]
     pub hosts: Vec<String>,
-    #[arg(long, value_enum, default_value = "job")]
-    pub k8s_kind: K8sKindArg,
+    #[arg(long, default_value = "job", value_parser = named::<K8sKind>(K8sKind::ALL.map(K8sKind::as_str)))]
+    pub k8s_kind: K8sKind,
     /// Job name (Kubernetes object names, Slurm job name).
     #[arg(long, default_value = "fabrik-job")]
     pub name: String,
@@ -75,55 +68,26 @@ pub struct Args {
     pub format: Format,
 }
 
-#[derive(Serialize)]
-struct LaunchDoc<'a> {
-    schema_version: u32,
-    kind: &'a str,
-    k8s_kind: Option<&'a str>,
-    profile: &'a str,
-    text: &'a str,
-    env: &'a fabrik_nccl::Env,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (env, node) = build_env(&args.env)?;
-    let found_gpus = node
-        .as_ref()
-        .map(|n| n.gpus.len())
-        .and_then(|g| u32::try_from(g).ok())
-        .filter(|g| *g > 0);
-    let gpus_per_node = args.gpus_per_node.or(found_gpus).unwrap_or(8);
-    let k8s_kind = match args.k8s_kind {
-        K8sKindArg::Job => K8sKind::Job,
-        K8sKindArg::Jobset => K8sKind::JobSet,
-        K8sKindArg::Pytorchjob => K8sKind::PyTorchJob,
-    };
     let shape = JobShape {
         name: args.name.clone(),
         nodes: args.nodes,
-        gpus_per_node,
+        gpus_per_node: fabrik_launch::gpus_per_node(args.gpus_per_node, node.as_ref()),
         image: args.image.clone(),
         command: args.command.clone(),
         master_port: args.master_port,
         master_addr: args.master_addr.clone(),
         hosts: args.hosts.clone(),
-        k8s_kind,
+        k8s_kind: args.k8s_kind,
         rdma_resource: args.rdma_resource.clone(),
         instance_type: args.instance_type.clone(),
     };
-    let kind = args.kind;
-    let text = fabrik_launch::render(kind, &env, &shape)?;
+    let text = fabrik_launch::render(args.kind, &env, &shape)?;
     let out = match args.format {
         Format::Text | Format::Markdown => text,
         Format::Json => {
-            let doc = LaunchDoc {
-                schema_version: fabrik_model::SCHEMA_VERSION,
-                kind: kind.as_str(),
-                k8s_kind: (kind == Kind::K8s).then(|| k8s_kind.as_str()),
-                profile: &env.profile,
-                text: &text,
-                env: &env,
-            };
+            let doc = LaunchDoc::new(args.kind, &shape, &env, &text);
             let mut s = serde_json::to_string_pretty(&doc).context("serializing")?;
             s.push('\n');
             s
@@ -134,10 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             crate::output::write_atomically(path, out.as_bytes())?;
             eprintln!("fabrik launch: wrote {} ({})", path.display(), env.summary);
         }
-        None => std::io::stdout()
-            .lock()
-            .write_all(out.as_bytes())
-            .context("writing to stdout")?,
+        None => crate::output::print_text(&out)?,
     }
     Ok(ExitCode::SUCCESS)
 }

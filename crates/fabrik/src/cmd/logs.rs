@@ -23,9 +23,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Text => print!("{}", fabrik_render::logs::text(&report)),
         Format::Markdown => print!("{}", fabrik_render::logs::markdown(&report)),
     }
-    // Job-level findings (loopback across hosts, the first failure) are errors too.
-    let failed = report.summary.errors > 0
-        || report.summary.socket_fallback
-        || crate::exit::has_problems(&report.findings, false);
-    Ok(crate::exit::status(failed))
+    Ok(crate::exit::status(report.failed()))
 }

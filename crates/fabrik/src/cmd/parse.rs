@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_doctor::parsed;
-use fabrik_model::Finding;
+use fabrik_doctor::parsed::{self, PasteDoc};
 use fabrik_parse::formats::paste::{Tool, ToolCommand};
 use fabrik_render::Format;
 use serde::Serialize;
@@ -72,56 +71,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Reads a pasted command output whole, up to what one node's output can hold.
-fn read_text(path: &std::path::Path) -> anyhow::Result<String> {
-    use std::io::Read;
-    let max = fabrik_parse::formats::MAX_INPUT;
-    fabrik_probe::input::check_regular(path, "command output")?;
-    let r = fabrik_parse::input::open_input(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let mut buf = Vec::new();
-    r.take(max as u64 + 1)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if buf.len() > max {
-        anyhow::bail!(
-            "{}: larger than {max} bytes, not a command output",
-            path.display()
-        );
-    }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
-}
-
-#[derive(Serialize)]
-struct CommandDoc<'a> {
-    schema_version: u32,
-    #[serde(flatten)]
-    pasted: &'a fabrik_parse::formats::paste::Pasted,
-    findings: Vec<Finding>,
-}
-
 /// A pasted tool output: its facts, and the doctor's rules on the facts it gives. Text that
 /// holds nothing of the tool is a tool failure (exit 2) that says what was expected.
 fn command_output(tool: Tool, a: CmdArgs) -> anyhow::Result<ExitCode> {
-    let text = read_text(&a.file)?;
+    let text = fabrik_probe::input::read_paste(&a.file)?;
     let pasted = tool
         .read(&text)
         .with_context(|| a.file.display().to_string())?;
-    let findings = fabrik_doctor::check_paste(&pasted.node, pasted.tool);
-    let code = exit_for(&findings);
-    match a.format {
-        Format::Json => crate::output::print_json(&CommandDoc {
-            schema_version: fabrik_model::SCHEMA_VERSION,
-            pasted: &pasted,
-            findings,
-        })?,
-        Format::Text | Format::Markdown => print!(
-            "{}{}",
-            fabrik_render::commands::table(&pasted.table),
-            fabrik_render::findings::text(&findings)
-        ),
-    }
-    Ok(code)
+    let doc = PasteDoc::new(&pasted);
+    crate::output::print(a.format, &doc, |d| {
+        fabrik_render::commands::table(&d.pasted.table)
+            + &fabrik_render::findings::text(&d.findings)
+    })?;
+    Ok(crate::exit::of_findings(&doc.findings))
 }
 
 /// The link rate to check against: given, or read from the inventory under `--root`.
@@ -141,10 +103,6 @@ fn link_gbps(a: &ToolArgs) -> anyhow::Result<Option<f64>> {
     Ok(gbps)
 }
 
-fn exit_for(findings: &[Finding]) -> ExitCode {
-    crate::exit::status(crate::exit::has_problems(findings, false))
-}
-
 /// One document as an object, several as an array.
 fn print_docs<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
     match docs {
@@ -155,13 +113,8 @@ fn print_docs<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
 
 fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
-    let runs = fabrik_parse::nccl_tests::parse_path(&a.file)
-        .with_context(|| format!("parsing nccl-tests output {}", a.file.display()))?;
-    if runs.is_empty() {
-        anyhow::bail!("{}: no nccl-tests table found", a.file.display());
-    }
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let runs = parsed::judge_nccl_tests(runs, a.op.as_deref(), expect.as_ref(), link);
+    let runs = parsed::nccl_tests_file(&a.file, a.op.as_deref(), expect.as_ref(), link)?;
     let all = parsed::all_findings(&runs);
     match a.format {
         Format::Json => print_docs(&runs)?,
@@ -171,24 +124,13 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
             fabrik_render::findings::text(&all)
         ),
     }
-    let below = parsed::any_below(&runs);
-    Ok(crate::exit::status(
-        below || crate::exit::has_problems(&all, false),
-    ))
+    Ok(crate::exit::status(parsed::failed(&runs, &all)))
 }
 
 fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
     let link = link_gbps(&a)?;
-    let out = fabrik_parse::perftest::parse_path_full(&a.file)
-        .with_context(|| format!("parsing perftest output {}", a.file.display()))?;
-    if out.reports.is_empty() && out.failures.is_empty() {
-        anyhow::bail!(
-            "{}: no perftest report and no perftest failure message found",
-            a.file.display()
-        );
-    }
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
-    let judged = parsed::judge_perftest_output(&out, expect.as_ref(), link);
+    let (out, judged) = parsed::perftest_file(&a.file, expect.as_ref(), link)?;
     let all = judged.findings();
     match a.format {
         Format::Json => print_docs(&judged.docs())?,
@@ -199,8 +141,5 @@ fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
             fabrik_render::findings::text(&all)
         ),
     }
-    let below = parsed::any_below(&judged.runs);
-    Ok(crate::exit::status(
-        below || crate::exit::has_problems(&all, false),
-    ))
+    Ok(crate::exit::status(parsed::failed(&judged.runs, &all)))
 }

@@ -48,30 +48,16 @@ pub fn parse_ras(a: ParseArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn emit_report(report: &LogReport, format: Format) -> anyhow::Result<ExitCode> {
-    match format {
-        Format::Json => crate::output::print_json(&report.ras_document())?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::ras::report(report))?;
-        }
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &report.findings,
-        false,
-    )))
+    crate::output::print(format, &report.ras_document(), |_| {
+        fabrik_render::ras::report(report)
+    })?;
+    Ok(crate::exit::of_findings(&report.findings))
 }
 
 pub fn parse_inspector(a: InspectorArgs) -> anyhow::Result<ExitCode> {
     let report = fabrik_parse::inspector::read_dump(&a.path, &a.logs)?;
-    match a.format {
-        Format::Json => crate::output::print_json(&report)?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::ras::inspector(&report))?;
-        }
-    }
-    Ok(crate::exit::status(crate::exit::has_problems(
-        &report.findings,
-        false,
-    )))
+    crate::output::print(a.format, &report, fabrik_render::ras::inspector)?;
+    Ok(crate::exit::of_findings(&report.findings))
 }
 
 pub use client::{run as run_client, ClientArgs};
@@ -81,9 +67,8 @@ mod client {
     use std::process::ExitCode;
     use std::time::Duration;
 
-    use anyhow::bail;
-    use fabrik_parse::ras::client::Session;
-    use fabrik_parse::ras::protocol;
+    use fabrik_parse::nccl_log::follow::{ask_job, Answer, Heard, JobQuery, Question};
+    use fabrik_parse::ras::client;
     use fabrik_render::Format;
 
     #[derive(clap::Args)]
@@ -123,59 +108,44 @@ mod client {
     }
 
     pub fn run(a: ClientArgs) -> anyhow::Result<ExitCode> {
-        let mut s = Session::connect(&a.target, Duration::from_secs(a.connect_timeout))?;
-        if s.server_protocol() != protocol::PROTOCOL_VERSION {
-            eprintln!(
-                "fabrik ras: the job speaks RAS protocol {}, this client {}; going on",
-                s.server_protocol(),
-                protocol::PROTOCOL_VERSION
-            );
-        }
-        if let Some(t) = a.ras_timeout {
-            s.set_timeout(t)?;
-        }
-        if a.json_report {
-            s.ask_json()?;
-        }
-        let ask = match a.ask {
-            Ask::Status => fabrik_parse::ras::client::Ask::Status {
+        let question = match a.ask {
+            Ask::Status => Question::Report(client::Ask::Status {
                 verbose: a.verbose_report,
-            },
-            Ask::Diagnostics => fabrik_parse::ras::client::Ask::Diagnostics,
-            Ask::Monitor => return monitor(s, &a),
+            }),
+            Ask::Diagnostics => Question::Report(client::Ask::Diagnostics),
+            Ask::Monitor => Question::Monitor(a.duration.map(Duration::from_secs)),
         };
-        let data = s.report(ask, a.ras_timeout)?;
-        let text = String::from_utf8_lossy(&data).into_owned();
-        if a.raw {
-            crate::output::print_text(&text)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        let report = fabrik_parse::nccl_log::analyze_str(&a.target, &text);
-        if report.ras.is_none() && report.diag.is_empty() {
-            bail!(
-                "the job's answer holds no RAS report ({} bytes); rerun with --raw to see it",
-                data.len()
-            );
-        }
-        super::emit_report(&report, a.format)
-    }
-
-    fn monitor(s: Session, a: &ClientArgs) -> anyhow::Result<ExitCode> {
-        let mut follower = fabrik_parse::nccl_log::follow::Follower::new(&a.target);
+        let query = JobQuery {
+            target: a.target.clone(),
+            question,
+            json_report: a.json_report,
+            ras_timeout: a.ras_timeout,
+            connect_timeout: Duration::from_secs(a.connect_timeout),
+            raw: a.raw,
+        };
         let mut out = std::io::stdout().lock();
-        s.monitor(a.duration.map(Duration::from_secs), |line| {
-            let event = follower.line(line);
-            if a.raw {
-                let _ = out.write_all(line);
-                let _ = out.write_all(b"\n");
-            } else if let Some(e) = event {
-                let _ = out.write_all(
+        let answer = ask_job(&query, &mut |heard| {
+            let _ = match heard {
+                Heard::Protocol { job, ours } => {
+                    eprintln!(
+                        "fabrik ras: the job speaks RAS protocol {job}, this client {ours}; going on"
+                    );
+                    return;
+                }
+                Heard::Line(line) => out.write_all(line).and_then(|()| out.write_all(b"\n")),
+                Heard::Event(e) => out.write_all(
                     fabrik_render::ras::monitor_event(&e.event, e.dead, e.unreachable).as_bytes(),
-                );
-            }
+                ),
+            };
             let _ = out.flush();
         })?;
         drop(out);
-        super::emit_report(&follower.finish(), a.format)
+        match answer {
+            Answer::Raw(text) => {
+                crate::output::print_text(&text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Answer::Report(report) => super::emit_report(&report, a.format),
+        }
     }
 }

@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use fabrik_doctor::catalog;
 use fabrik_render::Format;
-use serde::Serialize;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -12,21 +11,10 @@ pub struct Args {
     pub format: Format,
 }
 
-#[derive(Serialize)]
-struct RulesDoc {
-    schema_version: u32,
-    rules: Vec<&'static catalog::Rule>,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.format {
-        Format::Json => crate::output::print_json(&RulesDoc {
-            schema_version: fabrik_model::SCHEMA_VERSION,
-            rules: catalog::rules(),
-        })?,
-        Format::Text | Format::Markdown => {
-            crate::cmd::doctor::emit(&fabrik_render::doctor::rules(&catalog::rules()))?
-        }
-    }
+    let doc = catalog::rules_doc();
+    crate::output::print(args.format, &doc, |d| {
+        fabrik_render::doctor::rules(&d.rules)
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use fabrik_probe::snapshot::{capture, default_output_name, SnapshotOptions};
+use fabrik_probe::snapshot::{capture, default_output, SnapshotOptions};
 use fabrik_render::Format;
 
 #[derive(clap::Args)]
@@ -27,31 +27,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let output = match args.output {
-        Some(o) => o,
-        None => {
-            // Through the confined reader: the root may be someone else's tree (HOST_NAME_MAX 64).
-            let host = fabrik_probe::confined::Root::open(&args.root)
-                .and_then(|r| r.read("proc/sys/kernel/hostname", 256))
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned());
-            PathBuf::from(default_output_name(
-                host.as_deref().map(str::trim),
-                SystemTime::now(),
-            ))
-        }
-    };
+    let output = args
+        .output
+        .unwrap_or_else(|| default_output(&args.root, SystemTime::now()));
     let mut opts = SnapshotOptions::new(output.clone());
     opts.source_root = args.root;
     opts.run_commands = !args.no_commands;
     opts.command_timeout = Duration::from_secs(args.timeout.max(1));
     let summary =
         capture(&opts).with_context(|| format!("writing snapshot {}", output.display()))?;
-    match args.format {
-        Format::Json => crate::output::print_json(&summary)?,
-        Format::Text | Format::Markdown => {
-            crate::output::print_text(&fabrik_render::snapshot::summary(&summary))?
-        }
-    }
+    crate::output::print(args.format, &summary, fabrik_render::snapshot::summary)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,10 +4,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use fabrik_model::counters::Frame;
+use fabrik_monitor::keys::Keys;
 use fabrik_monitor::top::Schedule;
 use fabrik_render::monitor::{table, top_frame, TopLayout};
 use fabrik_render::Format;
@@ -74,13 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "(Ctrl-C to quit)"
     };
     let mut first = true;
-    let mut wait = |left: Duration| match &keys {
-        Some(k) => k.quit_within(left),
-        None => {
-            std::thread::sleep(left);
-            false
-        }
-    };
+    let mut wait = |left: Duration| fabrik_monitor::keys::wait(keys.as_ref(), left);
     let mut frame = |frame: &Frame| -> anyhow::Result<()> {
         let mut out = std::io::stdout().lock();
         match args.format {
@@ -123,81 +118,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!();
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The terminal on stdin without line buffering or echo, so a single `q` is read at once;
-/// put back as it was when dropped.
-struct Keys {
-    saved: nix::sys::termios::Termios,
-}
-
-impl Keys {
-    fn open() -> Option<Keys> {
-        use nix::sys::termios::{
-            tcgetattr, tcsetattr, LocalFlags, SetArg, SpecialCharacterIndices,
-        };
-        let stdin = std::io::stdin();
-        if !stdin.is_terminal() {
-            return None;
-        }
-        let saved = tcgetattr(&stdin).ok()?;
-        let mut raw = saved.clone();
-        raw.local_flags
-            .remove(LocalFlags::ICANON | LocalFlags::ECHO);
-        raw.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
-        raw.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
-        tcsetattr(&stdin, SetArg::TCSANOW, &raw).ok()?;
-        Some(Keys { saved })
-    }
-
-    /// Waits up to `wait` for keys; true when one of them is `q`.
-    fn quit_within(&self, wait: Duration) -> bool {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        use std::io::Read;
-        use std::os::fd::AsFd;
-        let deadline = Instant::now() + wait;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            let stdin = std::io::stdin();
-            let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-            let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-            match poll(&mut fds, timeout) {
-                Ok(n) if n > 0 => {
-                    let mut buf = [0u8; 64];
-                    match stdin.lock().read(&mut buf) {
-                        Ok(0) | Err(_) => {
-                            // stdin closed: no more keys; sleep out the interval.
-                            std::thread::sleep(left);
-                            return false;
-                        }
-                        Ok(k) => {
-                            if buf[..k].iter().any(|b| matches!(b, b'q' | b'Q')) {
-                                return true;
-                            }
-                        }
-                    }
-                }
-                Ok(_) => return false,
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(_) => {
-                    std::thread::sleep(left);
-                    return false;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Keys {
-    fn drop(&mut self) {
-        let _ = nix::sys::termios::tcsetattr(
-            std::io::stdin(),
-            nix::sys::termios::SetArg::TCSANOW,
-            &self.saved,
-        );
-    }
 }
