@@ -104,7 +104,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
                 None => path.clone(),
             };
             let written = serde_json::to_vec_pretty(m).map_err(anyhow::Error::from);
-            let written = written.and_then(|json| crate::output::write_atomically(&path, &json));
+            let written = written.and_then(|json| {
+                crate::output::write_atomically(&path, &json).map_err(anyhow::Error::from)
+            });
             if let Err(e) = written.with_context(|| format!("writing {}", path.display())) {
                 eprintln!("fabrik: {e:#}");
             }
