@@ -14,6 +14,8 @@ pub mod gid;
 pub mod health;
 pub mod nccl;
 pub mod node;
+pub mod passline;
+pub mod report;
 pub mod rule;
 pub mod size;
 pub mod snapshot;
