@@ -15,11 +15,13 @@ pub mod health;
 pub mod nccl;
 pub mod node;
 pub mod passline;
+pub mod perftest;
 pub mod report;
 pub mod rule;
 pub mod size;
 pub mod snapshot;
 pub mod text;
+pub mod units;
 
 pub use bench::*;
 pub use cluster::*;
