@@ -389,6 +389,7 @@ pub fn judge_links(links: &[LinkMeasurement], line: &PassLine) -> Option<LinksJu
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use fabrik_model::ResultSource;
 
     #[test]
     fn the_matrix_line_is_the_rate_most_ranks_report() {
