@@ -25,12 +25,14 @@ pub mod waive;
 pub(crate) mod testkit;
 
 use fabrik_model::{sort_findings, Fact, Finding, Node, Severity, SCHEMA_VERSION};
-use serde::Serialize;
 
 pub use cluster::NamedNode;
 pub use env::PlannedEnv;
 pub use expect::{check_expectations, Expectations};
 pub use waive::{apply_waivers, Waived, Waiver};
+
+/// The doctor's document is a model type: every renderer reads it.
+pub use fabrik_model::report::{Report, Summary};
 
 /// A single-node rule and the kinds of fact it reads: on a node assembled from pastes it runs
 /// only when the node holds them all (see [`fabrik_model::Node::known`]).
@@ -156,104 +158,49 @@ pub fn check_env(node: &Node, env: &PlannedEnv) -> Vec<Finding> {
     out
 }
 
-/// How many findings of each severity a report holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Summary {
-    /// Findings of severity error: "do not run the job here".
-    pub errors: usize,
-    /// Findings of severity warning.
-    pub warnings: usize,
-    /// Findings of severity info.
-    pub infos: usize,
-}
-
-impl Summary {
-    /// The counts of `findings`: what a report of them (one node's or a cluster's) summarises.
-    pub fn of(findings: &[Finding]) -> Self {
-        let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-        Summary {
-            errors: count(Severity::Error),
-            warnings: count(Severity::Warning),
-            infos: count(Severity::Info),
-        }
-    }
-}
-
-/// The doctor's document: `fabrik doctor --format json` prints it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// [`fabrik_model::SCHEMA_VERSION`] of the writer.
-    pub schema_version: u32,
-    /// The names findings use for the nodes, in the order given.
-    pub nodes: Vec<String>,
-    /// Every finding left after waivers, sorted by [`fabrik_model::sort_findings`].
-    pub findings: Vec<Finding>,
-    /// Counts of the findings by severity.
-    pub summary: Summary,
-    /// Findings waivers removed or changed, with the reason given (absent when none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub waived: Vec<Waived>,
-}
-
-impl Report {
-    /// Adds findings made outside the catalog's node rules (`doctor --watch`'s counter
-    /// findings), keeping the order and the summary right.
-    pub fn add_findings(&mut self, more: impl IntoIterator<Item = Finding>) {
-        self.findings.extend(more);
-        sort_findings(&mut self.findings);
-        self.summary = Summary::of(&self.findings);
-    }
-
-    /// Adds the differences between each node and the expectations (subjects prefixed with
-    /// the node's name when there are several, as [`diagnose`] does).
-    pub fn add_expectations(
-        &mut self,
-        nodes: &[NamedNode],
-        expect: &Expectations,
-        env: Option<&PlannedEnv>,
-    ) {
-        let many = nodes.len() > 1;
-        let mut more = vec![];
-        for n in nodes {
-            let prefix = if many {
-                format!("{}/", n.name)
-            } else {
-                String::new()
-            };
-            if let Some(have) = expect::rails_met(&n.node, expect) {
-                for f in &mut self.findings {
-                    let Some(subject) = f.subject.strip_prefix(&prefix) else {
-                        continue;
-                    };
-                    let is_rail = [rules::ports::PORT_STATE, rules::ports::PHYS_STATE]
-                        .contains(&f.rule.as_str())
-                        && f.severity == Severity::Error
-                        && subject.split_once(':').is_some_and(|(dev, _)| {
-                            n.node
-                                .rdma_device(dev)
-                                .is_some_and(|d| rules::ports::is_rail_down(&n.node, d))
-                        });
-                    if is_rail {
-                        f.severity = Severity::Warning;
-                        f.message = format!("{}; the expectations ask for {have}, which the node has, so this rail is not counted on", f.message);
-                    }
+/// Adds to `report` the differences between each node and the expectations (subjects prefixed with
+/// the node's name when there are several, as [`diagnose`] does).
+pub fn add_expectations(
+    report: &mut Report,
+    nodes: &[NamedNode],
+    expect: &Expectations,
+    env: Option<&PlannedEnv>,
+) {
+    let many = nodes.len() > 1;
+    let mut more = vec![];
+    for n in nodes {
+        let prefix = if many {
+            format!("{}/", n.name)
+        } else {
+            String::new()
+        };
+        if let Some(have) = expect::rails_met(&n.node, expect) {
+            for f in &mut report.findings {
+                let Some(subject) = f.subject.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let is_rail = [rules::ports::PORT_STATE, rules::ports::PHYS_STATE]
+                    .contains(&f.rule.as_str())
+                    && f.severity == Severity::Error
+                    && subject.split_once(':').is_some_and(|(dev, _)| {
+                        n.node
+                            .rdma_device(dev)
+                            .is_some_and(|d| rules::ports::is_rail_down(&n.node, d))
+                    });
+                if is_rail {
+                    f.severity = Severity::Warning;
+                    f.message = format!("{}; the expectations ask for {have}, which the node has, so this rail is not counted on", f.message);
                 }
             }
-            for mut f in check_expectations(&n.node, expect, env) {
-                if many {
-                    f.subject = format!("{}/{}", n.name, f.subject);
-                }
-                more.push(f);
-            }
         }
-        self.add_findings(more);
+        for mut f in check_expectations(&n.node, expect, env) {
+            if many {
+                f.subject = format!("{}/{}", n.name, f.subject);
+            }
+            more.push(f);
+        }
     }
-
-    /// Whether the report fails a command (exit 1): [`fabrik_model::has_problems`] of its
-    /// findings.
-    pub fn has_problems(&self, strict: bool) -> bool {
-        fabrik_model::has_problems(&self.findings, strict)
-    }
+    report.add_findings(more);
 }
 
 /// Runs every rule on every node (and across them when there are several) into one report.
@@ -420,7 +367,7 @@ mod tests {
         let active = named[0].node.rdma_devices.len() - 1;
         let e = Expectations::parse("t", &format!("[rdma]\nactive_ports = {active}\n")).unwrap();
         let mut waived = r.clone();
-        waived.add_expectations(&named, &e, None);
+        add_expectations(&mut waived, &named, &e, None);
         assert!(!waived.has_problems(false), "{:?}", waived.findings);
         let f = waived
             .findings
@@ -433,7 +380,7 @@ mod tests {
         let e =
             Expectations::parse("t", &format!("[rdma]\nactive_ports = {}\n", active + 1)).unwrap();
         let mut kept = r.clone();
-        kept.add_expectations(&named, &e, None);
+        add_expectations(&mut kept, &named, &e, None);
         assert!(kept
             .findings
             .iter()

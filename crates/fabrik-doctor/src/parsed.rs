@@ -10,22 +10,10 @@ use fabrik_parse::perftest::PerftestOutput;
 use fabrik_parse::perftest_failures::PerftestFailure;
 use serde::Serialize;
 
-use crate::expect::Expectations;
-use crate::passline::{judge_nccl_tests_run, judge_perftest, Judgement, Verdict};
+pub use fabrik_model::passline::Judged;
 
-/// One parsed result with the findings about it; the report's own keys stay at the top level,
-/// so the JSON reads back as the model type.
-#[derive(Debug, Clone, Serialize)]
-pub struct Judged<T> {
-    /// The result.
-    #[serde(flatten)]
-    pub report: T,
-    /// The findings about it.
-    pub findings: Vec<Finding>,
-    /// Its judgement against the pass line, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pass_line: Option<Judgement>,
-}
+use crate::expect::Expectations;
+use crate::passline::{judge_nccl_tests_run, judge_perftest, Verdict};
 
 /// Whether any of `runs` is below its pass line.
 pub fn any_below<T>(runs: &[Judged<T>]) -> bool {

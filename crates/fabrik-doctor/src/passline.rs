@@ -27,12 +27,18 @@
 
 use fabrik_model::{
     CollectiveReport, Evidence, Finding, LinkMeasurement, Node, P2pReport, P2pRows, PairMatrix,
-    ResultSource, Severity,
+    Severity,
 };
 use fabrik_parse::check::{port_gbps, slowest_nic_gbps};
 use serde::Serialize;
 
 use crate::expect::Expectations;
+
+/// The judged results are model types: every renderer reads them.
+pub use fabrik_model::passline::{
+    collective_incomplete, p2p_incomplete, Judgement, LinkVerdict, LinksJudgement, Measure,
+    PassLine, RowVerdict, Verdict,
+};
 
 /// The share of the hardware's rate a run must reach when no line is given: ngc_multinode_perf's
 /// `PASS_CRITERION` and nccl-tests' `NCCL_TESTS_MIN_BW` tolerance.
@@ -55,16 +61,6 @@ pub const INCOMPLETE: &str = "FAB-BENCH-INCOMPLETE";
 const NGC_SOURCE: &str = "NVIDIA ngc_multinode_perf common.sh (BW_PASS_RATE = 0.9 x port rate), https://github.com/Mellanox/ngc_multinode_perf/blob/main/common.sh";
 const NCCL_TESTS_SOURCE: &str = "nccl-tests doc/PERFORMANCE.md (bus bandwidth reflects the hardware bottleneck) and src/common.cu (NCCL_TESTS_MIN_BW x 0.9), https://github.com/NVIDIA/nccl-tests";
 
-/// What a line measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Measure {
-    /// Point-to-point bandwidth, Gb/s.
-    PointToPoint,
-    /// A collective's bus bandwidth, GB/s.
-    BusBandwidth,
-}
-
 /// The share of the link rate the runs must reach: the file's `pass_fraction`, else 0.9, and
 /// how a basis says it (`90 %`, `85 % (expectations: bandwidth.pass_fraction)`).
 fn fraction(expect: Option<&Expectations>) -> (f64, String) {
@@ -78,64 +74,6 @@ fn fraction(expect: Option<&Expectations>) -> (f64, String) {
         ),
         None => (DEFAULT_FRACTION, format!("{} %", DEFAULT_FRACTION * 100.0)),
     }
-}
-
-/// A line a number must reach, its unit and why it is there.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PassLine {
-    /// The line, in `unit`.
-    pub value: f64,
-    /// `Gb/s` (point-to-point) or `GB/s` (collective bus bandwidth).
-    pub unit: &'static str,
-    /// Where the line comes from (the expectations file, or 90 % of the link rate and its source).
-    pub basis: String,
-    /// What it measures.
-    pub measure: Measure,
-    /// The one collective it is for (`all_reduce` for the file's all_reduce line); none: any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub op: Option<String>,
-}
-
-/// Whether a number reached its line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// At or above the line.
-    Pass,
-    /// Below the line.
-    Fail,
-}
-
-impl Verdict {
-    /// `pass` or `fail`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-        }
-    }
-}
-
-/// One judged row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RowVerdict {
-    /// Message size in bytes.
-    pub bytes: u64,
-    /// The row's number, in the line's unit.
-    pub value: f64,
-    /// Whether it reached the line.
-    pub verdict: Verdict,
-}
-
-/// A result judged against a line: every judged row, and `fail` when any row is below it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Judgement {
-    /// The line judged against.
-    pub line: PassLine,
-    /// Every judged row.
-    pub rows: Vec<RowVerdict>,
-    /// `fail` when any row failed.
-    pub verdict: Verdict,
 }
 
 /// The point-to-point line per NIC: the expectations' `p2p_gbps_per_nic`, else 90 % of the link
@@ -362,83 +300,51 @@ pub fn judge_collective(report: &CollectiveReport, line: &PassLine) -> Option<Ju
     judgement(line, judged)
 }
 
-impl Judgement {
-    /// The finding of a run below its line (`None` when it passed): every row below it, the
-    /// line and its basis. An error: a run below its line exits 1 like one.
-    pub fn finding(&self, subject: impl Into<String>) -> Option<Finding> {
-        if self.verdict == Verdict::Pass {
-            return None;
-        }
-        let below: Vec<&RowVerdict> = self
-            .rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Fail)
-            .collect();
-        let worst = below.iter().min_by(|a, b| a.value.total_cmp(&b.value))?;
-        let unit = self.line.unit;
-        let (rule, what, fix) = match self.line.measure {
-            Measure::PointToPoint => (
-                LOW_BW,
-                "bandwidth",
-                "Check link width/speed and errors (`fabrik doctor`), the PCIe width of the NIC, the MTU, and that both ends use the same GID/port; try more QPs (-q 4).",
-            ),
-            Measure::BusBandwidth => (
-                LOW_BUSBW,
-                "bus bandwidth",
-                "Check the transport NCCL used (`fabrik logs`: socket fallback, GPUDirect RDMA off), the GPU-NIC affinity, and each link with `fabrik bench` or `fabrik cluster matrix`.",
-            ),
-        };
-        Some(Finding {
-            rule: rule.into(),
-            severity: Severity::Error,
-            subject: subject.into(),
-            message: format!(
-                "{} of {} judged row(s) below the pass line {:.2} {unit}, the lowest {what} {:.2} {unit} at {} bytes (line: {})",
-                below.len(),
-                self.rows.len(),
-                self.line.value,
-                worst.value,
-                worst.bytes,
-                self.line.basis
-            ),
-            evidence: below
-                .iter()
-                .take(8)
-                .map(|r| Evidence::new(format!("{} bytes", r.bytes), format!("{:.2} {unit}", r.value)))
-                .collect(),
-            fix: fix.into(),
-        })
+/// The finding of a run below its line (`None` when it passed): every row below it, the line
+/// and its basis. An error: a run below its line exits 1 like one.
+pub fn below_line_finding(j: &Judgement, subject: impl Into<String>) -> Option<Finding> {
+    if j.verdict == Verdict::Pass {
+        return None;
     }
-}
-
-/// Why a collective run is not a complete result, if it is not: fabrik's own run noted that it
-/// was aborted (`bench collective --output` keeps the rows so far when a run fails), no rows at
-/// all (a header only), or (parsed nccl-tests output) no `# Avg bus bandwidth` line, which
-/// nccl-tests prints once every size has run (`writeResultFooter`).
-pub fn collective_incomplete(r: &CollectiveReport) -> Option<String> {
-    if let Some(note) = r.notes.iter().find(|n| n.starts_with("aborted")) {
-        return Some(note.clone());
-    }
-    if r.rows.is_empty() {
-        return Some("aborted: no result rows".into());
-    }
-    if r.source != ResultSource::Fabrik && r.avg_busbw.is_none() {
-        return Some(
-            "incomplete: no \"# Avg bus bandwidth\" line (the run stopped before its last \
-             size, or the output was cut)"
-                .into(),
-        );
-    }
-    None
-}
-
-/// Why a point-to-point run is not a result, if it is not: no result rows.
-pub fn p2p_incomplete(r: &P2pReport) -> Option<String> {
-    let empty = match &r.results {
-        P2pRows::Bw(rows) => rows.is_empty(),
-        P2pRows::Lat(rows) => rows.is_empty(),
+    let below: Vec<&RowVerdict> = j
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .collect();
+    let worst = below.iter().min_by(|a, b| a.value.total_cmp(&b.value))?;
+    let unit = j.line.unit;
+    let (rule, what, fix) = match j.line.measure {
+        Measure::PointToPoint => (
+            LOW_BW,
+            "bandwidth",
+            "Check link width/speed and errors (`fabrik doctor`), the PCIe width of the NIC, the MTU, and that both ends use the same GID/port; try more QPs (-q 4).",
+        ),
+        Measure::BusBandwidth => (
+            LOW_BUSBW,
+            "bus bandwidth",
+            "Check the transport NCCL used (`fabrik logs`: socket fallback, GPUDirect RDMA off), the GPU-NIC affinity, and each link with `fabrik bench` or `fabrik cluster matrix`.",
+        ),
     };
-    empty.then(|| "aborted: no result rows".to_string())
+    Some(Finding {
+        rule: rule.into(),
+        severity: Severity::Error,
+        subject: subject.into(),
+        message: format!(
+            "{} of {} judged row(s) below the pass line {:.2} {unit}, the lowest {what} {:.2} {unit} at {} bytes (line: {})",
+            below.len(),
+            j.rows.len(),
+            j.line.value,
+            worst.value,
+            worst.bytes,
+            j.line.basis
+        ),
+        evidence: below
+            .iter()
+            .take(8)
+            .map(|r| Evidence::new(format!("{} bytes", r.bytes), format!("{:.2} {unit}", r.value)))
+            .collect(),
+        fix: fix.into(),
+    })
 }
 
 /// The finding of a run that is not a complete result, with why ([`collective_incomplete`],
@@ -452,30 +358,6 @@ pub fn incomplete_finding(subject: impl Into<String>, why: &str) -> Finding {
         evidence: vec![Evidence::new("run", why)],
         fix: "Rerun the benchmark to its end and keep its whole output (the footer with `# Avg bus bandwidth` for nccl-tests); if it stopped by itself, its last lines and `fabrik logs` on its NCCL_DEBUG=INFO output say why.".into(),
     }
-}
-
-/// One judged link of the all-pairs matrix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LinkVerdict {
-    /// The sending rank.
-    pub src: u32,
-    /// The receiving rank.
-    pub dst: u32,
-    /// The link's bandwidth, Gb/s.
-    pub value: f64,
-    /// Whether it reached the line.
-    pub verdict: Verdict,
-}
-
-/// The all-pairs matrix judged link by link against the point-to-point line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LinksJudgement {
-    /// The line judged against.
-    pub line: PassLine,
-    /// Every judged link.
-    pub links: Vec<LinkVerdict>,
-    /// `fail` when any link failed.
-    pub verdict: Verdict,
 }
 
 /// Judges every measured link (one direction of a pair) of the matrix; `None` without links.
@@ -509,6 +391,7 @@ pub fn judge_links(links: &[LinkMeasurement], line: &PassLine) -> Option<LinksJu
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use fabrik_model::ResultSource;
 
     #[test]
     fn the_matrix_line_is_the_rate_most_ranks_report() {
@@ -713,7 +596,7 @@ mod tests {
         assert!(c0.basis.contains("lists no hosts"), "{}", c0.basis);
         let j = judge_collective(&two, &c).unwrap();
         assert_eq!((j.rows.len(), j.verdict), (1, Verdict::Fail));
-        let f = j.finding("nccl-tests all_gather").unwrap();
+        let f = below_line_finding(&j, "nccl-tests all_gather").unwrap();
         assert_eq!((f.rule.as_str(), f.severity), (LOW_BUSBW, Severity::Error));
         assert!(
             f.message
@@ -731,7 +614,7 @@ mod tests {
             "{}",
             c.basis
         );
-        assert!(judge_collective(&two, &c).unwrap().finding("x").is_none());
+        assert!(below_line_finding(&judge_collective(&two, &c).unwrap(), "x").is_none());
         assert_eq!(p2p_line(Some(&e), Some(100.0), false).unwrap().value, 80.0);
         // One host: no network line. Largest size below 32 MiB: not judged against the link.
         let one = coll("all_reduce", &["a", "a"], &[(1 << 30, 1.0)]);
@@ -904,7 +787,11 @@ pub fn judge_nccl_tests_run(
         findings.push(incomplete_finding(&subject, &why));
     }
     let judged = collective_line(expect, r, link_gbps).and_then(|l| judge_collective(r, &l));
-    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    findings.extend(
+        judged
+            .as_ref()
+            .and_then(|j| below_line_finding(j, &subject)),
+    );
     (findings, judged)
 }
 
@@ -922,6 +809,10 @@ pub fn judge_perftest(
     }
     let bidir = fabrik_parse::perftest::is_bidirectional(report);
     let judged = p2p_line(expect, link_gbps, bidir).and_then(|l| judge_p2p(report, &l));
-    findings.extend(judged.as_ref().and_then(|j| j.finding(&subject)));
+    findings.extend(
+        judged
+            .as_ref()
+            .and_then(|j| below_line_finding(j, &subject)),
+    );
     (findings, judged)
 }

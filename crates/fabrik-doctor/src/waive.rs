@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::util::{ev, finding};
 use crate::Report;
 
+pub use fabrik_model::report::Waived;
+
 /// Rule id of "A waiver expired".
 pub const EXPIRED: &str = "FAB-EXP-010";
 
@@ -31,26 +33,6 @@ pub struct Waiver {
     /// and a warning says the waiver expired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<toml::value::Datetime>,
-}
-
-/// What a waiver did to one finding: the report lists these beside the findings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Waived {
-    /// The finding's rule id.
-    pub rule: String,
-    /// The finding's subject.
-    pub subject: String,
-    /// The finding's severity before the waiver.
-    pub severity: Severity,
-    /// The severity the finding now has; `None` when it was removed.
-    pub new_severity: Option<Severity>,
-    /// The waiver's reason.
-    pub reason: String,
-    /// The finding's message.
-    pub message: String,
-    /// The waiver's last day (`2026-12-31`), when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires: Option<String>,
 }
 
 /// Why an `--ignore` argument was refused.

@@ -29,7 +29,7 @@ fn plan_of(roots: &[&str], expect: Option<&Expectations>) -> Plan {
     let nodes = load(roots);
     let mut report = diagnose(&nodes, None);
     if let Some(e) = expect {
-        report.add_expectations(&nodes, e, None);
+        fabrik_doctor::add_expectations(&mut report, &nodes, e, None);
     }
     plan(&report.findings, &nodes, expect, &[])
 }

@@ -8,8 +8,11 @@ use fabrik_model::{BwRow, LatRow, P2pReport, P2pRows, P2pTest, ResultSource, SCH
 
 use crate::error::ParseError;
 use crate::input::{for_each_line, open_input};
-use crate::perftest_failures::{FailureLog, PerftestFailure};
+use crate::perftest_failures::FailureLog;
+
 use crate::text::{parse_f64, strip_launcher_prefix};
+/// What a perftest output holds is a model type: every renderer reads it.
+pub use fabrik_model::perftest::PerftestOutput;
 
 /// Rows kept per report (perftest `-a` prints 23 sizes); the excess is counted, not kept, so
 /// memory stays flat on endless or concatenated input.
@@ -18,22 +21,6 @@ pub const MAX_ROWS: usize = 8192;
 pub const MAX_REPORTS: usize = 512;
 /// Notes kept per report.
 pub const MAX_NOTES: usize = 64;
-
-/// Everything read from a perftest output: the reports, the failure lines, and what the caps left
-/// out.
-#[derive(Debug, Default)]
-pub struct PerftestOutput {
-    /// One report per test printed.
-    pub reports: Vec<P2pReport>,
-    /// The failure lines, one per kind, with counts.
-    pub failures: Vec<PerftestFailure>,
-    /// Distinct failure lines beyond the cap.
-    pub failures_dropped: u64,
-    /// Rows beyond [`MAX_ROWS`] and reports beyond [`MAX_REPORTS`].
-    pub rows_dropped: u64,
-    /// Reports beyond [`MAX_REPORTS`].
-    pub reports_dropped: u64,
-}
 
 /// Header keys perftest prints in its parameter block (`ctx_print_test_info`).
 const KEYS: &[&str] = &[

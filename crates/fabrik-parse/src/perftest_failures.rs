@@ -5,87 +5,29 @@
 use std::sync::OnceLock;
 
 use fabrik_model::{Evidence, Finding, Rule, Scope, Severity, Source};
-use serde::{Deserialize, Serialize};
 
-/// The cause classes of perftest failures, each with its rule id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    /// No RDMA device, the named one missing, or its context cannot be opened.
-    Device,
-    /// The port is not ACTIVE, or its attributes cannot be read.
-    Port,
-    /// GID types of the two sides differ (RoCE v1/v2, IPv4/IPv6).
-    Gid,
-    /// An MTU that the port or the transport does not allow.
-    Mtu,
-    /// The TCP connection perftest uses to exchange QP keys could not be made.
-    Connect,
-    /// The key exchange over that connection broke (peer gone, or different options).
-    Exchange,
-    /// The two sides run with different parameters.
-    OptionsMismatch,
-    /// A QP state change (INIT, RTR, RTS) was refused: the path to the peer is wrong.
-    QpState,
-    /// Memory registration or buffer allocation failed.
-    Memory,
-    /// CQ, QP, PD or SRQ creation failed.
-    Resources,
-    /// GPU memory (CUDA, ROCm, other accelerators) could not be set up.
-    Gpu,
-    /// RDMA CM (`-R`) address resolution or connection failed.
-    RdmaCm,
-    /// A work completion came back with an error status during the run.
-    Completion,
-    /// The peer stopped sending.
-    Timeout,
-    /// perftest refused its command line.
-    Usage,
-    /// The result was below the limit given with `--bw_limit`/`--msg_rate_limit`.
-    BelowLimit,
-}
+/// The failure lines and their classes are model types: every renderer reads them.
+pub use fabrik_model::perftest::{FailureClass, PerftestFailure};
 
-impl FailureClass {
-    /// Every class, in the order of their rule pages.
-    pub const ALL: [FailureClass; 16] = [
-        FailureClass::Device,
-        FailureClass::Port,
-        FailureClass::Gid,
-        FailureClass::Mtu,
-        FailureClass::Connect,
-        FailureClass::Exchange,
-        FailureClass::OptionsMismatch,
-        FailureClass::QpState,
-        FailureClass::Memory,
-        FailureClass::Resources,
-        FailureClass::Gpu,
-        FailureClass::RdmaCm,
-        FailureClass::Completion,
-        FailureClass::Timeout,
-        FailureClass::Usage,
-        FailureClass::BelowLimit,
-    ];
-
-    /// One line for the rule's page.
-    pub fn title(self) -> &'static str {
-        match self {
-            FailureClass::Device => "perftest found no usable RDMA device",
-            FailureClass::Port => "perftest's RDMA port is not ACTIVE",
-            FailureClass::Gid => "perftest's two sides use GIDs of different types",
-            FailureClass::Mtu => "perftest was given an MTU the port does not allow",
-            FailureClass::Connect => "perftest's client could not connect to its server",
-            FailureClass::Exchange => "perftest's key exchange between the two sides broke off",
-            FailureClass::OptionsMismatch => "perftest's two sides run with different parameters",
-            FailureClass::QpState => "the device refused a QP state change in perftest",
-            FailureClass::Memory => "perftest could not register or allocate its buffers",
-            FailureClass::Resources => "the device refused perftest's PD, CQ, QP or SRQ",
-            FailureClass::Gpu => "perftest could not set up GPU memory",
-            FailureClass::RdmaCm => "perftest's RDMA CM connection failed",
-            FailureClass::Completion => "a perftest work request completed with an error",
-            FailureClass::Timeout => "perftest's server heard nothing from the client",
-            FailureClass::Usage => "perftest refused its command line",
-            FailureClass::BelowLimit => "perftest's result was below the given limit",
-        }
+/// One line for the rule's page.
+pub fn title(c: FailureClass) -> &'static str {
+    match c {
+        FailureClass::Device => "perftest found no usable RDMA device",
+        FailureClass::Port => "perftest's RDMA port is not ACTIVE",
+        FailureClass::Gid => "perftest's two sides use GIDs of different types",
+        FailureClass::Mtu => "perftest was given an MTU the port does not allow",
+        FailureClass::Connect => "perftest's client could not connect to its server",
+        FailureClass::Exchange => "perftest's key exchange between the two sides broke off",
+        FailureClass::OptionsMismatch => "perftest's two sides run with different parameters",
+        FailureClass::QpState => "the device refused a QP state change in perftest",
+        FailureClass::Memory => "perftest could not register or allocate its buffers",
+        FailureClass::Resources => "the device refused perftest's PD, CQ, QP or SRQ",
+        FailureClass::Gpu => "perftest could not set up GPU memory",
+        FailureClass::RdmaCm => "perftest's RDMA CM connection failed",
+        FailureClass::Completion => "a perftest work request completed with an error",
+        FailureClass::Timeout => "perftest's server heard nothing from the client",
+        FailureClass::Usage => "perftest refused its command line",
+        FailureClass::BelowLimit => "perftest's result was below the given limit",
     }
 }
 
@@ -104,82 +46,58 @@ pub fn rules() -> &'static [Rule] {
                 id: c.rule(),
                 severity: Severity::Error,
                 scope: Scope::Log,
-                title: c.title(),
+                title: title(c),
                 checks: "The failure messages a perftest run (ib_write_bw, ib_send_lat, ...) printed, matched by the literal start of perftest's own format strings; generic follow-up lines count as evidence of the cause before them.",
-                why: c.cause(),
+                why: cause(c),
                 evidence: "The failure lines perftest printed, with how often each repeated.",
-                fix: c.fix(),
+                fix: fix(c),
                 sources: &SOURCES,
             })
             .collect()
     })
 }
 
-impl FailureClass {
-    /// The rule id of the class (`FAB-BENCH-PT-...`).
-    pub fn rule(self) -> &'static str {
-        match self {
-            FailureClass::Device => "FAB-BENCH-PT-DEVICE",
-            FailureClass::Port => "FAB-BENCH-PT-PORT",
-            FailureClass::Gid => "FAB-BENCH-PT-GID",
-            FailureClass::Mtu => "FAB-BENCH-PT-MTU",
-            FailureClass::Connect => "FAB-BENCH-PT-CONNECT",
-            FailureClass::Exchange => "FAB-BENCH-PT-EXCHANGE",
-            FailureClass::OptionsMismatch => "FAB-BENCH-PT-MISMATCH",
-            FailureClass::QpState => "FAB-BENCH-PT-QP",
-            FailureClass::Memory => "FAB-BENCH-PT-MEMORY",
-            FailureClass::Resources => "FAB-BENCH-PT-RESOURCES",
-            FailureClass::Gpu => "FAB-BENCH-PT-GPU",
-            FailureClass::RdmaCm => "FAB-BENCH-PT-RDMACM",
-            FailureClass::Completion => "FAB-BENCH-PT-COMPLETION",
-            FailureClass::Timeout => "FAB-BENCH-PT-TIMEOUT",
-            FailureClass::Usage => "FAB-BENCH-PT-USAGE",
-            FailureClass::BelowLimit => "FAB-BENCH-PT-LIMIT",
-        }
+/// What the failure means, for the finding's message.
+pub fn cause(c: FailureClass) -> &'static str {
+    match c {
+        FailureClass::Device => "perftest found no usable RDMA device: none is registered, the one named with -d does not exist, or its context could not be opened (driver not loaded, /dev/infiniband not visible in the container)",
+        FailureClass::Port => "the RDMA port perftest was given is not ACTIVE (cable, switch port, subnet manager for InfiniBand, or the netdev is down for RoCE)",
+        FailureClass::Gid => "the GIDs of the two sides are of different types (RoCE v1 against v2, or IPv4 against IPv6), so no path can be built between them",
+        FailureClass::Mtu => "the MTU asked for is not one the port or the transport allows",
+        FailureClass::Connect => "the client could not open perftest's TCP connection to the server (server not started, wrong address or port, a firewall, or a host name that does not resolve)",
+        FailureClass::Exchange => "the TCP exchange of QP numbers, keys and addresses broke off: the other side exited (often with its own error) or runs a different test or perftest version",
+        FailureClass::OptionsMismatch => "client and server were started with different parameters, which perftest compares before the run",
+        FailureClass::QpState => "the device refused a QP state change (INIT/RTR/RTS): the path to the peer is wrong, most often a GID index that carries no address or the wrong RoCE version, an MTU above the port's, or a port that is down",
+        FailureClass::Memory => "registering or allocating the test buffers failed: locked memory (ulimit -l) too small, hugepages not configured, or GPU memory that the NIC cannot register (no nvidia-peermem / dma-buf)",
+        FailureClass::Resources => "the device refused to create a PD, CQ, QP or SRQ: queue depths above the device's limits, resources exhausted, or locked memory too small",
+        FailureClass::Gpu => "GPU memory for GPUDirect could not be set up: the CUDA/ROCm runtime did not load or the device could not be opened",
+        FailureClass::RdmaCm => "RDMA CM (-R) could not resolve or connect the peer: the address is not on an RDMA-capable interface, rdma_cm/rdma_ucm is not loaded, or the peer is not listening",
+        FailureClass::Completion => "a work request completed with an error during the run: the peer stopped, the path drops packets (transport retry exceeded), or the remote buffer was not accessible",
+        FailureClass::Timeout => "the server got no message from the client within perftest's wait and gave up",
+        FailureClass::Usage => "perftest rejected its command line or the combination of options",
+        FailureClass::BelowLimit => "the measured result was below the limit given on the command line",
     }
+}
 
-    /// What the failure means, for the finding's message.
-    pub fn cause(self) -> &'static str {
-        match self {
-            FailureClass::Device => "perftest found no usable RDMA device: none is registered, the one named with -d does not exist, or its context could not be opened (driver not loaded, /dev/infiniband not visible in the container)",
-            FailureClass::Port => "the RDMA port perftest was given is not ACTIVE (cable, switch port, subnet manager for InfiniBand, or the netdev is down for RoCE)",
-            FailureClass::Gid => "the GIDs of the two sides are of different types (RoCE v1 against v2, or IPv4 against IPv6), so no path can be built between them",
-            FailureClass::Mtu => "the MTU asked for is not one the port or the transport allows",
-            FailureClass::Connect => "the client could not open perftest's TCP connection to the server (server not started, wrong address or port, a firewall, or a host name that does not resolve)",
-            FailureClass::Exchange => "the TCP exchange of QP numbers, keys and addresses broke off: the other side exited (often with its own error) or runs a different test or perftest version",
-            FailureClass::OptionsMismatch => "client and server were started with different parameters, which perftest compares before the run",
-            FailureClass::QpState => "the device refused a QP state change (INIT/RTR/RTS): the path to the peer is wrong, most often a GID index that carries no address or the wrong RoCE version, an MTU above the port's, or a port that is down",
-            FailureClass::Memory => "registering or allocating the test buffers failed: locked memory (ulimit -l) too small, hugepages not configured, or GPU memory that the NIC cannot register (no nvidia-peermem / dma-buf)",
-            FailureClass::Resources => "the device refused to create a PD, CQ, QP or SRQ: queue depths above the device's limits, resources exhausted, or locked memory too small",
-            FailureClass::Gpu => "GPU memory for GPUDirect could not be set up: the CUDA/ROCm runtime did not load or the device could not be opened",
-            FailureClass::RdmaCm => "RDMA CM (-R) could not resolve or connect the peer: the address is not on an RDMA-capable interface, rdma_cm/rdma_ucm is not loaded, or the peer is not listening",
-            FailureClass::Completion => "a work request completed with an error during the run: the peer stopped, the path drops packets (transport retry exceeded), or the remote buffer was not accessible",
-            FailureClass::Timeout => "the server got no message from the client within perftest's wait and gave up",
-            FailureClass::Usage => "perftest rejected its command line or the combination of options",
-            FailureClass::BelowLimit => "the measured result was below the limit given on the command line",
-        }
-    }
-
-    /// What to do about a failure of this class.
-    pub fn fix(self) -> &'static str {
-        match self {
-            FailureClass::Device => "List the devices with `ibv_devices`/`ibv_devinfo`; load the driver (`modprobe mlx5_ib`), pass an existing device with `-d`, and in a container expose /dev/infiniband and the RDMA device plugin resource.",
-            FailureClass::Port => "Check `ibstat`/`ibv_devinfo` for State Active and LinkUp; reseat the cable or fix the switch port; on InfiniBand make sure a subnet manager runs; on RoCE bring the netdev up; or pick an active port with `-i`.",
-            FailureClass::Gid => "Use the same GID type on both sides: pick on each host the RoCE v2 GID index that carries an IPv4 address (`show_gids`) and pass it with `-x`.",
-            FailureClass::Mtu => "Pass an MTU the port supports with `-m` (256-4096 for IB verbs; check `ibv_devinfo` active_mtu) or leave it to the port default.",
-            FailureClass::Connect => "Start the server first, then the client with the server's address; use the same `-p` port on both; open that TCP port in the firewall; check that the host name resolves.",
-            FailureClass::Exchange => "Read the other side's output for its own error first; run the same test and perftest version with the same options on both sides.",
-            FailureClass::OptionsMismatch => "Start both sides with the same options (test, size, connection type, queue pairs, MTU) as named in the mismatch line.",
-            FailureClass::QpState => "On RoCE pass `-x` with the RoCE v2 GID index that carries the host's IPv4 address (`show_gids`), on both sides; keep `-m` at or below the port's active MTU; check that both ports are Active and can reach each other (same subnet/VLAN, or routed with RoCE v2).",
-            FailureClass::Memory => "Raise the locked-memory limit (`ulimit -l unlimited`, limits.conf, or `--ulimit memlock=-1` in containers); for `--use_cuda` load nvidia-peermem or use `--use_cuda_dmabuf`; configure hugepages if asked for.",
-            FailureClass::Resources => "Lower `-t`/`-r` queue depths or `-q` QPs to what `ibv_devinfo -v` reports; raise the locked-memory limit; check that no stale processes hold the device's resources.",
-            FailureClass::Gpu => "Check that the CUDA/ROCm runtime loads (nvidia-smi / rocm-smi work, the library path is set) and that the GPU index given exists.",
-            FailureClass::RdmaCm => "With `-R`, give the server the IP address of the RDMA netdev (`ibdev2netdev`), load rdma_cm and rdma_ucm, and start the server first.",
-            FailureClass::Completion => "Read the status: RETRY_EXC_ERR (12) means packets are lost on the path (cable, PFC/ECN, wrong GID or a peer that died), REM_ACCESS_ERR (10) a buffer the peer did not register, WR_FLUSH_ERR (5) errors after the first one; check the link and the peer's output.",
-            FailureClass::Timeout => "Check that the client runs and reaches the server; read the client's output for its own error.",
-            FailureClass::Usage => "Correct the options as the message says (`ib_write_bw --help` lists them for this version).",
-            FailureClass::BelowLimit => "Investigate the link (rate, errors, PCIe placement) or adjust the limit.",
-        }
+/// What to do about a failure of this class.
+pub fn fix(c: FailureClass) -> &'static str {
+    match c {
+        FailureClass::Device => "List the devices with `ibv_devices`/`ibv_devinfo`; load the driver (`modprobe mlx5_ib`), pass an existing device with `-d`, and in a container expose /dev/infiniband and the RDMA device plugin resource.",
+        FailureClass::Port => "Check `ibstat`/`ibv_devinfo` for State Active and LinkUp; reseat the cable or fix the switch port; on InfiniBand make sure a subnet manager runs; on RoCE bring the netdev up; or pick an active port with `-i`.",
+        FailureClass::Gid => "Use the same GID type on both sides: pick on each host the RoCE v2 GID index that carries an IPv4 address (`show_gids`) and pass it with `-x`.",
+        FailureClass::Mtu => "Pass an MTU the port supports with `-m` (256-4096 for IB verbs; check `ibv_devinfo` active_mtu) or leave it to the port default.",
+        FailureClass::Connect => "Start the server first, then the client with the server's address; use the same `-p` port on both; open that TCP port in the firewall; check that the host name resolves.",
+        FailureClass::Exchange => "Read the other side's output for its own error first; run the same test and perftest version with the same options on both sides.",
+        FailureClass::OptionsMismatch => "Start both sides with the same options (test, size, connection type, queue pairs, MTU) as named in the mismatch line.",
+        FailureClass::QpState => "On RoCE pass `-x` with the RoCE v2 GID index that carries the host's IPv4 address (`show_gids`), on both sides; keep `-m` at or below the port's active MTU; check that both ports are Active and can reach each other (same subnet/VLAN, or routed with RoCE v2).",
+        FailureClass::Memory => "Raise the locked-memory limit (`ulimit -l unlimited`, limits.conf, or `--ulimit memlock=-1` in containers); for `--use_cuda` load nvidia-peermem or use `--use_cuda_dmabuf`; configure hugepages if asked for.",
+        FailureClass::Resources => "Lower `-t`/`-r` queue depths or `-q` QPs to what `ibv_devinfo -v` reports; raise the locked-memory limit; check that no stale processes hold the device's resources.",
+        FailureClass::Gpu => "Check that the CUDA/ROCm runtime loads (nvidia-smi / rocm-smi work, the library path is set) and that the GPU index given exists.",
+        FailureClass::RdmaCm => "With `-R`, give the server the IP address of the RDMA netdev (`ibdev2netdev`), load rdma_cm and rdma_ucm, and start the server first.",
+        FailureClass::Completion => "Read the status: RETRY_EXC_ERR (12) means packets are lost on the path (cable, PFC/ECN, wrong GID or a peer that died), REM_ACCESS_ERR (10) a buffer the peer did not register, WR_FLUSH_ERR (5) errors after the first one; check the link and the peer's output.",
+        FailureClass::Timeout => "Check that the client runs and reaches the server; read the client's output for its own error.",
+        FailureClass::Usage => "Correct the options as the message says (`ib_write_bw --help` lists them for this version).",
+        FailureClass::BelowLimit => "Investigate the link (rate, errors, PCIe placement) or adjust the limit.",
     }
 }
 
@@ -402,20 +320,6 @@ const PATTERNS: &[(&str, FailureClass)] = &[
     ("Invalid Connection type", FailureClass::Usage),
 ];
 
-/// One kind of failure line seen in the input: the first line of that kind, and how often.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PerftestFailure {
-    /// What kind of failure it is.
-    pub class: FailureClass,
-    /// The first line of this kind, as printed.
-    pub line: String,
-    /// `ibv_wc_status` of a failed completion (`Failed status 12: ...`), with its name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wc_status: Option<String>,
-    /// How many lines of this kind the input held.
-    pub count: u64,
-}
-
 /// At most this many distinct failure lines are kept; repeats are counted on the first.
 pub const MAX_FAILURES: usize = 64;
 
@@ -565,7 +469,7 @@ pub fn findings(failures: &[PerftestFailure]) -> Vec<Finding> {
                     }
                 })
                 .collect();
-            let mut message = format!("perftest failed: {}", class.cause());
+            let mut message = format!("perftest failed: {}", cause(class));
             if let Some(wc) = lines.iter().find_map(|f| f.wc_status.as_deref()) {
                 message.push_str(&format!("; completion status {wc}"));
             }
@@ -585,7 +489,7 @@ pub fn findings(failures: &[PerftestFailure]) -> Vec<Finding> {
                         },
                     })
                     .collect(),
-                fix: class.fix().to_string(),
+                fix: fix(class).to_string(),
             }
         })
         .collect()

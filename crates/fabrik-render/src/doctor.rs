@@ -4,14 +4,14 @@
 
 use std::fmt::Write;
 
-use fabrik_doctor::Report;
+use fabrik_model::report::Report;
 use fabrik_model::text::visible;
 use fabrik_model::{Finding, Severity};
 
 use crate::findings;
 
 /// `fabrik rules`: one line per rule of the catalog, its id, severity and title.
-pub fn rules(rules: &[&fabrik_doctor::catalog::Rule]) -> String {
+pub fn rules(rules: &[&fabrik_model::Rule]) -> String {
     let mut out = String::new();
     for r in rules {
         let _ = writeln!(out, "{:<14} {:<8} {}", r.id, r.severity.as_str(), r.title);
@@ -172,7 +172,7 @@ pub fn shared(names: Vec<String>, findings: &[Finding]) -> String {
     let report = Report {
         schema_version: fabrik_model::SCHEMA_VERSION,
         nodes: names,
-        summary: fabrik_doctor::Summary::of(&findings),
+        summary: fabrik_model::report::Summary::of(&findings),
         findings,
         waived: vec![],
     };
@@ -183,7 +183,7 @@ pub fn shared(names: Vec<String>, findings: &[Finding]) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use fabrik_doctor::Summary;
+    use fabrik_model::report::Summary;
     use fabrik_model::Evidence;
 
     fn finding(rule: &str, severity: Severity, subject: &str, message: &str) -> Finding {

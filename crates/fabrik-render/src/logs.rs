@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
+use fabrik_model::logs::{LogReport, ProcessReport, Transport};
 use fabrik_model::text::visible_lines;
-use fabrik_parse::nccl_log::{LogReport, ProcessReport, Transport};
 
 use crate::dash as opt;
 

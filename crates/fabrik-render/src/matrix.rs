@@ -9,7 +9,7 @@ use fabrik_model::{Cause, CulpritKind, Isolation, LinkMeasurement, MatrixAnalysi
 /// (`cluster matrix`).
 pub fn judged(
     matrices: &[PairMatrix],
-    judged: &[Option<fabrik_doctor::passline::LinksJudgement>],
+    judged: &[Option<fabrik_model::passline::LinksJudgement>],
     rdma: Option<&str>,
 ) -> String {
     let mut out = String::new();

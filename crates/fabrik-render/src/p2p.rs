@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use fabrik_model::perftest::PerftestOutput;
 use fabrik_model::{BwRow, P2pReport, P2pRows, P2pTest};
-use fabrik_parse::perftest::PerftestOutput;
 
 pub mod tcp;
 

@@ -3,14 +3,11 @@
 
 use std::fmt::Write as _;
 
-use fabrik_doctor::passline::{Judgement, LinksJudgement, Verdict};
+use fabrik_model::passline::{Judged, Judgement, LinksJudgement, Verdict};
 
 /// Parsed runs (`parse nccl-tests`, `parse perftest`): each one's table (`table`), then its
 /// judgement when it has a pass line.
-pub fn judged_runs<T>(
-    runs: &[fabrik_doctor::parsed::Judged<T>],
-    table: fn(&T) -> String,
-) -> String {
+pub fn judged_runs<T>(runs: &[Judged<T>], table: fn(&T) -> String) -> String {
     let mut out = String::new();
     for r in runs {
         out.push_str(&table(&r.report));

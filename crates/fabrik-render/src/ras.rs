@@ -5,10 +5,10 @@
 
 use std::fmt::Write as _;
 
+use fabrik_model::inspector::InspectorReport;
+use fabrik_model::logs::LogReport;
+use fabrik_model::ras::{describe, MonitorEvent, PeerRow};
 use fabrik_model::text::visible_lines;
-use fabrik_parse::inspector::InspectorReport;
-use fabrik_parse::nccl_log::LogReport;
-use fabrik_parse::ras::monitor::{self, MonitorEvent, PeerRow};
 
 /// Stragglers listed in the table (the findings name every rank that held up its communicator).
 const MAX_STRAGGLER_ROWS: usize = 20;
@@ -16,7 +16,7 @@ const MAX_STRAGGLER_ROWS: usize = 20;
 /// One monitor event as it arrives on a `ncclras -m` pipe, with the running count of dead and
 /// unreachable peers.
 pub fn monitor_event(e: &MonitorEvent, dead: usize, unreachable: usize) -> String {
-    let peer = e.peer.as_ref().map(monitor::describe).unwrap_or_default();
+    let peer = e.peer.as_ref().map(describe).unwrap_or_default();
     let line = format!(
         "[{}] {} {} {} (dead {dead}, unreachable {unreachable})\n",
         e.time, e.event, peer, e.details
@@ -28,7 +28,7 @@ fn peer_row(r: &PeerRow) -> String {
     format!(
         "{:<11} {:<40} {:<22} {} {}",
         format!("{:?}", r.state).to_lowercase(),
-        monitor::describe(&r.peer),
+        describe(&r.peer),
         r.event,
         r.since,
         r.details
@@ -58,7 +58,7 @@ pub fn peer_table(rows: &[&PeerRow]) -> String {
 pub fn report(report: &LogReport) -> String {
     let mut s = String::new();
     if let Some(r) = &report.ras {
-        s.push_str(&fabrik_parse::ras::summary_text(r, report.summary.errors));
+        s.push_str(&fabrik_model::ras::summary_text(r, report.summary.errors));
         s.push('\n');
     }
     for d in &report.diag {

@@ -77,6 +77,6 @@ pub fn apply(
     env: Option<&PlannedEnv>,
     now_unix: u64,
 ) {
-    report.add_expectations(nodes, expect, env);
+    crate::add_expectations(report, nodes, expect, env);
     apply_waivers(report, &expect.waive, &utc_date(now_unix));
 }

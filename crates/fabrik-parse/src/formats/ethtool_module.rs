@@ -374,10 +374,9 @@ pub fn alarms(t: &Transceiver) -> Vec<String> {
     out
 }
 
-/// mW as dBm, the unit optics are usually judged in.
-pub fn dbm(mw: f64) -> Option<f64> {
-    (mw > 0.0).then(|| 10.0 * mw.log10())
-}
+/// mW as dBm, the unit optics are usually judged in: a model conversion, here where readers of
+/// `ethtool -m` look for it.
+pub use fabrik_model::units::dbm;
 
 impl Paste for EthtoolModule {
     const NAME: &'static str = "ethtool-m";

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 
 use fabrik_model::{Evidence, Finding, Severity};
-use serde::{Deserialize, Serialize};
 
 /// Most reports and lines kept (hostile input cannot grow memory without bound).
 const MAX_REPORTS: usize = 256;
@@ -24,45 +23,8 @@ const MAX_LINES: usize = 4096;
 /// The marker every DIAG line carries.
 pub const MARKER: &str = "NCCL DIAG ";
 
-/// One result line of a diagnostics report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiagLine {
-    /// `OK`, `INFO`, or empty for an untagged line.
-    pub tag: String,
-    /// The check (`GPU inventory`, `CUDA driver version`, `ECC`, `NVLink`, `NCCL environment`,
-    /// `p2p`, `net bw`, `IOMMU mode`, `Xid/SXid`, ...).
-    pub check: String,
-    /// The rest of the line after `<check>: `.
-    pub text: String,
-    /// The communicator (`0x1234`), when the line names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm: Option<String>,
-    /// Ranks the line names as affected (`rank(s) {..}`, `srcRank=`, `rank R (host)`).
-    pub ranks: Vec<u64>,
-    /// The rank the others were compared with (`differ from rank R (value)`) and its value.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reference: Option<(u64, String)>,
-    /// A host the line names (`on host H`, `rank R (H)`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
-
-/// One diagnostics report: a header, its lines, the completion line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct DiagReport {
-    /// `ras` (RAS diagnostics) or `active` (NCCL_RUN_DIAGNOSTICS).
-    pub kind: String,
-    /// The host of the process that printed the report.
-    pub host: Option<String>,
-    /// Its pid.
-    pub pid: Option<u64>,
-    /// The result lines.
-    pub lines: Vec<DiagLine>,
-    /// `completed in X ms`.
-    pub completed_ms: Option<f64>,
-    /// `across N ranks|RAS peers`.
-    pub across: Option<u64>,
-}
+/// The DIAG reports are model types: every renderer reads them.
+pub use fabrik_model::ras::{DiagLine, DiagReport};
 
 /// Collects DIAG reports from lines of any text (a job's standard output, `ncclras -D`).
 #[derive(Debug, Default)]

@@ -5,30 +5,8 @@ use fabrik_model::{Evidence, Finding, Severity};
 use super::text::num;
 use super::{RasCommIssue, RasCount, RasRank, RasReport};
 
-/// One sentence for the summary of an input that is only a RAS report.
-pub fn summary_text(r: &RasReport, errors: u32) -> String {
-    let n = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |x| x.to_string());
-    let mut s = format!(
-        "NCCL RAS report{}: {} node(s), {} process(es), {} GPU(s)",
-        r.nccl_version
-            .as_deref()
-            .map(|v| format!(" (NCCL {v})"))
-            .unwrap_or_default(),
-        n(r.nodes),
-        n(r.processes),
-        n(r.gpus)
-    );
-    if !r.groups.is_empty() {
-        let groups: Vec<String> = r
-            .groups
-            .iter()
-            .map(|g| format!("group {} {} {}", g.group, g.status, g.errors.join(",")))
-            .collect();
-        s.push_str(&format!("; {}", groups.join("; ")));
-    }
-    s.push_str(&format!("; {errors} error(s)"));
-    s
-}
+/// The sentence is the report's own: a model function, here where its readers look for it.
+pub use fabrik_model::ras::summary_text;
 
 fn describe(r: &RasRank) -> String {
     let mut s = match r.rank {

@@ -14,78 +14,13 @@
 //! PEER_TIMEOUT_DEAD (trace). [`PeerTable`] keeps the state of every peer seen, so that a reader
 //! of a live stream always knows which peers are dead or unreachable and where they run.
 
-use std::collections::BTreeMap;
-
 use fabrik_model::{Evidence, Finding, Severity};
-use serde::{Deserialize, Serialize};
 
-/// Most peers tracked; the RAS network of the largest jobs stays well below.
-const MAX_PEERS: usize = 1 << 17;
 /// Largest JSON event buffered (NCCL's own buffer is 2048 bytes).
 const MAX_EVENT_JSON: usize = 16 << 10;
 
-/// The peer an event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Peer {
-    /// The node (name or address).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-    /// The process.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u64>,
-    /// Its GPUs as RAS prints them (`0,1`, `0 (NVML 2)`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpus: Option<String>,
-    /// Its RAS socket address (`10.0.0.2<28028>`), when only that is known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub addr: Option<String>,
-}
-
-/// One monitor event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MonitorEvent {
-    /// The local time RAS printed (`%F %T`).
-    pub time: String,
-    /// `LIFECYCLE` or `TRACE` (JSON only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// `PEER_DEAD` and the like.
-    pub event: String,
-    /// The peer, when the event names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peer: Option<Peer>,
-    /// The details text.
-    pub details: String,
-}
-
-/// What the events say of a peer now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum PeerState {
-    /// Joined, connected or recovered.
-    Alive,
-    /// Not answering, stuck, disconnected or timed out: may come back.
-    Unreachable,
-    /// Declared dead by RAS.
-    Dead,
-}
-
-/// A row of the peer table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeerRow {
-    /// The peer.
-    pub peer: Peer,
-    /// Its state after the last event.
-    pub state: PeerState,
-    /// The event that set it.
-    pub event: String,
-    /// When.
-    pub since: String,
-    /// Its details.
-    pub details: String,
-    /// Events seen about this peer.
-    pub events: u64,
-}
+/// The events and the table of peers are model types: every renderer reads them.
+pub use fabrik_model::ras::{describe, MonitorEvent, Peer, PeerRow, PeerState, PeerTable};
 
 /// The state each event leaves its peer in; None for events that say nothing of it.
 pub fn state_of(event: &str) -> Option<PeerState> {
@@ -243,7 +178,7 @@ impl MonitorParser {
             if t == "}" && buf.matches('{').count() == buf.matches('}').count() {
                 let doc = self.json.take().unwrap_or_default();
                 let e = parse_json_event(&doc)?;
-                self.table.apply(&e);
+                self.table.apply(&e, state_of(&e.event));
                 return Some(e);
             }
             return None;
@@ -255,11 +190,11 @@ impl MonitorParser {
         // A one-line JSON event (a collector that joined the lines).
         if t.starts_with('{') && t.contains("\"event\"") {
             let e = parse_json_event(t)?;
-            self.table.apply(&e);
+            self.table.apply(&e, state_of(&e.event));
             return Some(e);
         }
         let e = parse_text_event(t)?;
-        self.table.apply(&e);
+        self.table.apply(&e, state_of(&e.event));
         Some(e)
     }
 
@@ -272,117 +207,6 @@ impl MonitorParser {
     pub fn finish(self) -> PeerTable {
         self.table
     }
-}
-
-/// Every peer seen, by host and process (or RAS address), with its last state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeerTable {
-    rows: BTreeMap<String, PeerRow>,
-    /// Events read.
-    pub events: u64,
-}
-
-impl PeerTable {
-    fn key(p: &Peer) -> String {
-        match (&p.host, p.pid, &p.addr) {
-            (Some(h), Some(pid), _) => format!("{h}:{pid}"),
-            (_, _, Some(a)) => a.clone(),
-            (Some(h), None, None) => h.clone(),
-            (None, Some(pid), None) => format!("?:{pid}"),
-            (None, None, None) => String::new(),
-        }
-    }
-
-    /// Applies one event.
-    pub fn apply(&mut self, e: &MonitorEvent) {
-        self.events += 1;
-        let (Some(peer), Some(state)) = (&e.peer, state_of(&e.event)) else {
-            return;
-        };
-        let mut key = Self::key(peer);
-        // An address-only event about the one process known on that host is that process's.
-        if peer.pid.is_none() {
-            if let Some(h) = &peer.host {
-                let mine: Vec<&String> = self
-                    .rows
-                    .iter()
-                    .filter(|(_, r)| r.peer.pid.is_some() && r.peer.host.as_ref() == Some(h))
-                    .map(|(k, _)| k)
-                    .collect();
-                if let [one] = mine.as_slice() {
-                    key = (*one).clone();
-                }
-            }
-        }
-        if !self.rows.contains_key(&key) && self.rows.len() >= MAX_PEERS {
-            return;
-        }
-        let row = self.rows.entry(key).or_insert_with(|| PeerRow {
-            peer: peer.clone(),
-            state,
-            event: e.event.clone(),
-            since: e.time.clone(),
-            details: e.details.clone(),
-            events: 0,
-        });
-        row.events += 1;
-        if row.peer.gpus.is_none() {
-            row.peer.gpus = peer.gpus.clone();
-        }
-        if row.peer.pid.is_none() && peer.pid.is_some() {
-            row.peer.pid = peer.pid;
-        }
-        // A dead peer stays dead: RAS never takes it back (peers.cc keeps the dead list).
-        if row.state == PeerState::Dead && state != PeerState::Dead {
-            return;
-        }
-        if row.state != state || row.event != e.event {
-            row.state = state;
-            row.event = e.event.clone();
-            row.since = e.time.clone();
-            row.details = e.details.clone();
-        }
-    }
-
-    /// Every peer seen.
-    pub fn rows(&self) -> impl Iterator<Item = &PeerRow> {
-        self.rows.values()
-    }
-
-    /// Peers that are dead or unreachable now, dead first.
-    pub fn troubled(&self) -> Vec<&PeerRow> {
-        let mut v: Vec<&PeerRow> = self
-            .rows
-            .values()
-            .filter(|r| r.state != PeerState::Alive)
-            .collect();
-        v.sort_by_key(|r| std::cmp::Reverse(r.state));
-        v
-    }
-
-    /// How many peers are in each state: (alive, unreachable, dead).
-    pub fn counts(&self) -> (usize, usize, usize) {
-        let n = |s| self.rows.values().filter(|r| r.state == s).count();
-        (
-            n(PeerState::Alive),
-            n(PeerState::Unreachable),
-            n(PeerState::Dead),
-        )
-    }
-}
-
-/// `process 1234 on node-3 (GPU 0)` or `10.0.0.2<28028>`.
-pub fn describe(p: &Peer) -> String {
-    let mut s = match (&p.pid, &p.host, &p.addr) {
-        (Some(pid), Some(h), _) => format!("process {pid} on {h}"),
-        (_, _, Some(a)) => a.clone(),
-        (None, Some(h), None) => h.clone(),
-        _ => "an unknown peer".into(),
-    };
-    if let Some(g) = &p.gpus {
-        s.push_str(&format!(" (GPU {g})"));
-    }
-    s
 }
 
 /// Findings of the table: dead peers (error, by host), unreachable ones (warning).

@@ -286,7 +286,7 @@ fn transceivers(body: &mut String, n: &Node) {
             let keep = |s: String| if first { s } else { String::new() };
             let rx = l
                 .and_then(|l| l.rx_power_mw)
-                .map(|p| match fabrik_parse::formats::ethtool_module::dbm(p) {
+                .map(|p| match fabrik_model::units::dbm(p) {
                     Some(d) => format!("{p} ({d:.2})"),
                     None => format!("{p}"),
                 })

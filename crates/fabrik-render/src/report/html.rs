@@ -5,10 +5,10 @@ use std::fmt::Write as _;
 
 use fabrik_model::{CollectiveReport, Finding, Node, P2pReport, P2pRows, ResultSource, Severity};
 
-/// Whether a run is a complete result is the bandwidth judge's to say (`fabrik parse` says the
+/// Whether a run is a complete result is a property of the result (`fabrik parse` says the
 /// same of the same file).
-pub use fabrik_doctor::passline::collective_incomplete;
-use fabrik_doctor::passline::p2p_incomplete;
+pub use fabrik_model::passline::collective_incomplete;
+use fabrik_model::passline::p2p_incomplete;
 
 use super::escape::esc;
 use super::svg::{busbw_plot, heatmap, run_label};
