@@ -490,10 +490,12 @@ pub fn run(
         None
     };
     let mut out = Vec::new();
+    // One namespace, one reading: every rail's matrix reports the same limits.
+    let tcp_buffers = cfg.tcp_buffers.or_else(local_tcp_buffers);
     for rail in 0..rails.unwrap_or(1) {
         let cfg = MatrixConfig {
             rail,
-            tcp_buffers: cfg.tcp_buffers.or_else(local_tcp_buffers),
+            tcp_buffers,
             ..cfg.clone()
         };
         let shown = rails.map(|_| rail);
