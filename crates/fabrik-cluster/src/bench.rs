@@ -3,7 +3,9 @@
 //! wrong elements, the first wrong element of each size). The caller prints what it is told as
 //! it happens ([`Observer`]) and renders the [`Outcome`].
 
-use fabrik_model::{CollectiveReport, CollectiveRow, RankDevice, ResultSource, SCHEMA_VERSION};
+use fabrik_model::{
+    CollectiveReport, CollectiveRow, RankDevice, ResultSource, RunParams, SCHEMA_VERSION,
+};
 
 use fabrik_model::size::parse_bytes;
 
@@ -98,12 +100,8 @@ pub struct CollectivePlan {
     pub sweep: SweepConfig,
     /// How it runs.
     pub backend: BackendOptions,
-    /// The smallest size asked for.
-    pub min_bytes: u64,
-    /// The largest size asked for.
-    pub max_bytes: u64,
-    /// `Some(bytes)` when sizes grow by adding, `None` when by [`CollectiveArgs::step_factor`].
-    pub step_bytes: Option<u64>,
+    /// What the table's first lines say of the run, as nccl-tests prints them.
+    pub params: RunParams<'static>,
 }
 
 impl CollectiveArgs {
@@ -134,7 +132,20 @@ impl CollectiveArgs {
                 "no sizes between {min} and {max}"
             )));
         }
+        let params = RunParams {
+            op: op.name(),
+            min_bytes: min,
+            max_bytes: max,
+            step: match inc {
+                Some(i) => format!("{i}(bytes)"),
+                None => format!("{}(factor)", self.step_factor),
+            },
+            warmup: self.warmup,
+            iters: self.iters.max(1),
+            check: self.check != 0,
+        };
         Ok(CollectivePlan {
+            params,
             sweep: SweepConfig {
                 op,
                 dtype: self.dtype.parse::<DType>()?,
@@ -152,9 +163,6 @@ impl CollectiveArgs {
                 chunk_bytes,
                 rdma: rdma.clone(),
             },
-            min_bytes: min,
-            max_bytes: max,
-            step_bytes: inc,
         })
     }
 }
@@ -296,7 +304,15 @@ mod tests {
             (p.backend.channels, p.backend.algo, p.backend.chunk_bytes),
             (3, AlgoChoice::Ring, Some(16 << 10))
         );
-        assert_eq!((p.min_bytes, p.max_bytes, p.step_bytes), (1024, 8192, None));
+        let (min, max) = (p.params.min_bytes, p.params.max_bytes);
+        assert_eq!(
+            (min, max, p.params.step.as_str()),
+            (1024, 8192, "2(factor)")
+        );
+        assert_eq!(
+            (p.params.op, p.params.iters, p.params.check),
+            ("all_reduce", 1, true)
+        );
     }
 
     #[test]

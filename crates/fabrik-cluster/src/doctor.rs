@@ -52,6 +52,25 @@ pub fn inventory_file_name(node: &RankNode) -> String {
     format!("rank-{}-{safe}.json", node.rank)
 }
 
+/// Writes every rank's inventory as `dir/rank-N-HOST.json` ([`inventory_file_name`]).
+pub fn save_inventories(
+    dir: &std::path::Path,
+    report: &ClusterDoctorReport,
+) -> Result<(), ClusterError> {
+    std::fs::create_dir_all(dir).map_err(|err| ClusterError::Io {
+        what: format!("creating {}", dir.display()),
+        err,
+    })?;
+    for n in &report.nodes {
+        let json = serde_json::to_vec_pretty(&n.node).map_err(|err| ClusterError::Encode {
+            what: "an inventory",
+            err,
+        })?;
+        fabrik_probe::output::write_atomically(&dir.join(inventory_file_name(n)), &json)?;
+    }
+    Ok(())
+}
+
 /// Sends `node` to rank 0; rank 0 returns everyone's, with `rules` applied to the whole set.
 pub fn gather_nodes(
     group: &mut Group,

@@ -128,6 +128,17 @@ pub enum ClusterError {
     /// The RDMA transport: libibverbs, the device, or a verbs call or completion.
     #[error(transparent)]
     Verbs(#[from] fabrik_verbs::VerbsError),
+    /// A result file could not be written.
+    #[error(transparent)]
+    Write(#[from] fabrik_probe::output::WriteError),
+    /// A result could not be encoded as JSON.
+    #[error("encoding {what} as JSON: {err}")]
+    Encode {
+        /// What was encoded.
+        what: &'static str,
+        /// Why it failed.
+        err: serde_json::Error,
+    },
     /// A text that is not a byte count.
     #[error(transparent)]
     Size(#[from] fabrik_model::size::SizeError),

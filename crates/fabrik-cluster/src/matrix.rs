@@ -601,6 +601,24 @@ pub fn rail_count(group: &Group) -> Result<u32, ClusterError> {
     Ok(n as u32)
 }
 
+/// Writes `m` as JSON to `path`, or for a per-rail run's matrix to its rail's file
+/// ([`rail_path`]); returns the path written.
+pub fn write_matrix(
+    path: &std::path::Path,
+    m: &fabrik_model::PairMatrix,
+) -> Result<std::path::PathBuf, ClusterError> {
+    let path = match m.rail {
+        Some(rail) => rail_path(path, rail),
+        None => path.to_path_buf(),
+    };
+    let json = serde_json::to_vec_pretty(m).map_err(|err| ClusterError::Encode {
+        what: "the pair matrix",
+        err,
+    })?;
+    fabrik_probe::output::write_atomically(&path, &json)?;
+    Ok(path)
+}
+
 /// `m.json` for rail 2 is `m-rail2.json`: one pair matrix per file, as `fabrik report` reads.
 pub fn rail_path(path: &std::path::Path, rail: u32) -> std::path::PathBuf {
     let stem = path

@@ -145,6 +145,30 @@ pub fn judge_perftest_output(
     JudgedPerftest { failed, runs }
 }
 
+/// The flags of `fabrik parse nccl-tests` and `fabrik parse perftest`: the file, and what its
+/// numbers are judged against.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct ResultOptions {
+    /// The tool's output; `-` reads stdin.
+    pub file: PathBuf,
+    /// Link rate in Gb/s of one NIC: the pass line is 90 % of it (perftest; a collective
+    /// across hosts as bus bandwidth, Gb/s / 8) unless `--expect` gives one.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub link_gbps: Option<f64>,
+    /// Take the link rate from this machine's inventory instead (a sysfs root such as `/`
+    /// or a captured tree): the slowest active RDMA port, else the default-route NIC speed.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "link_gbps"))]
+    pub root: Option<PathBuf>,
+    /// Collective name when the text does not say (`all_reduce`, `reduce_scatter`...).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub op: Option<String>,
+    /// Judge the numbers against this cluster file's `[bandwidth]` lines (else against 90 %,
+    /// or its `pass_fraction`, of the link rate, when one is known); exit 1 below the line.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub expect: Option<PathBuf>,
+}
+
 /// Why a file gave `fabrik parse` nothing to judge.
 #[derive(Debug, thiserror::Error)]
 pub enum ParsedError {

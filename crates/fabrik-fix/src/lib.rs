@@ -11,6 +11,7 @@
 
 pub mod ansible;
 pub mod apply;
+pub mod options;
 mod outline;
 mod quote;
 pub mod run;

@@ -6,16 +6,14 @@
 //! and a missing one fails the test under CI (`CI` set) and is reported otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use fabrik_doctor::remedy::REMEDIES;
 use fabrik_doctor::{diagnose, name_nodes, Expectations, NamedNode};
 use fabrik_fix::{ansible, plan, script, text, Plan};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 fn load(roots: &[&str]) -> Vec<NamedNode> {
     let nodes = roots

@@ -9,6 +9,7 @@ mod doc;
 mod docker;
 mod hostfile;
 pub mod k8s;
+pub mod options;
 mod shape;
 mod slurm;
 mod torchrun;

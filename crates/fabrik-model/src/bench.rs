@@ -189,6 +189,25 @@ pub struct CollectiveRow {
     pub in_place: Option<CollTiming>,
 }
 
+/// The run parameters nccl-tests prints in its first lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunParams<'a> {
+    /// nccl-tests' name of the operation.
+    pub op: &'a str,
+    /// Smallest size in bytes.
+    pub min_bytes: u64,
+    /// Largest size in bytes.
+    pub max_bytes: u64,
+    /// `2(factor)` or `1048576(bytes)`.
+    pub step: String,
+    /// Untimed iterations per size.
+    pub warmup: u32,
+    /// Timed iterations per size.
+    pub iters: u32,
+    /// Whether results are checked.
+    pub check: bool,
+}
+
 /// A device line of the nccl-tests header:
 /// `#  Rank  0 Group  0 Pid  12345 on node1 device  0 [0x07] NVIDIA A100-SXM4-80GB`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

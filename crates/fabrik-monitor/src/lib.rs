@@ -11,6 +11,7 @@ pub mod diff;
 pub mod ethtool;
 pub mod keys;
 pub mod metrics;
+pub mod options;
 pub mod read;
 pub mod rules;
 /// The sample types, which live in the model ([`fabrik_model::counters`]).

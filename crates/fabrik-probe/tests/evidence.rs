@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use fabrik_model::{KernelEventKind, Node};
 use fabrik_probe::snapshot::{capture, SnapshotOptions};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 /// A copy of node fixture `name` (symlinks kept) to add captures to.
 fn tree(name: &str) -> (tempfile::TempDir, PathBuf) {

@@ -6,22 +6,6 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        let ty = e.file_type().unwrap();
-        if ty.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &to).unwrap();
-        } else if ty.is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-        }
-    }
-}
-
 const TARGETS: &[&str] = &[
     "sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/infiniband/mlx5_0/ports/1/rate",
     "sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/infiniband/mlx5_0/ports/1/state",
@@ -51,7 +35,7 @@ fn shared_root() -> &'static Path {
         let src =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/nodes/roce-dualport");
         let dir = tempfile::tempdir().unwrap();
-        copy_tree(&src, &dir.path().join("root"));
+        fabrik_testbed::fixtures::copy_tree(&src, &dir.path().join("root")).unwrap();
         dir
     })
     .path()

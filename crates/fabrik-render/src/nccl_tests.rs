@@ -2,6 +2,7 @@
 //! nccl-tests tables read fabrik's the same way. Widths and number formats follow nccl-tests'
 //! `writeResultHeader`, `writeBenchmarkLinePreamble`/`Body` and `writeResultFooter`.
 
+pub use fabrik_model::RunParams;
 use fabrik_model::{CollTiming, CollectiveRow, RankDevice};
 
 /// C's `%g` (6 significant digits, trailing zeros trimmed).
@@ -72,25 +73,6 @@ pub fn float_str(v: f64, width: usize) -> String {
     }
     let s = c_e(v, if width >= 7 { 1 } else { 0 });
     format!("{s:>width$}")
-}
-
-/// The run parameters nccl-tests prints in its first lines.
-#[derive(Debug, Clone)]
-pub struct RunParams<'a> {
-    /// nccl-tests' name of the operation.
-    pub op: &'a str,
-    /// Smallest size in bytes.
-    pub min_bytes: u64,
-    /// Largest size in bytes.
-    pub max_bytes: u64,
-    /// `2(factor)` or `1048576(bytes)`.
-    pub step: String,
-    /// Untimed iterations per size.
-    pub warmup: u32,
-    /// Timed iterations per size.
-    pub iters: u32,
-    /// Whether results are checked.
-    pub check: bool,
 }
 
 /// The lines before the table: run parameters and one line per rank.

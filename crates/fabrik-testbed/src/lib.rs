@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 pub mod campaign;
+pub mod fixtures;
 pub mod hostile;
 mod rate;
 pub mod skip;

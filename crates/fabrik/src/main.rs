@@ -33,7 +33,7 @@ enum Command {
     Check(cmd::check::Args),
     /// The configuration changes the findings call for: a plan, a script or a playbook;
     /// --apply makes them here with an undo record, --undo puts them back.
-    Fix(cmd::fix::Args),
+    Fix(fabrik_fix::options::FixOptions),
     /// Write a cluster expectations file (TOML) from a known-good node, for --expect.
     Expect(cmd::expect::Args),
     /// List the doctor's rules: id, severity, title.
@@ -55,7 +55,7 @@ enum Command {
     /// Live rates and moving error/congestion counters of every RDMA port and netdev.
     Top(cmd::top::Args),
     /// Serve this node's port and netdev counters as Prometheus metrics.
-    Exporter(cmd::exporter::Args),
+    Exporter(fabrik_monitor::options::ExporterOptions),
     /// Counter rates and counter findings between two snapshots.
     Diff(cmd::diff::Args),
     /// Runs across the ranks of a job: the all-pairs matrix, the cluster-wide doctor.

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 fn manifests() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy/kubernetes"))

@@ -12,9 +12,7 @@ use serde_json::Value;
 
 mod support;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 /// A copy of node fixture `name` under `dir/as_name`, its hostname set to `as_name`.
 fn tree(dir: &Path, name: &str, as_name: &str) -> PathBuf {

@@ -4,15 +4,12 @@
 //! panels return series, and every alert rule evaluates with health "ok".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 struct Killed(Child);
 

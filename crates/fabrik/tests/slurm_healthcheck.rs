@@ -7,7 +7,7 @@
 //! the node with fabrik's reason and Slurm requeues the job.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use fabrik_testbed::slurm::{skip_reason, Slurm};
@@ -15,9 +15,7 @@ use fabrik_testbed::slurm::{skip_reason, Slurm};
 const INTERVAL: Duration = Duration::from_secs(2);
 const WAIT: Duration = Duration::from_secs(60);
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use fabrik_testbed::fixtures::repo;
 
 fn write_conf(path: &Path, conf_dir: &Path, slurm_conf: &Path, root: &Path) {
     let text = format!(
@@ -217,13 +215,18 @@ fn a_failing_check_drains_the_node_and_a_passing_one_returns_it() {
                 && reason(&node).is_some_and(|r| r.starts_with(&expected))
         })
         .unwrap();
-    let jobs = slurm
-        .client("squeue", &["-h", "-j", &job, "-o", "%T %r"])
-        .unwrap();
-    assert!(
-        jobs.contains("PENDING") || jobs.contains("REQUEUE"),
-        "job {job} after the failing prolog: {jobs:?}"
-    );
+    // The job passes through COMPLETING ("launch failed requeued held") before it is
+    // requeued: wait for that to settle rather than read the state once.
+    let requeued = |s: &Slurm| {
+        let jobs = s
+            .client("squeue", &["-h", "-j", &job, "-o", "%T %r"])
+            .unwrap_or_default();
+        jobs.contains("PENDING") || jobs.contains("REQUEUE")
+    };
+    if let Err(e) = slurm.wait_until("the job to be requeued", WAIT, requeued) {
+        let jobs = slurm.client("squeue", &["-h", "-j", &job, "-o", "%T %r"]);
+        panic!("job {job} after the failing prolog: {jobs:?}: {e}");
+    }
 }
 
 fn comment(node: &str) -> Option<String> {

@@ -151,9 +151,7 @@ pub const OUTS: [Out; 12] = [
     Out::Launch(Kind::Slurm, K8sKind::JobSet),
 ];
 
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use fabrik_testbed::fixtures::repo;
 
 pub fn base_shape(k8s_kind: K8sKind) -> JobShape {
     JobShape {

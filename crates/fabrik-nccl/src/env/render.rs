@@ -23,6 +23,41 @@ pub enum RenderError {
     Serialize(String),
 }
 
+/// The forms the environment is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum EnvFormat {
+    /// `export K=V` with `# reason (source)` comments.
+    Shell,
+    /// `K=V` lines.
+    Dotenv,
+    /// `-e K=V` flags for `docker run`.
+    Docker,
+    /// A Kubernetes container `env:` list.
+    K8s,
+    /// The whole document as JSON.
+    Json,
+}
+
+impl EnvFormat {
+    /// Whether the form is for programs, which do not read the warnings in the text's
+    /// comments: the caller says the summary and warnings on stderr.
+    pub fn for_machines(self) -> bool {
+        matches!(self, EnvFormat::Docker | EnvFormat::Json)
+    }
+}
+
+/// The environment in `format`, newline-terminated.
+pub fn render(env: &Env, format: EnvFormat) -> Result<String, RenderError> {
+    match format {
+        EnvFormat::Shell => shell(env),
+        EnvFormat::Dotenv => dotenv(env),
+        EnvFormat::Docker => docker_flags(env).map(|flags| flags + "\n"),
+        EnvFormat::K8s => k8s_env(env),
+        EnvFormat::Json => json(env),
+    }
+}
+
 /// Quotes `s` as one POSIX shell word ([`fabrik_quote::sh::word`]); only a NUL byte cannot be
 /// quoted.
 pub fn shell_quote(s: &str) -> Result<String, String> {

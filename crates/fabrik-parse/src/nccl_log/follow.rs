@@ -133,6 +133,68 @@ pub struct JobQuery {
     pub raw: bool,
 }
 
+/// `fabrik ras`'s flags: what to ask a running job's RAS port, and how ([`JobOptions::query`]).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct JobOptions {
+    /// The job's RAS address: HOST[:PORT] (port 28028 unless NCCL_RAS_ADDR set another).
+    pub target: String,
+    /// What to ask: the job's status, NCCL 2.31+'s RAS diagnostics, or monitor events.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "status"))]
+    pub ask: AskFor,
+    /// Ask the job for its JSON report (NCCL 2.28.7+) instead of text.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub json_report: bool,
+    /// The verbose status report.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub verbose_report: bool,
+    /// Seconds the job's RAS waits for its peers (ncclras -t).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub ras_timeout: Option<u32>,
+    /// Seconds to wait for the connection.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 5))]
+    pub connect_timeout: u64,
+    /// Monitor: stop after this many seconds (default: until the job closes).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub duration: Option<u64>,
+    /// Print what the job sent, unparsed.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub raw: bool,
+}
+
+/// The kinds of question [`JobOptions`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum AskFor {
+    /// The job's status report.
+    Status,
+    /// The RAS diagnostics (NCCL 2.31+).
+    Diagnostics,
+    /// Monitor events as they come.
+    Monitor,
+}
+
+impl JobOptions {
+    /// The question these options put.
+    pub fn query(&self) -> JobQuery {
+        let question = match self.ask {
+            AskFor::Status => Question::Report(crate::ras::client::Ask::Status {
+                verbose: self.verbose_report,
+            }),
+            AskFor::Diagnostics => Question::Report(crate::ras::client::Ask::Diagnostics),
+            AskFor::Monitor => Question::Monitor(self.duration.map(Duration::from_secs)),
+        };
+        JobQuery {
+            target: self.target.clone(),
+            question,
+            json_report: self.json_report,
+            ras_timeout: self.ras_timeout,
+            connect_timeout: Duration::from_secs(self.connect_timeout),
+            raw: self.raw,
+        }
+    }
+}
+
 /// What a job's RAS port answered.
 #[derive(Debug)]
 pub enum Answer {

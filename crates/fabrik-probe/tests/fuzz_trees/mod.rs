@@ -16,23 +16,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
-/// Copies a tree, links as links.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let src = e.path();
-        let dst = to.join(e.file_name());
-        let m = src.symlink_metadata().unwrap();
-        if m.file_type().is_symlink() {
-            symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if m.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
-}
-
 /// Every file and link of a tree (not following links).
 fn entries(dir: &Path, out: &mut Vec<PathBuf>, dirs: &mut Vec<PathBuf>) {
     dirs.push(dir.to_path_buf());
@@ -201,7 +184,7 @@ where
     let mut trees = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let root = dir.path().join(format!("tree{i}"));
-        copy_tree(&fixtures().join(name), &root);
+        fabrik_testbed::fixtures::copy_tree(&fixtures().join(name), &root).unwrap();
         let (mut files, mut dirs) = (Vec::new(), Vec::new());
         entries(&root, &mut files, &mut dirs);
         trees.push(Tree { root, files, dirs });

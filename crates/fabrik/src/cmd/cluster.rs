@@ -90,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    use fabrik_cluster::matrix;
     use fabrik_cluster::matrix_job::{MatrixJob, Step};
     let expect = crate::cmd::expect::load_file(args.expect.as_deref())?;
     let job = MatrixJob::new(&args.run, &args.verbs, expect.as_ref(), args.link_gbps)?;
@@ -97,18 +98,9 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
         let is_root = group.rank() == 0;
         let mut bar = None;
         let mut on_rows = |m: &fabrik_model::PairMatrix| {
-            let Some(path) = &args.output else { return };
-            // Only a per-rail run's matrices have a rail.
-            let path = match m.rail {
-                Some(rail) => fabrik_cluster::matrix::rail_path(path, rail),
-                None => path.clone(),
-            };
-            let written = serde_json::to_vec_pretty(m).map_err(anyhow::Error::from);
-            let written = written.and_then(|json| {
-                crate::output::write_atomically(&path, &json).map_err(anyhow::Error::from)
-            });
-            if let Err(e) = written.with_context(|| format!("writing {}", path.display())) {
-                eprintln!("fabrik: {e:#}");
+            let written = args.output.as_deref().map(|p| matrix::write_matrix(p, m));
+            if let Some(Err(e)) = written {
+                eprintln!("fabrik: {:#}", anyhow::Error::from(e));
             }
         };
         let result = job.run(
@@ -136,7 +128,7 @@ fn run_matrix(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    use fabrik_cluster::doctor::{diagnose, gather_nodes, inventory_file_name};
+    use fabrik_cluster::doctor::{diagnose, gather_nodes};
     let json = args.format == fabrik_render::Format::Json;
     run_ranked(&args.ranks, |group| {
         let node = fabrik_probe::probe(&args.root)
@@ -147,11 +139,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         };
         if let Some(dir) = &args.save {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            for n in &report.nodes {
-                let path = dir.join(inventory_file_name(n));
-                crate::output::write_atomically(&path, &serde_json::to_vec_pretty(&n.node)?)?;
-            }
+            fabrik_cluster::doctor::save_inventories(dir, &report)?;
         }
         if let Some(path) = &args.output {
             crate::output::write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;

@@ -10,8 +10,8 @@ use anyhow::Context;
 use fabrik_cluster::bench::{run_collective, CollectiveArgs, Observer, Outcome};
 use fabrik_cluster::sweep::SweepConfig;
 use fabrik_doctor::{passline, Expectations};
-use fabrik_model::{CollectiveRow, RankDevice};
-use fabrik_render::nccl_tests::{closing, header, row, RunParams};
+use fabrik_model::{CollectiveRow, RankDevice, RunParams};
+use fabrik_render::nccl_tests::{closing, header, row};
 
 use crate::cmd::cluster::run_ranked;
 use crate::output::{print_json, write_atomically};
@@ -45,22 +45,10 @@ pub fn run(args: Args) -> Done {
     let plan = args.run.plan(&args.verbs)?;
     let cfg = &plan.sweep;
     let json = args.format == fabrik_render::Format::Json;
-    let params = RunParams {
-        op: cfg.op.name(),
-        min_bytes: plan.min_bytes,
-        max_bytes: plan.max_bytes,
-        step: match plan.step_bytes {
-            Some(i) => format!("{i}(bytes)"),
-            None => format!("{}(factor)", args.run.step_factor),
-        },
-        warmup: cfg.warmup,
-        iters: cfg.iters,
-        check: cfg.check,
-    };
     run_ranked(&args.ranks, |group| {
         let is_root = group.rank() == 0;
         let mut table = Table {
-            params: &params,
+            params: &plan.params,
             json,
             progress: Progress::new(is_root, cfg.op.name(), "sizes", cfg.sizes.len() as u64),
         };

@@ -5,21 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use fabrik_model::Node;
-use fabrik_nccl::env::render;
+use fabrik_nccl::env::render::{render, EnvFormat};
 use fabrik_nccl::{Env, Profile, Request};
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    /// `export K=V` with `# reason (source)` comments.
-    Shell,
-    /// `K=V` lines.
-    Dotenv,
-    /// `-e K=V` flags for `docker run`.
-    Docker,
-    /// A Kubernetes container `env:` list.
-    K8s,
-    Json,
-}
 
 /// Where the node's facts come from, shared with `fabrik launch`.
 #[derive(clap::Args, Debug, Clone)]
@@ -46,7 +33,7 @@ pub struct Args {
     #[command(flatten)]
     pub node: NodeArgs,
     #[arg(long, value_enum, default_value = "shell")]
-    pub format: Format,
+    pub format: EnvFormat,
 }
 
 /// Builds the environment the way both `env` and `launch` do; also returns the node it was
@@ -73,21 +60,10 @@ pub(crate) fn build_env(args: &NodeArgs) -> anyhow::Result<(Env, Option<Node>)> 
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (env, _) = build_env(&args.node)?;
-    let text = match args.format {
-        Format::Shell => render::shell(&env)?,
-        Format::Dotenv => render::dotenv(&env)?,
-        Format::Docker => render::docker_flags(&env)? + "\n",
-        Format::K8s => render::k8s_env(&env)?,
-        Format::Json => {
-            crate::output::print_json(&env)?;
-            eprintln!("fabrik env: {}", env.summary);
-            return Ok(ExitCode::SUCCESS);
-        }
-    };
-    crate::output::print_text(&text)?;
-    // Docker flags and JSON are for machines; the people reading shell output see the
-    // warnings in its comments. Say the summary on stderr for the machine formats.
-    if matches!(args.format, Format::Docker) {
+    crate::output::print_text(&render(&env, args.format)?)?;
+    // People reading shell output see the warnings in its comments; the machine forms get the
+    // summary and the warnings on stderr.
+    if args.format.for_machines() {
         eprintln!("fabrik env: {}", env.summary);
         for w in env.warnings() {
             eprintln!("fabrik env: warning: {}", w.message);

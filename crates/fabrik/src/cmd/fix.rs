@@ -2,53 +2,13 @@
 //! a bash script or an Ansible playbook; `--apply` makes them on this machine with an undo
 //! record and runs the checks again; `--undo RECORD` puts the values back.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use fabrik_fix::run::ApplyOptions;
+use fabrik_fix::options::{FixFormat, FixOptions};
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum FixFormat {
-    /// The plan for people.
-    Text,
-    /// The plan (or the apply/undo result) as JSON.
-    Json,
-    /// An idempotent bash script.
-    Script,
-    /// An Ansible playbook.
-    Ansible,
-}
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// Root to plan for: `/` for this machine, or a snapshot directory or .tar.gz. Give it
-    /// several times for several nodes; cross-node findings converge them. With --apply, `/`
-    /// is the node changed and the others are its peers.
-    #[arg(long, default_value = "/")]
-    pub root: Vec<PathBuf>,
-    /// Only the findings of this rule (repeatable).
-    #[arg(long = "rule", value_name = "ID")]
-    pub rules: Vec<String>,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: FixFormat,
-    /// Make the changes on this machine (the root `/`), then run the checks again.
-    #[arg(long, conflicts_with = "undo")]
-    pub apply: bool,
-    /// With --apply: also make the changes that need a drained node (MTU, PFC, ACS, firmware).
-    #[arg(long, requires = "apply")]
-    pub drained: bool,
-    /// Where --apply writes its undo record (default /var/lib/fabrik/fix/undo-<time>.json).
-    #[arg(long, value_name = "PATH", requires = "apply")]
-    pub record: Option<PathBuf>,
-    /// Put back the values an --apply run recorded.
-    #[arg(long, value_name = "RECORD")]
-    pub undo: Option<PathBuf>,
-    #[command(flatten)]
-    pub expect: fabrik_doctor::expect::ExpectOptions,
-}
-
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: FixOptions) -> anyhow::Result<ExitCode> {
     let mut write = |path: &Path, bytes: &[u8]| {
         crate::output::write_atomically(path, bytes)
             .map_err(|e| std::io::Error::other(format!("{:#}", anyhow::Error::new(e))))
@@ -84,12 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if matches!(args.format, FixFormat::Script | FixFormat::Ansible) {
         bail!("--apply prints its result as text or json, not as a script or playbook");
     }
-    let opts = ApplyOptions {
-        roots: &args.root,
-        expect: expect.as_ref(),
-        drained: args.drained,
-        record: args.record.clone(),
-    };
+    let opts = args.apply_options(expect.as_ref());
     let applied = fabrik_fix::run::apply_here(planned, &opts, &mut write)?;
     match args.format {
         FixFormat::Json => crate::output::print_json(&applied)?,

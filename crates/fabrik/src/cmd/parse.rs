@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use fabrik_doctor::parsed::{self, PasteDoc};
+use fabrik_doctor::parsed::{self, PasteDoc, ResultOptions};
 use fabrik_parse::formats::paste::{Tool, ToolCommand};
 use fabrik_render::Format;
 use serde::Serialize;
@@ -41,24 +41,10 @@ pub struct CmdArgs {
 
 #[derive(clap::Args)]
 pub struct ToolArgs {
-    pub file: PathBuf,
+    #[command(flatten)]
+    pub result: ResultOptions,
     #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
     pub format: Format,
-    /// Link rate in Gb/s of one NIC: the pass line is 90 % of it (perftest; a collective
-    /// across hosts as bus bandwidth, Gb/s / 8) unless `--expect` gives one.
-    #[arg(long)]
-    pub link_gbps: Option<f64>,
-    /// Take the link rate from this machine's inventory instead (a sysfs root such as `/`
-    /// or a captured tree): the slowest active RDMA port, else the default-route NIC speed.
-    #[arg(long, conflicts_with = "link_gbps")]
-    pub root: Option<PathBuf>,
-    /// Collective name when the text does not say (`all_reduce`, `reduce_scatter`...).
-    #[arg(long)]
-    pub op: Option<String>,
-    /// Judge the numbers against this cluster file's `[bandwidth]` lines (else against 90 %,
-    /// or its `pass_fraction`, of the link rate, when one is known); exit 1 below the line.
-    #[arg(long, value_name = "FILE")]
-    pub expect: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -87,7 +73,7 @@ fn command_output(tool: Tool, a: CmdArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The link rate to check against: given, or read from the inventory under `--root`.
-fn link_gbps(a: &ToolArgs) -> anyhow::Result<Option<f64>> {
+fn link_gbps(a: &ResultOptions) -> anyhow::Result<Option<f64>> {
     let Some(root) = &a.root else {
         return Ok(a.link_gbps);
     };
@@ -111,12 +97,13 @@ fn print_docs<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
     }
 }
 
-fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
-    let link = link_gbps(&a)?;
+fn nccl_tests(args: ToolArgs) -> anyhow::Result<ExitCode> {
+    let (a, format) = (&args.result, args.format);
+    let link = link_gbps(a)?;
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
     let runs = parsed::nccl_tests_file(&a.file, a.op.as_deref(), expect.as_ref(), link)?;
     let all = parsed::all_findings(&runs);
-    match a.format {
+    match format {
         Format::Json => print_docs(&runs)?,
         Format::Text | Format::Markdown => print!(
             "{}{}",
@@ -127,12 +114,13 @@ fn nccl_tests(a: ToolArgs) -> anyhow::Result<ExitCode> {
     Ok(crate::exit::status(parsed::failed(&runs, &all)))
 }
 
-fn perftest(a: ToolArgs) -> anyhow::Result<ExitCode> {
-    let link = link_gbps(&a)?;
+fn perftest(args: ToolArgs) -> anyhow::Result<ExitCode> {
+    let (a, format) = (&args.result, args.format);
+    let link = link_gbps(a)?;
     let expect = crate::cmd::expect::load_file(a.expect.as_deref())?;
     let (out, judged) = parsed::perftest_file(&a.file, expect.as_ref(), link)?;
     let all = judged.findings();
-    match a.format {
+    match format {
         Format::Json => print_docs(&judged.docs())?,
         Format::Text | Format::Markdown => print!(
             "{}{}{}",

@@ -65,66 +65,21 @@ pub use client::{run as run_client, ClientArgs};
 mod client {
     use std::io::Write;
     use std::process::ExitCode;
-    use std::time::Duration;
 
-    use fabrik_parse::nccl_log::follow::{ask_job, Answer, Heard, JobQuery, Question};
-    use fabrik_parse::ras::client;
+    use fabrik_parse::nccl_log::follow::{ask_job, Answer, Heard, JobOptions};
     use fabrik_render::Format;
 
     #[derive(clap::Args)]
     pub struct ClientArgs {
-        /// The job's RAS address: HOST[:PORT] (port 28028 unless NCCL_RAS_ADDR set another).
-        pub target: String,
-        /// What to ask: the job's status, NCCL 2.31+'s RAS diagnostics, or monitor events.
-        #[arg(long, value_enum, default_value = "status")]
-        pub ask: Ask,
-        /// Ask the job for its JSON report (NCCL 2.28.7+) instead of text.
-        #[arg(long)]
-        pub json_report: bool,
-        /// The verbose status report.
-        #[arg(long)]
-        pub verbose_report: bool,
-        /// Seconds the job's RAS waits for its peers (ncclras -t).
-        #[arg(long)]
-        pub ras_timeout: Option<u32>,
-        /// Seconds to wait for the connection.
-        #[arg(long, default_value_t = 5)]
-        pub connect_timeout: u64,
-        /// Monitor: stop after this many seconds (default: until the job closes).
-        #[arg(long)]
-        pub duration: Option<u64>,
-        /// Print what the job sent, unparsed.
-        #[arg(long)]
-        pub raw: bool,
+        #[command(flatten)]
+        pub job: JobOptions,
         #[arg(long, default_value = "text", value_parser = Format::text_or_json())]
         pub format: Format,
     }
 
-    #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-    pub enum Ask {
-        Status,
-        Diagnostics,
-        Monitor,
-    }
-
     pub fn run(a: ClientArgs) -> anyhow::Result<ExitCode> {
-        let question = match a.ask {
-            Ask::Status => Question::Report(client::Ask::Status {
-                verbose: a.verbose_report,
-            }),
-            Ask::Diagnostics => Question::Report(client::Ask::Diagnostics),
-            Ask::Monitor => Question::Monitor(a.duration.map(Duration::from_secs)),
-        };
-        let query = JobQuery {
-            target: a.target.clone(),
-            question,
-            json_report: a.json_report,
-            ras_timeout: a.ras_timeout,
-            connect_timeout: Duration::from_secs(a.connect_timeout),
-            raw: a.raw,
-        };
         let mut out = std::io::stdout().lock();
-        let answer = ask_job(&query, &mut |heard| {
+        let answer = ask_job(&a.job.query(), &mut |heard| {
             let _ = match heard {
                 Heard::Protocol { job, ours } => {
                     eprintln!(

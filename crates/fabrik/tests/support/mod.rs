@@ -4,10 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// The repository's root.
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use fabrik_testbed::fixtures::repo;
 
 /// A file under `fixtures/`: `fixture("nccl-tests", "name.txt")`.
 pub fn fixture(dir: &str, name: &str) -> PathBuf {
@@ -47,19 +44,11 @@ pub fn json_ok(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Copies a fixture tree (files and directories) over `to`, creating what is missing: a test
-/// node whose counters a test changes by copying the `after` side of a pair.
+/// Copies a fixture tree over `to`, creating what is missing: a test node whose counters a test
+/// changes by copying the `after` side of a pair.
 pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        }
-    }
+    fabrik_testbed::fixtures::copy_tree(from, to)
+        .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
 }
 
 /// Distinct colours in a PNG (any bit depth and colour type the `png` crate expands to 8-bit
