@@ -74,7 +74,8 @@ fn every_profile_renders_every_shell_kind_and_bash_accepts_it() {
 #[test]
 fn bash_n_rejects_broken_text() {
     // The checker itself must be able to fail.
-    assert!(bash_syntax_ok("if then fi (").is_err());
+    let e = bash_syntax_ok("if then fi (").unwrap_err();
+    assert!(e.contains("syntax error"), "{e}");
 }
 
 #[test]

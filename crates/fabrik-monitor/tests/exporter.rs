@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fabrik_model::{Finding, Severity};
-use fabrik_monitor::server::{Exporter, ExporterConfig, Limits, Sampling};
+use fabrik_monitor::server::{Exporter, ExporterConfig, Limits, Sampling, ServerError};
 
 /// Samples every 50 ms, rates over 100 ms: the tests see a change within a fraction of a second.
 fn fast() -> Sampling {
@@ -128,7 +128,10 @@ fn serves_metrics_healthz_and_plugged_findings() {
 #[test]
 fn bind_failure_is_an_error() {
     let config = ExporterConfig::for_root("/nonexistent".into());
-    assert!(Exporter::bind("256.0.0.1:1", config).is_err());
+    match Exporter::bind("256.0.0.1:1", config) {
+        Err(ServerError::Bind { addr, .. }) => assert_eq!(addr, "256.0.0.1:1"),
+        other => panic!("{:?}", other.map(|e| e.local_addr())),
+    }
 }
 
 /// Many distinct findings make `/metrics` megabytes long (about 55 bytes each).

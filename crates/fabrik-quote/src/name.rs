@@ -133,10 +133,10 @@ mod tests {
             "fe80::1",
             "n_1",
         ] {
-            assert!(host(h).is_ok(), "{h}");
+            assert_eq!(host(h), Ok(h));
         }
         for j in ["train", "fabrik-job", "llama_70b.v2", "a=b"] {
-            assert!(job(j).is_ok(), "{j}");
+            assert_eq!(job(j), Ok(j));
         }
         for i in [
             "eth0",
@@ -146,7 +146,7 @@ mod tests {
             "cali1234-ab",
             "lxc_health",
         ] {
-            assert!(interface(i).is_ok(), "{i}");
+            assert_eq!(interface(i), Ok(i));
         }
         for d in [
             "mlx5_0",
@@ -156,16 +156,19 @@ mod tests {
             "bnxt_re0",
             "irdma-x",
         ] {
-            assert!(device(d).is_ok(), "{d}");
+            assert_eq!(device(d), Ok(d));
         }
         for i in [
             "nvcr.io/nvidia/pytorch:24.04-py3",
             "img@sha256:0123abcd",
             "localhost:5000/x",
         ] {
-            assert!(image(i).is_ok(), "{i}");
+            assert_eq!(image(i), Ok(i));
         }
-        assert!(resource("vpc.amazonaws.com/efa").is_ok());
+        assert_eq!(
+            resource("vpc.amazonaws.com/efa"),
+            Ok("vpc.amazonaws.com/efa")
+        );
     }
 
     #[test]

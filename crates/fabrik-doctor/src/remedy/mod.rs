@@ -278,7 +278,7 @@ mod tests {
             netdev: "ens1f0np0".into(),
             mtu: 9000,
         };
-        assert!(ok.check().is_ok());
+        assert_eq!(ok.check(), Ok(()));
         for bad in [
             "x\\", "a\"b", "x\nRUN", "../x", "a b", "$(id)", "", "x;y", "..",
         ] {
@@ -286,19 +286,24 @@ mod tests {
                 netdev: bad.into(),
                 mtu: 9000,
             };
-            assert!(c.check().is_err(), "{bad:?}");
+            let refused = c.check().unwrap_err();
+            assert_eq!((refused.what, refused.value.as_str()), ("netdev", bad));
         }
         let attr = Change::NetdevAttr {
             netdev: "eth0".into(),
             attr: "ecn/roce_np/enable/8".into(),
             value: "1".into(),
         };
-        assert!(attr.check().is_err());
+        assert_eq!(attr.check().unwrap_err().what, "attribute");
         let sysctl = Change::Sysctl {
             key: "kernel.core_pattern".into(),
             value: "x".into(),
         };
-        assert!(sysctl.check().is_err());
+        let refused = sysctl.check().unwrap_err();
+        assert_eq!(
+            (refused.what, refused.value.as_str()),
+            ("sysctl", "kernel.core_pattern")
+        );
     }
 
     #[test]
