@@ -23,19 +23,3 @@ fn gid_types_and_link_layers_keep_unknown_values() {
     assert_eq!(LinkLayer::parse("InfiniBand"), LinkLayer::Infiniband);
     assert_eq!(LinkLayer::parse("OPA"), LinkLayer::Other("OPA".into()));
 }
-
-#[test]
-fn acs_redirect_detection() {
-    let b = PciBridge {
-        address: "0000:00:01.0".into(),
-        acs_ctl_enabled: Some(vec!["SrcValid".into(), "ReqRedir".into()]),
-        function: None,
-    };
-    assert_eq!(b.acs_redirects(), Some(true));
-    let quiet = PciBridge {
-        address: "0000:00:01.0".into(),
-        acs_ctl_enabled: Some(vec![]),
-        function: None,
-    };
-    assert_eq!(quiet.acs_redirects(), Some(false));
-}
