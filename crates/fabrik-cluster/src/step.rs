@@ -50,3 +50,72 @@ pub(crate) fn step(
         got.and(sent)
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::io::ErrorKind;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::link::Direct;
+    use crate::tcp_link::TcpLink;
+
+    /// Both ends of a loopback connection, as links with `timeout`.
+    fn pair(timeout: Duration) -> (TcpLink, TcpLink) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        for s in [&a, &b] {
+            s.set_read_timeout(Some(timeout)).unwrap();
+        }
+        (TcpLink::new(a).unwrap(), TcpLink::new(b).unwrap())
+    }
+
+    fn pattern(seed: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(seed).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn two_ranks_swap_messages_far_larger_than_socket_buffers_from_one_thread_each() {
+        // Rank 0 and rank 1 each send on one connection and receive on the other, at once:
+        // with blocking writes and no second thread this would deadlock.
+        let (a01, b01) = pair(Duration::from_secs(20));
+        let (a10, b10) = pair(Duration::from_secs(20));
+        let len = 24 << 20;
+        let h = thread::spawn(move || {
+            let out = pattern(3, len);
+            let mut inb = vec![0u8; len];
+            step(&b10, &out[..], &b01, &mut Direct { buf: &mut inb }).unwrap();
+            inb
+        });
+        let out = pattern(7, len);
+        let mut inb = vec![0u8; len];
+        step(&a01, &out[..], &a10, &mut Direct { buf: &mut inb }).unwrap();
+        assert!(inb == pattern(3, len));
+        assert!(h.join().unwrap() == pattern(7, len));
+    }
+
+    #[test]
+    fn a_silent_peer_times_out_on_the_receive_side_and_a_closed_one_is_eof() {
+        let (a, b) = pair(Duration::from_millis(100));
+        let mut inb = [0u8; 16];
+        match step(&a, &[], &a, &mut Direct { buf: &mut inb }) {
+            Err(StepError::Recv(ClusterError::Io { err: source, .. })) => {
+                assert_eq!(source.kind(), ErrorKind::TimedOut)
+            }
+            other => panic!("{other:?}"),
+        }
+        b.send_all(&[1, 2, 3]).unwrap();
+        drop(b);
+        match a.recv_exact(&mut inb) {
+            Err(ClusterError::Io { err: source, .. }) => {
+                assert_eq!(source.kind(), ErrorKind::UnexpectedEof)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -271,30 +271,6 @@ pub(crate) fn bridge_acs(
     }
 }
 
-/// Relaxed ordering and the link registers of one function, from its config space.
-pub(crate) fn function_config(fs: &mut RootFs, dir: &str, f: &mut fabrik_model::PciFunction) {
-    let Ok(bytes) = fs.read_bytes(&join(dir, "config")) else {
-        return;
-    };
-    let c = parse_pci_config(&bytes);
-    f.relaxed_ordering = c.relaxed_ordering();
-    if let Some(e) = c.express {
-        let link = &mut f.link;
-        if link.current_speed_gts.is_none() {
-            link.current_speed_gts = e.speed_gts();
-        }
-        if link.current_width.is_none() {
-            link.current_width = e.width();
-        }
-        if link.max_speed_gts.is_none() {
-            link.max_speed_gts = e.max_speed_gts();
-        }
-        if link.max_width.is_none() {
-            link.max_width = e.max_width();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

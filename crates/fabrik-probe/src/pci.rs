@@ -3,6 +3,7 @@
 use fabrik_model::{PciAer, PciFunction, PciLink};
 
 use crate::fs::{base_name, join, RootFs};
+use fabrik_parse::formats::pci_config::parse_pci_config;
 use fabrik_parse::formats::{is_bdf, AerCounts, Decimal, Format, NumaNode, PciSpeed};
 
 /// Where PCI functions are listed.
@@ -70,9 +71,33 @@ pub fn read_function(fs: &mut RootFs, dir: &str) -> PciFunction {
         path: bdf_chain(dir),
         ..PciFunction::default()
     };
-    crate::facts::function_config(fs, dir, &mut f);
+    function_config(fs, dir, &mut f);
     f.aer = read_aer(fs, dir);
     f
+}
+
+/// Relaxed ordering and the link registers of one function, from its config space.
+fn function_config(fs: &mut RootFs, dir: &str, f: &mut fabrik_model::PciFunction) {
+    let Ok(bytes) = fs.read_bytes(&join(dir, "config")) else {
+        return;
+    };
+    let c = parse_pci_config(&bytes);
+    f.relaxed_ordering = c.relaxed_ordering();
+    if let Some(e) = c.express {
+        let link = &mut f.link;
+        if link.current_speed_gts.is_none() {
+            link.current_speed_gts = e.speed_gts();
+        }
+        if link.current_width.is_none() {
+            link.current_width = e.width();
+        }
+        if link.max_speed_gts.is_none() {
+            link.max_speed_gts = e.max_speed_gts();
+        }
+        if link.max_width.is_none() {
+            link.max_width = e.max_width();
+        }
+    }
 }
 
 /// The AER statistics files and the [`PciAer::counts`] keys their totals take. The total is

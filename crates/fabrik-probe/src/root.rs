@@ -145,18 +145,10 @@ mod tests {
         let errors = [
             anyhow::Error::new(unreadable()),
             anyhow::Error::new(crate::ProbeError::NotANode(unreadable())),
-            anyhow::Error::new(crate::snapshot::SnapshotError::Probe(
-                crate::ProbeError::NotANode(unreadable()),
-            )),
             anyhow::Error::new(crate::ProbeError::RootUnreadable(
                 PathBuf::from("/x"),
                 std::io::Error::from_raw_os_error(13),
             )),
-            anyhow::Error::new(crate::snapshot::SnapshotError::Io {
-                action: "create",
-                path: PathBuf::from("/x"),
-                source: std::io::Error::from_raw_os_error(13),
-            }),
         ];
         for e in errors {
             let c = format!("{e:#}");

@@ -553,6 +553,32 @@ fn run_helper(
 mod tests {
     use super::*;
 
+    /// Each snapshot error that carries an OS error prints its text once, however it is wrapped.
+    #[test]
+    fn the_chain_names_the_os_error_once() {
+        let text = std::io::Error::from_raw_os_error(13).to_string();
+        let unreadable = || crate::root::RootError::Unreadable {
+            path: PathBuf::from("/x"),
+            source: std::io::Error::from_raw_os_error(13),
+        };
+        // `{:#}` through anyhow, as the CLI prints errors.
+        let errors = [
+            anyhow::Error::new(SnapshotError::Probe(crate::ProbeError::NotANode(
+                unreadable(),
+            ))),
+            anyhow::Error::new(SnapshotError::Io {
+                action: "create",
+                path: PathBuf::from("/x"),
+                source: std::io::Error::from_raw_os_error(13),
+            }),
+        ];
+        for e in errors {
+            let c = format!("{e:#}");
+            assert_eq!(c.matches(&text).count(), 1, "{c}");
+            assert!(c.contains("/x"), "{c}");
+        }
+    }
+
     #[test]
     fn captured_at_is_read_in_both_forms_and_written_in_rfc3339() {
         let t = parse_captured_at("2026-11-22T10:00:10Z\n").unwrap();

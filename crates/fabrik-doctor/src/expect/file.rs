@@ -559,4 +559,38 @@ mod tests {
         }
         assert!(seen >= 10, "{seen}");
     }
+
+    #[test]
+    fn a_waiver_of_an_unknown_rule_id_names_the_nearest_known_one() {
+        let file = Expectations::parse("t", "[[waive]]\nrule = \"FAB-PORT-01\"\nreason = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(file.contains("nearest known: FAB-PORT-001"), "{file}");
+    }
+
+    #[test]
+    fn file_waivers_without_reason_or_with_a_time_are_refused() {
+        for (text, says) in [
+            ("[[waive]]\nrule = \"FAB-PORT-001\"\n", "reason"),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"\"\n",
+                "the waiver of FAB-PORT-001 has no reason",
+            ),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nexpires = 2026-03-01T10:00:00Z\n",
+                "expires of the FAB-PORT-001 waiver must be a date (2026-12-31)",
+            ),
+            (
+                "[[waive]]\nrule = \"FAB-PORT-001\"\nreason = \"x\"\nseverity = \"fatal\"\n",
+                "fatal",
+            ),
+        ] {
+            let e = Expectations::parse("t", text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"))
+                .to_string();
+            assert!(e.starts_with("expectations file t: "), "{e}");
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
 }

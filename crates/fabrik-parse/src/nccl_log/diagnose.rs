@@ -697,3 +697,6 @@ mod tests {
         assert!(diagnose_program_line(b"loss = 0.2, step = 100").is_none());
     }
 }
+
+#[cfg(test)]
+mod catalog_tests;

@@ -9,6 +9,7 @@ mod merge;
 mod messages;
 mod prefix;
 mod report;
+mod settle;
 mod summary;
 
 use std::collections::HashMap;
@@ -569,7 +570,7 @@ impl LogAnalyzer {
                 st.report.issues = st.issues;
                 st.report.ranks.sort();
                 st.report.cuda_devices.sort_unstable();
-                messages::settle(&mut st.report, st.hints);
+                settle::settle(&mut st.report, st.hints);
                 st.report
             })
             .collect();

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 pub mod netns;
+mod output;
 pub mod snapshots;
 pub mod vm;
 

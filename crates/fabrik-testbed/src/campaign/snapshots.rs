@@ -598,7 +598,7 @@ impl Job {
 
     /// `fabrik doctor` over the copies: the (rule, host, rest of subject) of its warnings and
     /// errors, and the seconds it took.
-    fn doctor(&self, fabrik: &Path) -> Result<(Vec<super::netns::FindingKey>, f64), TestbedError> {
+    fn doctor(&self, fabrik: &Path) -> Result<(Vec<super::output::FindingKey>, f64), TestbedError> {
         let mut c = Command::new(fabrik);
         c.args(["doctor", "--format", "json"]);
         for i in 0..NODES {
@@ -613,7 +613,7 @@ impl Job {
                 format!("{e}: {}", String::from_utf8_lossy(&out.stderr).trim()),
             )
         })?;
-        Ok((super::netns::finding_keys(&report), secs))
+        Ok((super::output::finding_keys(&report), secs))
     }
 }
 

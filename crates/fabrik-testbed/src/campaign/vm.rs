@@ -170,7 +170,7 @@ pub fn judge(cases: &[Printed]) -> Vec<Run> {
     {
         let v: Value = serde_json::from_str(&c.out).unwrap_or(Value::Null);
         base_cluster.extend(
-            super::netns::finding_keys(&v)
+            super::output::finding_keys(&v)
                 .into_iter()
                 .map(|(r, _, rest)| (r, rest)),
         );
@@ -204,8 +204,8 @@ pub fn judge(cases: &[Printed]) -> Vec<Run> {
                         .collect(),
                 }
             }
-            "matrix" => super::netns::named_by_matrix(&c.out, ""),
-            _ => super::netns::finding_keys(&v)
+            "matrix" => super::output::named_by_matrix(&c.out, ""),
+            _ => super::output::finding_keys(&v)
                 .into_iter()
                 .filter(|(r, _, rest)| {
                     if healthy {
