@@ -69,7 +69,7 @@ pub fn page(rule: &Rule) -> String {
 
 /// `docs/rules/README.md`: the index of all pages.
 pub fn index_page() -> String {
-    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog/pages.rs` for the counter rules FAB-CNT-1xx, `crates/fabrik-doctor/src/catalog/counters.rs`, and for the log and benchmark rules FAB-NCCL-*/FAB-BENCH-*, `crates/fabrik-parse/data/nccl-classes.txt`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from("# fabrik doctor rules\n\nGenerated from `crates/fabrik-doctor/src/catalog/pages/` (one file per area), for the counter rules FAB-CNT-1xx from `crates/fabrik-doctor/src/catalog/counters.rs`, and for the log and benchmark rules FAB-NCCL-*/FAB-BENCH-* from `crates/fabrik-parse/data/nccl-classes.txt`; `FABRIK_BLESS=1 cargo test -p fabrik-doctor --test rule_pages` rewrites them and the same test fails when they drift. `fabrik explain ID` prints the same page.\n\n| id | severity | scope | title |\n| --- | --- | --- | --- |\n");
     for r in rules() {
         s.push_str(&format!(
             "| [{}]({}.md) | {} | {:?} | {} |\n",
