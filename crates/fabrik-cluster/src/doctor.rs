@@ -62,11 +62,7 @@ pub fn save_inventories(
         err,
     })?;
     for n in &report.nodes {
-        let json = serde_json::to_vec_pretty(&n.node).map_err(|err| ClusterError::Encode {
-            what: "an inventory",
-            err,
-        })?;
-        fabrik_probe::output::write_atomically(&dir.join(inventory_file_name(n)), &json)?;
+        fabrik_probe::output::write_json(&dir.join(inventory_file_name(n)), &n.node)?;
     }
     Ok(())
 }

@@ -131,14 +131,6 @@ pub enum ClusterError {
     /// A result file could not be written.
     #[error(transparent)]
     Write(#[from] fabrik_probe::output::WriteError),
-    /// A result could not be encoded as JSON.
-    #[error("encoding {what} as JSON: {err}")]
-    Encode {
-        /// What was encoded.
-        what: &'static str,
-        /// Why it failed.
-        err: serde_json::Error,
-    },
     /// A text that is not a byte count.
     #[error(transparent)]
     Size(#[from] fabrik_model::size::SizeError),

@@ -602,21 +602,16 @@ pub fn rail_count(group: &Group) -> Result<u32, ClusterError> {
 }
 
 /// Writes `m` as JSON to `path`, or for a per-rail run's matrix to its rail's file
-/// ([`rail_path`]); returns the path written.
+/// ([`rail_path`]).
 pub fn write_matrix(
     path: &std::path::Path,
     m: &fabrik_model::PairMatrix,
-) -> Result<std::path::PathBuf, ClusterError> {
+) -> Result<(), ClusterError> {
     let path = match m.rail {
         Some(rail) => rail_path(path, rail),
         None => path.to_path_buf(),
     };
-    let json = serde_json::to_vec_pretty(m).map_err(|err| ClusterError::Encode {
-        what: "the pair matrix",
-        err,
-    })?;
-    fabrik_probe::output::write_atomically(&path, &json)?;
-    Ok(path)
+    Ok(fabrik_probe::output::write_json(&path, m)?)
 }
 
 /// `m.json` for rail 2 is `m-rail2.json`: one pair matrix per file, as `fabrik report` reads.

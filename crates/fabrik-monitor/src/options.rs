@@ -48,14 +48,20 @@ pub struct Source {
 }
 
 impl SourceOptions {
-    /// Checks the root and reads the sampler's options.
+    /// Checks the root and reads the sampler's options: every netdev or only RDMA-backed and
+    /// physical ones, and `ethtool -S` unless `no_ethtool`.
     pub fn source(&self) -> Result<Source, OptionsError> {
         fabrik_probe::open::check_root(&self.root)?;
-        let (options, ethtool_missing) =
-            crate::top::sample_options(&self.root, self.all_netdevs, self.no_ethtool);
+        let mut options = SampleOptions::for_root(&self.root);
+        options.all_netdevs = self.all_netdevs;
+        if self.no_ethtool {
+            options.ethtool = crate::EthtoolMode::Off;
+        }
         Ok(Source {
             options,
-            ethtool_missing,
+            ethtool_missing: !self.no_ethtool
+                && crate::is_live(&self.root)
+                && !crate::ethtool_on_path(),
         })
     }
 }

@@ -61,19 +61,6 @@ pub fn run<E>(
     Ok(())
 }
 
-/// The sampling options of `top` and `exporter`: every netdev or only RDMA-backed and physical
-/// ones, and `ethtool -S` unless `no_ethtool`. The second value is true when a live root has no
-/// ethtool to run (no per-priority pause or phy discard counters then), for the caller to say.
-pub fn sample_options(root: &Path, all_netdevs: bool, no_ethtool: bool) -> (SampleOptions, bool) {
-    let mut options = SampleOptions::for_root(root);
-    options.all_netdevs = all_netdevs;
-    if no_ethtool {
-        options.ethtool = crate::EthtoolMode::Off;
-    }
-    let missing = !no_ethtool && crate::is_live(root) && !crate::ethtool_on_path();
-    (options, missing)
-}
-
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

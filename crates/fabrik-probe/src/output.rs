@@ -22,6 +22,17 @@ pub enum WriteError {
     /// The temporary file could not be renamed over the target.
     #[error("renaming into {}", .0.display())]
     Rename(PathBuf, #[source] std::io::Error),
+    /// The value could not be encoded as JSON.
+    #[error("encoding {} as JSON", .0.display())]
+    Encode(PathBuf, #[source] serde_json::Error),
+}
+
+/// Writes `value` as pretty JSON to `path`, atomically ([`write_atomically`]): the one way a
+/// result file (`--output`, saved inventories, matrices) is written.
+pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), WriteError> {
+    let json =
+        serde_json::to_vec_pretty(value).map_err(|e| WriteError::Encode(path.to_path_buf(), e))?;
+    write_atomically(path, &json)
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
@@ -77,6 +88,23 @@ mod tests {
         write_atomically(&fifo, b"through the pipe").unwrap();
         assert_eq!(reader.join().unwrap(), b"through the pipe");
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn json_is_written_pretty_and_a_value_json_cannot_hold_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        write_json(&path, &serde_json::json!({"rail": 2})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\n  \"rail\": 2\n}"
+        );
+        // JSON object keys are strings: a map keyed by pairs cannot be encoded.
+        let pairs = std::collections::BTreeMap::from([((0u8, 1u8), 1.5f64)]);
+        let bad = dir.path().join("pairs.json");
+        let e = write_json(&bad, &pairs).unwrap_err();
+        assert!(matches!(&e, WriteError::Encode(p, _) if *p == bad), "{e:?}");
+        assert!(!bad.exists());
     }
 
     #[test]

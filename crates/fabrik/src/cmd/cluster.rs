@@ -142,7 +142,7 @@ fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             fabrik_cluster::doctor::save_inventories(dir, &report)?;
         }
         if let Some(path) = &args.output {
-            crate::output::write_atomically(path, &serde_json::to_vec_pretty(&report)?)?;
+            fabrik_probe::output::write_json(path, &report)?;
         }
         if json {
             crate::output::print_json(&report)?;

@@ -14,7 +14,7 @@ use fabrik_model::{CollectiveRow, RankDevice, RunParams};
 use fabrik_render::nccl_tests::{closing, header, row};
 
 use crate::cmd::cluster::run_ranked;
-use crate::output::{print_json, write_atomically};
+use crate::output::print_json;
 use crate::progress::Progress;
 
 type Done = anyhow::Result<ExitCode>;
@@ -95,7 +95,7 @@ impl Observer for Table<'_> {
 fn finish(args: &Args, cfg: &SweepConfig, expect: Option<&Expectations>, o: Outcome) -> Done {
     let report = &o.report;
     if let Some(path) = &args.output {
-        write_atomically(path, &serde_json::to_vec_pretty(report)?)?;
+        fabrik_probe::output::write_json(path, report)?;
     }
     let judged = passline::judge_busbw(report, expect);
     if args.format == fabrik_render::Format::Json {
